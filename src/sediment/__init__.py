@@ -1,0 +1,28 @@
+"""Sediment: a layered, append-only context store and memory server for AI agents."""
+
+from sediment.errors import (
+    ConfigError,
+    EmbeddingError,
+    FormatError,
+    LockTimeoutError,
+    NotFoundError,
+    PermissionDeniedError,
+    SchemaMismatchError,
+    SedimentError,
+    ValidationError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConfigError",
+    "EmbeddingError",
+    "FormatError",
+    "LockTimeoutError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "SchemaMismatchError",
+    "SedimentError",
+    "ValidationError",
+    "__version__",
+]

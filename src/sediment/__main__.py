@@ -1,0 +1,3 @@
+from sediment.cli import main
+
+main()

@@ -1,0 +1,11 @@
+"""The ``sediment`` command line: a thin adapter over the library's services."""
+
+from sediment.cli import _read, _write  # noqa: F401  (registers the commands)
+from sediment.cli._app import cli
+
+
+def main() -> None:
+    cli(prog_name="sediment")
+
+
+__all__ = ["cli", "main"]

@@ -1,0 +1,189 @@
+"""Configuration: ``sediment.toml`` at the project root, a user config, environment overrides.
+
+Precedence, lowest first: built-in defaults < user config
+(``<user config dir>/sediment/config.toml``) < project ``sediment.toml`` (found in the
+working directory or its parents) < environment variables < command-line flags. Only
+adapters read configuration; the library takes explicit arguments.
+
+Environment variables: ``SEDIMENT_DIR`` (layer directory), ``SEDIMENT_EMBEDDER``
+(minilm | hash | openai), ``SEDIMENT_EMBED_BASE_URL``, ``SEDIMENT_EMBED_MODEL``,
+``SEDIMENT_EMBED_DIM``, ``SEDIMENT_EMBED_API_KEY`` (else ``OPENAI_API_KEY``),
+``SEDIMENT_CACHE_DIR`` (embedding cache; ``off`` disables it), ``SEDIMENT_CONFIG`` (an
+explicit project config file).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from sediment.errors import ConfigError
+
+PROJECT_FILE = "sediment.toml"
+
+
+@dataclass(slots=True)
+class EmbedderConfig:
+    name: str = "minilm"
+    base_url: str | None = None
+    model: str | None = None
+    dim: int | None = None
+    api_key: str | None = None
+
+
+@dataclass(slots=True)
+class CompileConfig:
+    include: list[str] = field(default_factory=lambda: ["**/*.md"])
+    exclude: list[str] = field(default_factory=list)
+    max_chars: int = 2000
+    kinds: list[tuple[str, str]] = field(default_factory=list)
+    default_kind: str = "canonical"
+    element_type: str = "f32"
+
+
+@dataclass(slots=True)
+class Config:
+    root: Path = field(default_factory=Path.cwd)
+    layer_dir: Path = field(default_factory=Path.cwd)
+    embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    compile: CompileConfig = field(default_factory=CompileConfig)
+    cache_dir: Path | None = None
+    source_files: list[Path] = field(default_factory=list)
+
+
+def _find_project_file(start: Path) -> Path | None:
+    for d in (start, *start.parents):
+        candidate = d / PROJECT_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+
+
+def _expect(value: Any, typ: type | tuple[type, ...], where: str) -> Any:
+    if isinstance(value, bool) and typ is not bool:
+        raise ConfigError(f"{where} must be {getattr(typ, '__name__', typ)}, got a boolean")
+    if not isinstance(value, typ):
+        name = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
+        raise ConfigError(f"{where} must be {name}, got {type(value).__name__}")
+    return value
+
+
+def _str_list(value: Any, where: str) -> list[str]:
+    _expect(value, list, where)
+    for i, v in enumerate(value):
+        _expect(v, str, f"{where}[{i}]")
+    return list(value)
+
+
+def _apply(cfg: Config, data: Mapping[str, Any], source: Path) -> None:
+    known = {"store", "embedder", "compile"}
+    unknown = set(data) - known
+    if unknown:
+        raise ConfigError(f"{source}: unknown section(s) {', '.join(sorted(unknown))}; "
+                          f"known: {', '.join(sorted(known))}")
+    store = _expect(data.get("store", {}), dict, f"{source}: [store]")
+    if "dir" in store:
+        cfg.layer_dir = (source.parent / _expect(store["dir"], str, f"{source}: store.dir"))
+    if "cache_dir" in store:
+        cfg.cache_dir = source.parent / _expect(store["cache_dir"], str,
+                                                f"{source}: store.cache_dir")
+    emb = _expect(data.get("embedder", {}), dict, f"{source}: [embedder]")
+    for key in ("name", "base_url", "model"):
+        if key in emb:
+            setattr(cfg.embedder, key, _expect(emb[key], str, f"{source}: embedder.{key}"))
+    if "dim" in emb:
+        cfg.embedder.dim = _expect(emb["dim"], int, f"{source}: embedder.dim")
+    if "api_key_env" in emb:
+        var = _expect(emb["api_key_env"], str, f"{source}: embedder.api_key_env")
+        cfg.embedder.api_key = os.environ.get(var) or cfg.embedder.api_key
+    comp = _expect(data.get("compile", {}), dict, f"{source}: [compile]")
+    if "include" in comp:
+        cfg.compile.include = _str_list(comp["include"], f"{source}: compile.include")
+    if "exclude" in comp:
+        cfg.compile.exclude = _str_list(comp["exclude"], f"{source}: compile.exclude")
+    if "max_chars" in comp:
+        n = _expect(comp["max_chars"], int, f"{source}: compile.max_chars")
+        if n < 100:
+            raise ConfigError(f"{source}: compile.max_chars must be at least 100, got {n}")
+        cfg.compile.max_chars = n
+    if "default_kind" in comp:
+        cfg.compile.default_kind = _expect(comp["default_kind"], str,
+                                           f"{source}: compile.default_kind")
+    if "element_type" in comp:
+        et = _expect(comp["element_type"], str, f"{source}: compile.element_type")
+        if et not in ("f32", "i8"):
+            raise ConfigError(f"{source}: compile.element_type must be 'f32' or 'i8'")
+        cfg.compile.element_type = et
+    if "kinds" in comp:
+        rules = _expect(comp["kinds"], list, f"{source}: compile.kinds")
+        parsed = []
+        for i, rule in enumerate(rules):
+            where = f"{source}: compile.kinds[{i}]"
+            _expect(rule, dict, where)
+            glob = _expect(rule.get("glob"), str, f"{where}.glob")
+            kind = _expect(rule.get("kind"), str, f"{where}.kind")
+            parsed.append((glob, kind))
+        cfg.compile.kinds = parsed
+
+
+def load_config(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
+    env = os.environ if env is None else env
+    here = (cwd or Path.cwd()).resolve()
+    cfg = Config(root=here, layer_dir=here)
+    user_file = Path(platformdirs.user_config_dir("sediment")) / "config.toml"
+    if env.get("SEDIMENT_USER_CONFIG"):
+        user_file = Path(env["SEDIMENT_USER_CONFIG"])
+    if user_file.is_file():
+        _apply(cfg, _read_toml(user_file), user_file)
+        cfg.layer_dir = here
+        cfg.source_files.append(user_file)
+    project = Path(env["SEDIMENT_CONFIG"]) if env.get("SEDIMENT_CONFIG") else \
+        _find_project_file(here)
+    if project is not None:
+        if not project.is_file():
+            raise ConfigError(f"{project}: SEDIMENT_CONFIG names a file that does not exist")
+        cfg.root = project.parent.resolve()
+        cfg.layer_dir = cfg.root
+        _apply(cfg, _read_toml(project), project.resolve())
+        cfg.source_files.append(project)
+    if env.get("SEDIMENT_DIR"):
+        cfg.layer_dir = Path(env["SEDIMENT_DIR"])
+    if env.get("SEDIMENT_EMBEDDER"):
+        cfg.embedder.name = env["SEDIMENT_EMBEDDER"]
+    if env.get("SEDIMENT_EMBED_BASE_URL"):
+        cfg.embedder.base_url = env["SEDIMENT_EMBED_BASE_URL"]
+    if env.get("SEDIMENT_EMBED_MODEL"):
+        cfg.embedder.model = env["SEDIMENT_EMBED_MODEL"]
+    if env.get("SEDIMENT_EMBED_DIM"):
+        try:
+            cfg.embedder.dim = int(env["SEDIMENT_EMBED_DIM"])
+        except ValueError:
+            raise ConfigError(f"SEDIMENT_EMBED_DIM={env['SEDIMENT_EMBED_DIM']!r} is not an "
+                              "integer") from None
+    key = env.get("SEDIMENT_EMBED_API_KEY") or env.get("OPENAI_API_KEY")
+    if key:
+        cfg.embedder.api_key = key
+    cache = env.get("SEDIMENT_CACHE_DIR")
+    if cache == "off":
+        cfg.cache_dir = None
+    elif cache:
+        cfg.cache_dir = Path(cache)
+    elif cfg.cache_dir is None:
+        cfg.cache_dir = Path(platformdirs.user_cache_dir("sediment"))
+    return cfg

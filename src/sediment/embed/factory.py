@@ -1,0 +1,89 @@
+"""Build an Embedder from configuration names and options (sediment.toml, CLI flags, env)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sediment.embed.base import Embedder
+from sediment.embed.cache import CachedEmbedder, EmbeddingCache
+from sediment.embed.hashing import HashEmbedder
+from sediment.embed.minilm import MINILM_DIM, MiniLMEmbedder
+from sediment.embed.openai import OpenAIEmbedder
+from sediment.embed.profile import EmbeddingProfile
+from sediment.errors import ConfigError, SedimentError
+
+__all__ = ["DEFAULT_EMBEDDER", "EMBEDDER_NAMES", "make_embedder", "profile_for"]
+
+DEFAULT_EMBEDDER = "minilm"
+EMBEDDER_NAMES: tuple[str, ...] = ("minilm", "hash", "openai")
+
+
+def make_embedder(
+    name: str = DEFAULT_EMBEDDER,
+    *,
+    dim: int | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key: str | None = None,
+    cache_path: Path | None = None,
+) -> Embedder:
+    """Construct the named embedder, wrapped in an on-disk cache when ``cache_path`` is set.
+
+    Options that do not apply to the chosen embedder are rejected rather than ignored, so a
+    misconfiguration (say ``base_url`` with ``minilm``) is noticed instead of silently
+    producing vectors from a different model than intended. Nothing is loaded or contacted.
+    """
+    embedder = _build(name, dim=dim, base_url=base_url, model=model, api_key=api_key)
+    if cache_path is not None:
+        return CachedEmbedder(embedder, EmbeddingCache(cache_path))
+    return embedder
+
+
+def profile_for(
+    name: str = DEFAULT_EMBEDDER,
+    *,
+    dim: int | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
+) -> EmbeddingProfile:
+    """The profile ``make_embedder`` would produce, without loading any model or network call."""
+    return _build(name, dim=dim, base_url=base_url, model=model, api_key=None).profile
+
+
+def _build(
+    name: str,
+    *,
+    dim: int | None,
+    base_url: str | None,
+    model: str | None,
+    api_key: str | None,
+) -> Embedder:
+    key = name.strip().lower()
+    if key not in EMBEDDER_NAMES:
+        raise ConfigError(
+            f"unknown embedder {name!r}; valid names are: {', '.join(EMBEDDER_NAMES)}"
+        )
+    try:
+        if key == "openai":
+            if base_url is None or model is None or dim is None:
+                raise ConfigError(
+                    "embedder 'openai' needs base_url (e.g. http://localhost:11434/v1), "
+                    "model and dim"
+                )
+            return OpenAIEmbedder(base_url, model, dim, api_key=api_key)
+        _reject_unused(key, base_url=base_url, model=model, api_key=api_key)
+        if key == "hash":
+            return HashEmbedder(dim if dim is not None else 384)
+        if dim is not None and dim != MINILM_DIM:
+            raise ConfigError(f"embedder 'minilm' has {MINILM_DIM} dimensions, not {dim}")
+        return MiniLMEmbedder()
+    except ConfigError:
+        raise
+    except SedimentError as exc:
+        raise ConfigError(f"embedder {key!r}: {exc}") from exc
+
+
+def _reject_unused(key: str, **options: str | None) -> None:
+    given = sorted(k for k, v in options.items() if v is not None)
+    if given:
+        raise ConfigError(f"embedder {key!r} does not take option(s): {', '.join(given)}")

@@ -1,0 +1,94 @@
+"""Every error Sediment raises on purpose.
+
+Adapters (CLI, MCP) catch ``SedimentError`` and show its message; anything else is a bug.
+Lower-level errors (``OSError``, ``json.JSONDecodeError``, HTTP failures) are translated at
+the boundary with ``raise ... from exc`` so the message names what was wrong and where.
+
+    SedimentError
+    ├── FormatError            a layer file breaks a rule of RFC section 8
+    ├── ValidationError        user input breaks a rule (bad kind, confidence, glob, ...)
+    ├── NotFoundError          a file, layer or chunk id that does not exist
+    ├── SchemaMismatchError    layers (or a layer and the embedder) do not share a schema
+    ├── PermissionDeniedError  a write the trust model forbids (base, user from an agent)
+    ├── EmbeddingError         the embedder failed (model missing, HTTP error, bad reply)
+    ├── ConfigError            sediment.toml or an environment override is invalid
+    └── LockTimeoutError       another writer held the layer lock for too long
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "EmbeddingError",
+    "FormatError",
+    "LockTimeoutError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "SchemaMismatchError",
+    "SedimentError",
+    "ValidationError",
+]
+
+
+class SedimentError(Exception):
+    """Root of every error Sediment raises deliberately."""
+
+
+class FormatError(SedimentError):
+    """A layer file violates the RFC; carries the rule, the field and the byte offset."""
+
+    def __init__(
+        self, message: str, *, rule: str = "", field: str = "", offset: int | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.rule = rule
+        self.field = field
+        self.offset = offset
+        self.path = path
+        self.detail = message
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.path:
+            where.append(self.path)
+        if self.offset is not None:
+            where.append(f"offset {self.offset}")
+        prefix = f"{': '.join(where)}: " if where else ""
+        rule = f" [{self.rule}]" if self.rule else ""
+        fld = f"{self.field}: " if self.field else ""
+        return f"{prefix}{fld}{self.detail}{rule}"
+
+    def with_path(self, path: str) -> FormatError:
+        """Return a copy that names the file (readers of bytes do not know it)."""
+        return FormatError(
+            self.detail, rule=self.rule, field=self.field, offset=self.offset, path=path
+        )
+
+
+class ValidationError(SedimentError):
+    """User input breaks a documented rule."""
+
+
+class NotFoundError(SedimentError):
+    """A file, layer or chunk that was asked for does not exist."""
+
+
+class SchemaMismatchError(SedimentError):
+    """Layers, or a layer and the active embedder, do not share a schema (RFC 8.3)."""
+
+
+class PermissionDeniedError(SedimentError):
+    """A write the trust model forbids, such as any write to the base layer."""
+
+
+class EmbeddingError(SedimentError):
+    """The embedder could not produce vectors."""
+
+
+class ConfigError(SedimentError):
+    """Configuration is invalid."""
+
+
+class LockTimeoutError(SedimentError):
+    """Another writer held a layer's lock for longer than the timeout."""

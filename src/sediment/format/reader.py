@@ -1,0 +1,576 @@
+"""Memory-mapped, zero-copy reader for AGENTS.db layer files (RFC section 8).
+
+Opening a file maps it and checks the header, the section table and every section header
+against the file size: O(1) work that never touches the embedding data and never allocates
+more than the fixed headers. The per-chunk checks (string ids, embedding rows, reserved
+fields, relationship ranges, duplicate ids) are vectorised over the mapped chunk table and
+run once, the first time chunk data is used. ``iter_violations`` runs every rule, including
+UTF-8 decoding of every string, and reports all violations instead of the first.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from sediment.errors import FormatError, NotFoundError
+from sediment.format import layout as L
+from sediment.format.model import AUTHORS, Chunk, Source
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    kind: int
+    offset: int
+    length: int
+    entry_offset: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.length
+
+    @property
+    def name(self) -> str:
+        return L.SECTION_NAMES.get(self.kind, f"kind {self.kind}")
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    version_major: int
+    version_minor: int
+    file_length: int
+    section_count: int
+    sections_offset: int
+    flags: int
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingInfo:
+    rows: int
+    dim: int
+    element_type: int
+    data_offset: int
+    data_length: int
+    quant_scale: float
+
+    @property
+    def element_name(self) -> str:
+        return L.ELEMENT_NAMES.get(self.element_type, str(self.element_type))
+
+
+class _Structure:
+    """Offsets of everything in the file, established by the O(1) checks."""
+
+    header: Header
+    sections: list[Section]
+    strings_count: int
+    strings_entries: int
+    strings_bytes: int
+    strings_bytes_len: int
+    chunk_count: int
+    chunk_records: int
+    embedding: EmbeddingInfo
+    rel_count: int
+    rel_records: int
+    has_relationships: bool
+    metadata_blob: tuple[int, int] | None
+
+
+def _err(msg: str, rule: str, fld: str, offset: int | None) -> FormatError:
+    return FormatError(msg, rule=rule, field=fld, offset=offset)
+
+
+def _parse_structure(buf: memoryview | bytes | mmap.mmap, size: int) -> _Structure:
+    """Check the header, section table and section headers; raise the first violation."""
+    s = _Structure()
+    if size < L.FILE_HEADER.size:
+        raise _err(f"file is {size} bytes, shorter than the 40-byte header", "8.4.3",
+                   "header", 0)
+    magic, vmaj, vmin, flen, scount, soff, flags = L.FILE_HEADER.unpack_from(buf, 0)
+    if magic != L.MAGIC:
+        raise _err(f"bad magic 0x{magic:08x}, expected 0x{L.MAGIC:08x} ('AGDB')", "8.4.3",
+                   "magic", 0)
+    if vmaj != L.VERSION_MAJOR:
+        raise _err(f"unsupported version_major {vmaj}, expected 1", "8.4.3",
+                   "version_major", 4)
+    if flen != size:
+        raise _err(f"file_length_bytes is {flen} but the file is {size} bytes", "8.4.3",
+                   "file_length_bytes", 8)
+    if flags != 0:
+        raise _err(f"flags is {flags}, reserved and must be 0 in v1", "8.4.3", "flags", 32)
+    s.header = Header(vmaj, vmin, flen, scount, soff, flags)
+    if scount > (size - L.FILE_HEADER.size) // L.SECTION_ENTRY.size:
+        raise _err(f"section_count {scount} cannot fit in a {size}-byte file", "8.4.3",
+                   "section_count", 16)
+    if soff < L.FILE_HEADER.size or soff + scount * L.SECTION_ENTRY.size > size:
+        raise _err(f"section table at {soff} ({scount} entries) is outside the file or "
+                   "overlaps the header", "8.4.3", "sections_offset", 24)
+    sections: list[Section] = []
+    for i in range(scount):
+        at = soff + i * L.SECTION_ENTRY.size
+        kind, reserved, off, length = L.SECTION_ENTRY.unpack_from(buf, at)
+        if reserved != 0:
+            raise _err(f"section {i} reserved field is {reserved}, must be 0", "8.4.3",
+                       "SectionEntry.reserved", at + 4)
+        if off > size or length > size - off:
+            raise _err(f"section {i} ({L.SECTION_NAMES.get(kind, kind)}) spans {off}.."
+                       f"{off + length}, beyond the {size}-byte file", "8.4.3",
+                       "SectionEntry.offset", at + 8)
+        sections.append(Section(kind, off, length, at))
+    s.sections = sections
+    reserved_ranges = [(0, L.FILE_HEADER.size, "header"),
+                       (soff, soff + scount * L.SECTION_ENTRY.size, "section table")]
+    spans = sorted(
+        [(a, b, n) for a, b, n in reserved_ranges if b > a]
+        + [(x.offset, x.end, f"{x.name} section") for x in sections if x.length > 0]
+    )
+    for (a0, a1, an), (b0, _b1, bn) in zip(spans, spans[1:], strict=False):
+        if b0 < a1:
+            raise _err(f"{bn} at {b0} overlaps {an} ending at {a1}", "8.4.2", "SectionEntry",
+                       b0)
+    by_kind: dict[int, Section] = {}
+    for x in sections:
+        if x.kind in by_kind and x.kind in L.SECTION_NAMES:
+            raise _err(f"duplicate {x.name} section", "8.4.3", "SectionEntry.kind",
+                       x.entry_offset)
+        by_kind.setdefault(x.kind, x)
+    for kind in L.REQUIRED_SECTIONS:
+        if kind not in by_kind:
+            raise _err(f"missing required {L.SECTION_NAMES[kind]} section", "8.4.3",
+                       "SectionEntry.kind", soff)
+
+    def sub_header(sec: Section, st: Any, what: str) -> tuple[Any, ...]:
+        if sec.length < st.size:
+            raise _err(f"{sec.name} section is {sec.length} bytes, shorter than its "
+                       f"{st.size}-byte header", "8.4", what, sec.offset)
+        return tuple(st.unpack_from(buf, sec.offset))
+
+    def within(sec: Section, start: int, count: int, item: int, fld: str, at: int) -> None:
+        if start < sec.offset or start > sec.end or count > (sec.end - start) // item:
+            raise _err(f"{count} x {item}-byte records at {start} do not fit inside the "
+                       f"{sec.name} section ({sec.offset}..{sec.end})", "8.4", fld, at)
+
+    sd = by_kind[L.SECTION_STRING_DICTIONARY]
+    n, eoff, boff, blen = sub_header(sd, L.STRING_DICT_HEADER, "StringDictionaryHeader")
+    within(sd, eoff, n, 16, "StringDictionaryHeader.entries_offset", sd.offset + 8)
+    within(sd, boff, blen, 1, "StringDictionaryHeader.bytes_offset", sd.offset + 16)
+    s.strings_count, s.strings_entries, s.strings_bytes, s.strings_bytes_len = n, eoff, boff, blen
+
+    ct = by_kind[L.SECTION_CHUNK_TABLE]
+    n, roff = sub_header(ct, L.CHUNK_TABLE_HEADER, "ChunkTableHeader")
+    within(ct, roff, n, L.CHUNK_RECORD_DTYPE.itemsize, "ChunkTableHeader.records_offset",
+           ct.offset + 8)
+    s.chunk_count, s.chunk_records = n, roff
+
+    em = by_kind[L.SECTION_EMBEDDING_MATRIX]
+    rows, dim, etype, doff, dlen, scale, rsv = sub_header(em, L.EMBEDDING_HEADER,
+                                                          "EmbeddingMatrixHeader")
+    if etype not in L.ELEMENT_SIZES:
+        raise _err(f"unknown element_type {etype} (1 = f32, 2 = i8)", "8.4.6", "element_type",
+                   em.offset + 12)
+    if rsv != 0.0 or np.signbit(np.float32(rsv)):
+        raise _err("reserved0 must be 0", "8.4.6", "EmbeddingMatrixHeader.reserved0",
+                   em.offset + 36)
+    if etype == L.EMBED_F32 and scale != 1.0:
+        raise _err(f"quant_scale is {scale} but must be 1.0 for f32", "8.4.6", "quant_scale",
+                   em.offset + 32)
+    if etype == L.EMBED_I8 and (scale == 0.0 or not np.isfinite(scale)):
+        raise _err(f"quant_scale is {scale}; i8 needs a finite non-zero scale", "8.4.6",
+                   "quant_scale", em.offset + 32)
+    if rows > 0 and dim == 0:
+        raise _err(f"dim is 0 with {rows} rows", "8.4.6", "dim", em.offset + 8)
+    esize = L.ELEMENT_SIZES[etype]
+    if dim and rows > size // (dim * esize):
+        raise _err(f"{rows} rows x {dim} dims cannot fit in a {size}-byte file", "8.4.6",
+                   "row_count", em.offset)
+    if dlen != rows * dim * esize:
+        raise _err(f"data_length is {dlen} but {rows} rows x {dim} x {esize} bytes = "
+                   f"{rows * dim * esize}", "8.4.6", "data_length", em.offset + 24)
+    within(em, doff, dlen, 1, "EmbeddingMatrixHeader.data_offset", em.offset + 16)
+    s.embedding = EmbeddingInfo(rows, dim, etype, doff, dlen, float(scale))
+
+    rel = by_kind.get(L.SECTION_RELATIONSHIPS)
+    s.has_relationships = rel is not None
+    s.rel_count, s.rel_records = 0, 0
+    if rel is not None:
+        n, roff = sub_header(rel, L.RELATIONSHIPS_HEADER, "RelationshipsHeader")
+        within(rel, roff, n, 8, "RelationshipsHeader.records_offset", rel.offset + 8)
+        s.rel_count, s.rel_records = n, roff
+
+    md = by_kind.get(L.SECTION_LAYER_METADATA)
+    s.metadata_blob = None
+    if md is not None:
+        ver, fmt, boff, blen = sub_header(md, L.LAYER_METADATA_HEADER, "LayerMetadataHeader")
+        if ver != 1:
+            raise _err(f"layer metadata version is {ver}, must be 1", "8.4.8", "version",
+                       md.offset)
+        if fmt != L.LAYER_METADATA_JSON:
+            raise _err(f"layer metadata format is {fmt}, must be 1 (JSON)", "8.4.8",
+                       "format", md.offset + 4)
+        if boff != md.offset + 24:
+            raise _err(f"blob_offset is {boff}, must equal section offset + 24 = "
+                       f"{md.offset + 24}", "8.4.8", "blob_offset", md.offset + 8)
+        if blen != md.length - 24:
+            raise _err(f"blob_length is {blen}, must equal section length - 24 = "
+                       f"{md.length - 24}", "8.4.8", "blob_length", md.offset + 16)
+        s.metadata_blob = (boff, blen)
+    return s
+
+
+class LayerFile:
+    """A read-only, memory-mapped layer file.
+
+    ``embeddings`` and ``records`` are numpy views into the mapping: no copy is made and
+    nothing is read until a page is touched. The mapping stays valid after the file is
+    replaced by an atomic rename, so a reader keeps a consistent snapshot.
+    """
+
+    def __init__(self, buf: mmap.mmap | bytes, path: str | None = None) -> None:
+        self.path = path
+        self._buf = buf
+        size = len(buf)
+        try:
+            self._s = _parse_structure(buf, size)
+        except FormatError as exc:
+            raise exc.with_path(path) if path else exc
+        self._strings: dict[int, str] = {}
+        self._checked = False
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> LayerFile:
+        p = Path(path)
+        try:
+            with p.open("rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                if size == 0:
+                    raise FormatError("file is empty (0 bytes), not an AGENTS.db layer",
+                                      rule="8.4.3", field="header", offset=0, path=str(p))
+                mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except FileNotFoundError as exc:
+            raise NotFoundError(f"{p}: no such layer file") from exc
+        except IsADirectoryError as exc:
+            raise NotFoundError(f"{p}: is a directory, not a layer file") from exc
+        except PermissionError as exc:
+            raise NotFoundError(f"{p}: permission denied") from exc
+        return cls(mm, str(p))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, path: str | None = None) -> LayerFile:
+        return cls(bytes(data), path)
+
+    # -- header-level facts (no chunk data touched) -------------------------------------
+    @property
+    def header(self) -> Header:
+        return self._s.header
+
+    @property
+    def sections(self) -> list[Section]:
+        return list(self._s.sections)
+
+    @property
+    def size(self) -> int:
+        return len(self._buf)
+
+    @property
+    def chunk_count(self) -> int:
+        return self._s.chunk_count
+
+    @property
+    def embedding_info(self) -> EmbeddingInfo:
+        return self._s.embedding
+
+    @property
+    def dim(self) -> int:
+        return self._s.embedding.dim
+
+    @property
+    def element_type(self) -> str:
+        return self._s.embedding.element_name
+
+    @property
+    def quant_scale(self) -> float:
+        return self._s.embedding.quant_scale
+
+    @property
+    def string_count(self) -> int:
+        return self._s.strings_count
+
+    @property
+    def relationship_count(self) -> int:
+        return self._s.rel_count
+
+    @cached_property
+    def metadata(self) -> dict[str, Any] | None:
+        """The layer metadata JSON object, or None when the section is absent."""
+        if self._s.metadata_blob is None:
+            return None
+        off, length = self._s.metadata_blob
+        raw = bytes(self._buf[off:off + length])
+        try:
+            value = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise self._fail("layer metadata blob is not UTF-8", "8.4.8", "blob",
+                             off + exc.start) from exc
+        except json.JSONDecodeError as exc:
+            raise self._fail(f"layer metadata blob is not JSON: {exc.msg}", "8.4.8", "blob",
+                             off + exc.pos) from exc
+        if not isinstance(value, dict):
+            raise self._fail("layer metadata JSON must be an object", "8.4.8", "blob", off)
+        return value
+
+    @property
+    def embedding_profile(self) -> dict[str, Any] | None:
+        md = self.metadata
+        prof = md.get("embedding_profile") if md else None
+        return prof if isinstance(prof, dict) else None
+
+    # -- zero-copy views ---------------------------------------------------------------
+    @cached_property
+    def embeddings(self) -> npt.NDArray[np.float32] | npt.NDArray[np.int8]:
+        """The embedding matrix as a (rows, dim) view of the mapped file; never a copy."""
+        e = self._s.embedding
+        dtype = np.dtype("<f4") if e.element_type == L.EMBED_F32 else np.dtype("i1")
+        flat = np.frombuffer(self._buf, dtype=dtype, count=e.rows * e.dim, offset=e.data_offset)
+        return flat.reshape(e.rows, e.dim) if e.dim else flat.reshape(e.rows, 0)
+
+    @cached_property
+    def _raw_records(self) -> np.ndarray:
+        return np.frombuffer(self._buf, dtype=L.CHUNK_RECORD_DTYPE, count=self._s.chunk_count,
+                             offset=self._s.chunk_records)
+
+    @property
+    def records(self) -> np.ndarray:
+        """The chunk table as a structured view, after its rules have been checked once."""
+        if not self._checked:
+            for v in self._record_violations():
+                raise v
+            self._checked = True
+        return self._raw_records
+
+    @cached_property
+    def _string_entries(self) -> np.ndarray:
+        return np.frombuffer(self._buf, dtype=L.STRING_ENTRY_DTYPE, count=self._s.strings_count,
+                             offset=self._s.strings_entries)
+
+    @cached_property
+    def _relationships(self) -> np.ndarray:
+        return np.frombuffer(self._buf, dtype=L.RELATIONSHIP_DTYPE, count=self._s.rel_count,
+                             offset=self._s.rel_records)
+
+    @cached_property
+    def ids(self) -> npt.NDArray[np.uint32]:
+        return np.asarray(self.records["id"])
+
+    @cached_property
+    def rows(self) -> npt.NDArray[np.int64]:
+        """0-based embedding row of each chunk, in chunk-table order."""
+        return self.records["embedding_row"].astype(np.int64) - 1
+
+    @cached_property
+    def id_index(self) -> dict[int, int]:
+        """Chunk id -> position in the chunk table."""
+        return {int(i): n for n, i in enumerate(self.ids.tolist())}
+
+    # -- decoding ----------------------------------------------------------------------
+    def _fail(self, msg: str, rule: str, fld: str, offset: int | None) -> FormatError:
+        return FormatError(msg, rule=rule, field=fld, offset=offset, path=self.path)
+
+    def string(self, sid: int) -> str:
+        """Decode string ``sid`` (1-based, RFC 8.4.4)."""
+        cached = self._strings.get(sid)
+        if cached is not None:
+            return cached
+        if not 1 <= sid <= self._s.strings_count:
+            raise self._fail(f"string id {sid} is outside 1..{self._s.strings_count}",
+                             "8.4.4", "string_id", None)
+        e = self._string_entries[sid - 1]
+        off, length = int(e["offset"]), int(e["length"])
+        at = self._s.strings_entries + (sid - 1) * 16
+        if off > self._s.strings_bytes_len or length > self._s.strings_bytes_len - off:
+            raise self._fail(f"string {sid} spans {off}..{off + length}, beyond the "
+                             f"{self._s.strings_bytes_len}-byte blob", "8.4.4",
+                             "StringEntry.byte_offset", at)
+        start = self._s.strings_bytes + off
+        try:
+            text = bytes(self._buf[start:start + length]).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self._fail(f"string {sid} is not valid UTF-8", "8.4.4", "string bytes",
+                             start + exc.start) from exc
+        self._strings[sid] = text
+        return text
+
+    def sources_at(self, index: int) -> tuple[Source, ...]:
+        rec = self.records[index]
+        count = int(rec["rel_count"])
+        if count == 0:
+            return ()
+        start = int(rec["rel_start"])
+        out: list[Source] = []
+        for kind, value in self._relationships[start:start + count].tolist():
+            if kind == L.REL_SOURCE_CHUNK_ID:
+                out.append(int(value))
+            elif kind == L.REL_SOURCE_STRING:
+                out.append(self.string(int(value)))
+        return tuple(out)
+
+    def chunk_at(self, index: int) -> Chunk:
+        """The chunk at position ``index`` of the chunk table."""
+        rec = self.records[index]
+        return Chunk(
+            id=int(rec["id"]),
+            kind=self.string(int(rec["kind"])),
+            content=self.string(int(rec["content"])),
+            author=self.string(int(rec["author"])),
+            confidence=float(rec["confidence"]),
+            created_at_ms=int(rec["created_at"]),
+            sources=self.sources_at(index),
+        )
+
+    def get(self, chunk_id: int) -> Chunk | None:
+        index = self.id_index.get(chunk_id)
+        return None if index is None else self.chunk_at(index)
+
+    def chunks(self) -> Iterator[Chunk]:
+        for i in range(self.chunk_count):
+            yield self.chunk_at(i)
+
+    def kind_at(self, index: int) -> str:
+        return self.string(int(self.records["kind"][index]))
+
+    def vector(self, index: int) -> npt.NDArray[np.float32]:
+        """The dequantised embedding of the chunk at ``index`` (a small copy)."""
+        row = self.embeddings[int(self.rows[index])]
+        if self._s.embedding.element_type == L.EMBED_I8:
+            return row.astype(np.float32) * np.float32(self.quant_scale)
+        return np.array(row, dtype=np.float32)
+
+    # -- validation --------------------------------------------------------------------
+    def _record_violations(self) -> Iterator[FormatError]:
+        """Vectorised checks of every chunk record (RFC 8.4.5 to 8.4.7)."""
+        recs = self._raw_records
+        if len(recs) == 0:
+            return
+        base = self._s.chunk_records
+        size = L.CHUNK_RECORD_DTYPE.itemsize
+        nstr = self._s.strings_count
+
+        def first(mask: np.ndarray) -> int | None:
+            hits = np.flatnonzero(mask)
+            return int(hits[0]) if len(hits) else None
+
+        for fld, off in (("kind", 4), ("content", 8), ("author", 12)):
+            col = recs[fld]
+            i = first((col == 0) | (col > nstr))
+            if i is not None:
+                yield self._fail(f"chunk {int(recs['id'][i])}: {fld}_str_id "
+                                 f"{int(col[i])} is outside 1..{nstr}", "8.4.5",
+                                 f"ChunkRecord.{fld}_str_id", base + i * size + off)
+        rows = recs["embedding_row"]
+        i = first((rows == 0) | (rows > self._s.embedding.rows))
+        if i is not None:
+            yield self._fail(f"chunk {int(recs['id'][i])}: embedding_row {int(rows[i])} is "
+                             f"outside 1..{self._s.embedding.rows}", "8.4.6",
+                             "ChunkRecord.embedding_row", base + i * size + 28)
+        for fld, off in (("reserved0", 32), ("reserved1", 48)):
+            i = first(recs[fld] != 0)
+            if i is not None:
+                yield self._fail(f"chunk {int(recs['id'][i])}: {fld} is "
+                                 f"{int(recs[fld][i])}, must be 0", "8.4.5",
+                                 f"ChunkRecord.{fld}", base + i * size + off)
+        conf = recs["confidence"]
+        i = first(~((conf >= 0.0) & (conf <= 1.0)))
+        if i is not None:
+            yield self._fail(f"chunk {int(recs['id'][i])}: confidence {float(conf[i])} is "
+                             "outside 0.0..1.0", "7.1", "ChunkRecord.confidence",
+                             base + i * size + 16)
+        rstart, rcount = recs["rel_start"], recs["rel_count"]
+        if not self._s.has_relationships:
+            i = first((rstart != 0) | (rcount != 0))
+            if i is not None:
+                yield self._fail(f"chunk {int(recs['id'][i])}: rel_start/rel_count must be 0 "
+                                 "when there is no relationships section", "8.4.7",
+                                 "ChunkRecord.rel_start", base + i * size + 36)
+        else:
+            total = self._s.rel_count
+            end = rstart + rcount.astype(np.uint64)
+            i = first((rcount > 0) & ((rstart > total) | (end > total)))
+            if i is not None:
+                yield self._fail(f"chunk {int(recs['id'][i])}: relationships "
+                                 f"{int(rstart[i])}..{int(end[i])} are outside 0..{total}",
+                                 "8.4.7", "ChunkRecord.rel_start", base + i * size + 36)
+        ids = recs["id"]
+        order = np.argsort(ids, kind="stable")
+        sorted_ids = ids[order]
+        dup = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
+        if len(dup):
+            i = int(order[dup[0] + 1])
+            yield self._fail(f"duplicate chunk id {int(ids[i])}", "8.4.5", "ChunkRecord.id",
+                             base + i * size)
+        authors = np.unique(recs["author"])
+        if len(authors) <= 64 and not np.any((authors == 0) | (authors > nstr)):
+            for sid in authors.tolist():
+                try:
+                    name = self.string(int(sid))
+                except FormatError as exc:
+                    yield exc
+                    continue
+                if name not in AUTHORS:
+                    i = first(recs["author"] == sid)
+                    assert i is not None
+                    yield self._fail(f"chunk {int(recs['id'][i])}: author is {name!r}, must be "
+                                     "'human' or 'mcp'", "7.1", "ChunkRecord.author_str_id",
+                                     base + i * size + 12)
+        if self._s.has_relationships and self._s.rel_count:
+            rels = self._relationships
+            rel_base = self._s.rel_records
+            kinds, values = rels["kind"], rels["value"]
+            j = first((kinds == L.REL_SOURCE_STRING) & ((values == 0) | (values > nstr)))
+            if j is not None:
+                yield self._fail(f"relationship {j}: string id {int(values[j])} is outside "
+                                 f"1..{nstr}", "8.4.7", "RelationshipRecord.value_u32",
+                                 rel_base + j * 8 + 4)
+
+    def iter_violations(self) -> Iterator[FormatError]:
+        """Every violation in the file, in file order, including string encoding."""
+        yield from self._record_violations()
+        if self._s.metadata_blob is not None:
+            try:
+                _ = self.metadata
+            except FormatError as exc:
+                yield exc
+        entries = self._string_entries
+        if len(entries):
+            blen = self._s.strings_bytes_len
+            offs, lens = entries["offset"], entries["length"]
+            bad = np.flatnonzero((offs > blen) | (lens > blen - np.minimum(offs, blen)))
+            for k in bad[:20].tolist():
+                yield self._fail(f"string {k + 1} spans {int(offs[k])}..{int(offs[k] + lens[k])}"
+                                 f", beyond the {blen}-byte blob", "8.4.4",
+                                 "StringEntry.byte_offset", self._s.strings_entries + k * 16)
+            bad_set = set(bad.tolist())
+            errors = 0
+            for k in range(len(entries)):
+                if k in bad_set:
+                    continue
+                try:
+                    self.string(k + 1)
+                except FormatError as exc:
+                    errors += 1
+                    if errors <= 20:
+                        yield exc
+
+    def validate(self) -> list[FormatError]:
+        return list(self.iter_violations())
+
+
+def open_layer(path: str | os.PathLike[str]) -> LayerFile:
+    return LayerFile.open(path)

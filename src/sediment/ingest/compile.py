@@ -1,0 +1,163 @@
+"""Compile source documents into an immutable base layer (RFC 15.1).
+
+Reproducible by construction: files are taken in sorted order, chunk ids are 1..n in that
+order, ``created_at`` comes from the sources (each file's last commit time in git, else
+``SOURCE_DATE_EPOCH``, else 0; never the wall clock), and the layer metadata holds the
+embedding profile but no timestamps. Compiling twice gives the same sha256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sediment.embed import Embedder
+from sediment.embed.profile import CACHE_KEY_ALG
+from sediment.errors import ValidationError
+from sediment.format import Chunk, encode_layer
+from sediment.ingest.chunker import chunk_file
+from sediment.ingest.discover import discover
+from sediment.ingest.kinds import KindRule
+from sediment.ingest.model import DocChunk, Skipped, source_ref
+from sediment.ingest.sources import read_text_file
+from sediment.store.atomic import atomic_write
+
+Progress = Callable[[str, int, int], None]
+EMBED_BATCH = 64
+
+
+@dataclass(slots=True)
+class CompileOptions:
+    root: Path
+    include: Sequence[str]
+    out: Path
+    exclude: Sequence[str] = ()
+    max_chars: int = 2000
+    kind_rules: Sequence[tuple[str, str]] = ()
+    default_kind: str = "canonical"
+    element_type: str = "f32"
+
+
+@dataclass(slots=True)
+class CompileReport:
+    out: Path
+    files: int
+    chunks: int
+    bytes: int
+    sha256: str
+    embedded: int
+    cached: int
+    seconds: float
+    skipped: list[Skipped] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "out": str(self.out), "files": self.files, "chunks": self.chunks,
+            "bytes": self.bytes, "sha256": self.sha256, "embedded": self.embedded,
+            "cached": self.cached, "seconds": round(self.seconds, 3),
+            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "warnings": list(self.warnings),
+        }
+
+
+def source_times(root: Path, paths: Sequence[str]) -> dict[str, int]:
+    """Last commit time (ms) of each path in git, else SOURCE_DATE_EPOCH, else 0.
+
+    One ``git log`` over the whole history gives every file's newest commit: the first
+    time a path appears in the log (newest first) is its last change.
+    """
+    fallback_s = 0
+    sde = os.environ.get("SOURCE_DATE_EPOCH")
+    if sde:
+        try:
+            fallback_s = int(sde)
+        except ValueError:
+            raise ValidationError(f"SOURCE_DATE_EPOCH={sde!r} is not an integer") from None
+    out = dict.fromkeys(paths, fallback_s * 1000)
+    try:
+        prefix = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--show-prefix"], capture_output=True,
+            text=True, timeout=30, check=True).stdout.strip()
+        log = subprocess.run(
+            ["git", "-C", str(root), "-c", "core.quotepath=off", "log", "--format=@%ct",
+             "--name-only", "--no-renames", "--", "."],
+            capture_output=True, text=True, timeout=120, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return out
+    wanted = {prefix + p: p for p in paths}
+    seen: set[str] = set()
+    current = 0
+    for line in log.splitlines():
+        if line.startswith("@"):
+            current = int(line[1:] or 0)
+        elif line and line in wanted and line not in seen:
+            seen.add(line)
+            out[wanted[line]] = current * 1000
+    return out
+
+
+def compile_layer(opts: CompileOptions, embedder: Embedder, *,
+                  progress: Progress | None = None) -> CompileReport:
+    t0 = time.perf_counter()
+    root = opts.root
+    skipped: list[Skipped] = []
+    rels = discover(root, opts.include, opts.exclude, on_skip=skipped.append)
+    rules = [KindRule(g, k) for g, k in opts.kind_rules]
+    warnings: list[str] = []
+    pieces: list[tuple[str, DocChunk]] = []
+    for n, rel in enumerate(rels, 1):
+        got = read_text_file(root, rel)
+        if isinstance(got, Skipped):
+            skipped.append(got)
+        else:
+            chunks, warns = chunk_file(got.path, got.text, max_chars=opts.max_chars,
+                                       rules=rules, default_kind=opts.default_kind)
+            warnings.extend(warns)
+            pieces.extend((got.path, c) for c in chunks)
+        if progress:
+            progress("reading", n, len(rels))
+    times = source_times(root, sorted({p for p, _ in pieces}))
+    texts = [c.text_for_embedding() for _, c in pieces]
+    before_calls = getattr(embedder, "calls", None)
+    vectors = np.zeros((len(texts), embedder.profile.dim), dtype=np.float32)
+    for start in range(0, len(texts), EMBED_BATCH):
+        batch = texts[start:start + EMBED_BATCH]
+        vectors[start:start + len(batch)] = embedder.embed(batch)
+        if progress:
+            progress("embedding", start + len(batch), len(texts))
+    embedded = len(texts)
+    if before_calls is not None:
+        embedded = int(getattr(embedder, "calls", 0)) - int(before_calls)
+    chunks = [
+        Chunk(id=i, kind=c.kind, content=c.content, author="human", confidence=1.0,
+              created_at_ms=times.get(path, 0), sources=(source_ref(c),))
+        for i, (path, c) in enumerate(pieces, 1)
+    ]
+    profile = embedder.profile.to_dict()
+    metadata: dict[str, Any] = {
+        "v": 1,
+        "embedding_profile": profile,
+        "cache_key_alg": CACHE_KEY_ALG,
+        "embedder_metadata": embedder.metadata(),
+        "id_high_water": len(chunks),
+        "tool_name": "sediment",
+    }
+    scale = 1.0 / 127.0 if opts.element_type == "i8" and profile["output_norm"] == "l2" else None
+    data = encode_layer(chunks, vectors, dim=embedder.profile.dim,
+                        element_type=opts.element_type, quant_scale=scale, metadata=metadata)
+    opts.out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(opts.out, data)
+    return CompileReport(
+        out=opts.out, files=len({p for p, _ in pieces}), chunks=len(chunks), bytes=len(data),
+        sha256=hashlib.sha256(data).hexdigest(), embedded=embedded,
+        cached=len(texts) - embedded, seconds=time.perf_counter() - t0, skipped=skipped,
+        warnings=warnings)

@@ -1,0 +1,22 @@
+"""Layers and layer sets: precedence, schema compatibility, locked atomic appends."""
+
+from sediment.store.layers import (
+    AGENT_WRITABLE,
+    FILE_NAMES,
+    HUMAN_WRITABLE,
+    PRECEDENCE,
+    LayerName,
+)
+from sediment.store.layerset import LayerSet, NewChunk, OpenLayer, Schema
+
+__all__ = [
+    "AGENT_WRITABLE",
+    "FILE_NAMES",
+    "HUMAN_WRITABLE",
+    "PRECEDENCE",
+    "LayerName",
+    "LayerSet",
+    "NewChunk",
+    "OpenLayer",
+    "Schema",
+]

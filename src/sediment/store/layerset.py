@@ -1,0 +1,326 @@
+"""A set of up to four layers read together, and the one way to append to them.
+
+Reads are snapshots: each layer is a memory map, re-opened only when its file changed on
+disk (checked with one ``stat`` per layer), so a long-running server sees other writers'
+commits. Appends are commits: under an exclusive lock over every writable layer of the set,
+the target layer is re-read, new chunks get ids no layer uses (nor ever used: each layer
+records its ``id_high_water`` in metadata), and the whole file is rebuilt beside the old one
+and renamed over it (copy-on-write; ``atomic_write``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from filelock import FileLock, Timeout
+
+from sediment.errors import (
+    LockTimeoutError,
+    NotFoundError,
+    PermissionDeniedError,
+    SchemaMismatchError,
+    ValidationError,
+)
+from sediment.format import Chunk, LayerFile, Source, encode_layer
+from sediment.store.atomic import atomic_write
+from sediment.store.layers import AGENT_WRITABLE, PRECEDENCE, LayerName
+
+U32_MAX = 2**32 - 1
+PROFILE_FIELDS = ("backend", "model", "revision", "dim", "output_norm")
+
+
+@dataclass(frozen=True, slots=True)
+class NewChunk:
+    """A chunk to append; ``id`` None means "allocate", ``created_at_ms`` None means "now"."""
+
+    kind: str
+    content: str
+    author: str
+    confidence: float
+    sources: tuple[Source, ...] = ()
+    created_at_ms: int | None = None
+    id: int | None = None
+
+
+@dataclass(slots=True)
+class OpenLayer:
+    name: LayerName
+    path: Path
+    file: LayerFile
+    stamp: tuple[int, int, int] = (0, 0, 0)
+
+    @property
+    def profile(self) -> dict[str, Any] | None:
+        return self.file.embedding_profile
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    """What layers searched together must share (RFC 8.3)."""
+
+    dim: int
+    element_type: str
+    profile: dict[str, Any] | None = field(default=None)
+    source: str = ""
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def profile_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    return [f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in PROFILE_FIELDS if a.get(k) != b.get(k)]
+
+
+def describe_profile(p: Mapping[str, Any] | None) -> str:
+    if not p:
+        return "no recorded profile"
+    return (f"{p.get('backend')}/{p.get('model')}@{p.get('revision')} "
+            f"dim={p.get('dim')} norm={p.get('output_norm')}")
+
+
+class LayerSet:
+    """Up to four layers by name; any may be absent."""
+
+    def __init__(self, paths: Mapping[LayerName | str, str | os.PathLike[str] | None],
+                 *, lock_timeout: float = 30.0) -> None:
+        self.paths: dict[LayerName, Path] = {}
+        for key, value in paths.items():
+            if value is not None:
+                self.paths[LayerName.parse(str(key))] = Path(value)
+        self.lock_timeout = lock_timeout
+        self._open: dict[LayerName, OpenLayer] = {}
+
+    @classmethod
+    def from_directory(cls, directory: str | os.PathLike[str], **kw: Any) -> LayerSet:
+        d = Path(directory)
+        if not d.is_dir():
+            raise NotFoundError(f"{d}: not a directory")
+        return cls({name: d / name.file_name for name in LayerName}, **kw)
+
+    # -- reading -------------------------------------------------------------------------
+    def _refresh(self, name: LayerName) -> OpenLayer | None:
+        path = self.paths.get(name)
+        if path is None:
+            return None
+        stamp = _stamp(path)
+        current = self._open.get(name)
+        if stamp is None:
+            self._open.pop(name, None)
+            return None
+        if current is not None and current.stamp == stamp:
+            return current
+        layer = OpenLayer(name, path, LayerFile.open(path), stamp)
+        self._open[name] = layer
+        return layer
+
+    def layer(self, name: LayerName) -> OpenLayer | None:
+        return self._refresh(name)
+
+    def layers(self, names: Iterable[LayerName] | None = None) -> list[OpenLayer]:
+        """Present layers, highest precedence first, re-opened if changed on disk."""
+        wanted = set(PRECEDENCE if names is None else names)
+        out = []
+        for name in PRECEDENCE:
+            if name in wanted:
+                layer = self._refresh(name)
+                if layer is not None:
+                    out.append(layer)
+        return out
+
+    def schema(self, names: Iterable[LayerName] | None = None) -> Schema | None:
+        """The shared schema of the present layers; a mismatch names both layers."""
+        found: Schema | None = None
+        profile_from: OpenLayer | None = None
+        for layer in self.layers(names):
+            f = layer.file
+            if f.chunk_count == 0 and f.dim == 0:
+                continue
+            if found is None:
+                found = Schema(f.dim, f.element_type, None, layer.name.value)
+            elif (f.dim, f.element_type) != (found.dim, found.element_type):
+                raise SchemaMismatchError(
+                    f"layers {found.source} ({found.dim} dims, {found.element_type}) and "
+                    f"{layer.name.value} ({f.dim} dims, {f.element_type}) do not share a "
+                    f"schema and cannot be used together (RFC 8.3)")
+            prof = layer.profile
+            if prof is not None:
+                if profile_from is None:
+                    profile_from = layer
+                else:
+                    diff = profile_differences(profile_from.profile or {}, prof)
+                    if diff:
+                        raise SchemaMismatchError(
+                            f"layers {profile_from.name.value} and {layer.name.value} were "
+                            f"embedded with different profiles ({'; '.join(diff)}); they "
+                            "cannot be searched together (RFC 8.3)")
+        if found is not None and profile_from is not None:
+            found = Schema(found.dim, found.element_type, profile_from.profile, found.source)
+        return found
+
+    def versions(self, chunk_id: int) -> list[tuple[LayerName, Chunk]]:
+        """Every layer's version of ``chunk_id``, highest precedence first."""
+        out = []
+        for layer in self.layers():
+            c = layer.file.get(chunk_id)
+            if c is not None:
+                out.append((layer.name, c))
+        return out
+
+    def get(self, chunk_id: int) -> tuple[LayerName, Chunk] | None:
+        v = self.versions(chunk_id)
+        return v[0] if v else None
+
+    def high_water(self) -> int:
+        """The largest id any layer uses or ever used."""
+        top = 0
+        for layer in self.layers():
+            f = layer.file
+            if f.chunk_count:
+                top = max(top, int(f.ids.max()))
+            md = f.metadata or {}
+            hw = md.get("id_high_water")
+            if isinstance(hw, int) and not isinstance(hw, bool):
+                top = max(top, hw)
+        return top
+
+    # -- writing -------------------------------------------------------------------------
+    def _lock_paths(self) -> list[Path]:
+        paths = {self.paths[n] for n in (LayerName.USER, LayerName.DELTA, LayerName.LOCAL)
+                 if n in self.paths}
+        return sorted(p.parent / f".{p.name}.lock" for p in paths)
+
+    def append(
+        self,
+        name: LayerName,
+        items: Sequence[NewChunk],
+        vectors: npt.NDArray[np.float32],
+        *,
+        profile: Mapping[str, Any] | None,
+        embedder_metadata: Mapping[str, Any] | None = None,
+        allowed: Sequence[LayerName] = AGENT_WRITABLE,
+        element_type: str = "f32",
+    ) -> list[int]:
+        """Append ``items`` (with one vector each) to layer ``name`` as one commit.
+
+        Returns the ids given to the new chunks. ``allowed`` names the layers this caller
+        may write: the agent path passes local and delta only; base is never writable.
+        """
+        if name is LayerName.BASE:
+            raise PermissionDeniedError(
+                "the base layer AGENTS.db is immutable (RFC 6.1): write to local or delta, "
+                "or recompile the base")
+        if name not in allowed:
+            names = ", ".join(n.value for n in allowed)
+            raise PermissionDeniedError(
+                f"writes to the {name.value} layer are not allowed here (allowed: {names})")
+        path = self.paths.get(name)
+        if path is None:
+            raise NotFoundError(f"no path configured for the {name.value} layer")
+        vecs = np.asarray(vectors, dtype=np.float32)
+        if vecs.ndim != 2 or vecs.shape[0] != len(items):
+            raise ValidationError(f"need one vector per chunk: {len(items)} chunks, vectors of "
+                                  f"shape {vecs.shape}")
+        if not items:
+            return []
+        with ExitStack() as stack:
+            for lock_path in self._lock_paths():
+                lock = FileLock(str(lock_path), timeout=self.lock_timeout)
+                try:
+                    stack.enter_context(lock)
+                except Timeout as exc:
+                    raise LockTimeoutError(
+                        f"{lock_path}: another writer held the lock for more than "
+                        f"{self.lock_timeout:g}s") from exc
+            return self._append_locked(name, path, items, vecs, profile, embedder_metadata,
+                                       element_type)
+
+    def _append_locked(
+        self, name: LayerName, path: Path, items: Sequence[NewChunk],
+        vecs: npt.NDArray[np.float32], profile: Mapping[str, Any] | None,
+        embedder_metadata: Mapping[str, Any] | None, element_type: str,
+    ) -> list[int]:
+        schema = self.schema()
+        dim = int(vecs.shape[1])
+        if schema is not None and schema.dim != dim:
+            raise SchemaMismatchError(f"new vectors have {dim} dims but the layer set has "
+                                      f"{schema.dim} (layer {schema.source})")
+        if profile is not None and schema is not None and schema.profile is not None:
+            diff = profile_differences(schema.profile, profile)
+            if diff:
+                raise SchemaMismatchError(
+                    "the active embedder does not match the layers' embedding profile "
+                    f"({describe_profile(profile)} vs {describe_profile(schema.profile)}: "
+                    f"{'; '.join(diff)})")
+        target = self.layer(name)
+        existing: list[Chunk] = list(target.file.chunks()) if target else []
+        existing_ids = {c.id for c in existing}
+        next_id = self.high_water() + 1
+        now = int(time.time() * 1000)
+        new: list[Chunk] = []
+        for item in items:
+            if item.id is None:
+                if next_id > U32_MAX:
+                    raise ValidationError("chunk ids are exhausted: the layer set already used "
+                                          f"id {U32_MAX}")
+                cid = next_id
+                next_id += 1
+            else:
+                cid = item.id
+                if not 0 < cid <= U32_MAX:
+                    raise ValidationError(f"chunk id {cid} is outside 1..{U32_MAX}")
+                if cid in existing_ids:
+                    raise ValidationError(
+                        f"chunk id {cid} already exists in the {name.value} layer; layers "
+                        "are append-only, so a new version goes to a higher layer")
+            existing_ids.add(cid)
+            new.append(Chunk(cid, item.kind, item.content, item.author, item.confidence,
+                             now if item.created_at_ms is None else item.created_at_ms,
+                             item.sources))
+        metadata: dict[str, Any] = dict(target.file.metadata or {}) if target else {}
+        metadata.setdefault("v", 1)
+        if profile is not None and "embedding_profile" not in metadata:
+            metadata["embedding_profile"] = dict(profile)
+            metadata["cache_key_alg"] = "sha256(profile_json_v1 || 0x00 || content_utf8)"
+            if embedder_metadata:
+                metadata["embedder_metadata"] = dict(embedder_metadata)
+        metadata["id_high_water"] = max(next_id - 1, max(c.id for c in new),
+                                        int(metadata.get("id_high_water") or 0))
+        metadata.setdefault("tool_name", "sediment")
+        if target is not None and target.file.chunk_count:
+            f = target.file
+            old = np.asarray(f.embeddings)[f.rows]
+            etype = f.element_type
+            if etype == "i8":
+                from sediment.format.writer import quantize
+
+                q, scale = quantize(vecs, f.quant_scale)
+                matrix: npt.NDArray[Any] = np.concatenate([old, q])
+            else:
+                scale = 1.0
+                matrix = np.concatenate([old, vecs])
+        else:
+            etype = schema.element_type if schema is not None else element_type
+            scale = None
+            if etype == "i8":
+                norm = (profile or {}).get("output_norm")
+                scale = 1.0 / 127.0 if norm == "l2" else None
+            matrix = vecs
+        data = encode_layer(existing + new, matrix, dim=dim, element_type=etype,
+                            quant_scale=scale if etype == "i8" else None, metadata=metadata)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, data)
+        self._refresh(name)
+        return [c.id for c in new]

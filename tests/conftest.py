@@ -1,0 +1,35 @@
+"""Shared fixtures: where ../shared lives, isolated config and caches for every test."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("SEDIMENT_SHARED", REPO.parent / "shared"))
+
+
+def shared(*parts: str) -> Path:
+    """A path inside ../shared; a missing directory fails the test rather than skipping."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.fail(f"{path} is missing: the tests read ../shared beside the repository "
+                    "(or set SEDIMENT_SHARED)")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path_factory: pytest.TempPathFactory,
+                  monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No test reads the developer's own config or writes to their cache."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("SEDIMENT_USER_CONFIG", str(home / "config.toml"))
+    monkeypatch.setenv("SEDIMENT_CACHE_DIR", str(home / "cache"))
+    for var in ("SEDIMENT_DIR", "SEDIMENT_EMBEDDER", "SEDIMENT_CONFIG", "SOURCE_DATE_EPOCH",
+                "SEDIMENT_EMBED_BASE_URL", "SEDIMENT_EMBED_MODEL", "SEDIMENT_EMBED_DIM",
+                "SEDIMENT_EMBED_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    yield
