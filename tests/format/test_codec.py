@@ -137,10 +137,10 @@ def rejection_cases() -> list[tuple[str, object, str]]:
     data = encode(3, metadata={"v": 1})
     secs = sections(data)
     emb_entry, emb_off, _ = secs[L.SECTION_EMBEDDING_MATRIX]
-    sd_entry, sd_off, _ = secs[L.SECTION_STRING_DICTIONARY]
+    _sd_entry, sd_off, _ = secs[L.SECTION_STRING_DICTIONARY]
     ct_entry, ct_off, _ = secs[L.SECTION_CHUNK_TABLE]
     rel_entry, rel_off, _ = secs[L.SECTION_RELATIONSHIPS]
-    md_entry, md_off, _ = secs[L.SECTION_LAYER_METADATA]
+    _md_entry, md_off, _ = secs[L.SECTION_LAYER_METADATA]
     n_strings = struct.unpack_from("<Q", data, sd_off)[0]
     _, entries, blob, _blen = struct.unpack_from("<QQQQ", data, sd_off)
     return [

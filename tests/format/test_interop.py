@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+
 import numpy as np
 import pytest
 
 from sediment.format import LayerFile
-
 from tests.conftest import shared
 
 INTEROP = shared("interop", "agentsdb-reference")

@@ -126,11 +126,26 @@ def test_bad_front_matter_kind_warns_and_falls_back() -> None:
 
 
 def test_unclosed_front_matter_is_markdown_with_warning() -> None:
-    chunks, warnings = chunk_markdown("---\nkind: note\nbody\n", "a.md")
-    assert [(c.start_line, c.kind) for c in chunks] == [(1, "canonical")]
+    chunks, warnings = chunk_markdown("---\nkind: note\n\n# Title\n", "a.md")
+    assert [(c.start_line, c.kind) for c in chunks] == [(1, "canonical"), (4, "canonical")]
     assert warnings == ["a.md:1: front matter is never closed; it is read as Markdown"]
-    chunks, warnings = chunk_markdown("---\n\nJust a rule first.\n", "a.md")
-    assert (summary(chunks), warnings) == ([(1, 3, ())], [])
+
+
+def test_front_matter_with_prose_is_markdown_with_warning() -> None:
+    chunks, warnings = chunk_markdown("---\nkind: note\nSome prose.\n---\n", "a.md")
+    assert [(c.start_line, c.end_line, c.kind) for c in chunks] == [(1, 4, "canonical")]
+    assert warnings == ["a.md:3: front matter has a line that is not YAML; it is read as Markdown"]
+
+
+def test_rules_around_text_are_not_front_matter() -> None:
+    for text in ("---\n\nJust a rule first.\n", "---\nIntro text.\n---\n", "---\n# a\n---\n"):
+        chunks, warnings = chunk_markdown(text, "a.md")
+        assert (chunks[0].start_line, warnings) == (1, [])
+
+
+def test_front_matter_may_hold_nested_yaml() -> None:
+    text = "---\ntags:\n  - a\n- b\n# note\n'quoted key': 1\nkind: runbook\n---\nBody\n"
+    assert [(c.kind, c.start_line) for c in chunks_of(text)] == [("runbook", 9)]
 
 
 def test_kind_rules_first_match_wins_and_default_applies() -> None:

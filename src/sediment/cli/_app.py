@@ -95,7 +95,7 @@ def layer_options(f: F) -> F:
 
 def open_layerset(cfg: Config, layer_dir: Path | None, **paths: Path | None) -> LayerSet:
     directory = layer_dir or cfg.layer_dir
-    chosen: dict[LayerName, Path] = {n: directory / n.file_name for n in LayerName}
+    chosen: dict[LayerName | str, Path | None] = {n: directory / n.file_name for n in LayerName}
     for name in LayerName:
         explicit = paths.get(f"{name.value}_path")
         if explicit is not None:

@@ -58,7 +58,7 @@ def _snippet(text: str, width: int = 90) -> str:
 @layer_options
 @json_option
 @click.pass_context
-def search(ctx: click.Context, query: str | None, k: int, kinds: tuple[str, ...],
+def search(ctx: click.Context, /, query: str | None, k: int, kinds: tuple[str, ...],
            layers_csv: str | None, mode: str, metric: str, fusion: str, rrf_k: float,
            vector_weight: float | None, lexical_weight: float | None, query_vec: str | None,
            include_meta: bool, embedder_name: str | None, explain: bool, as_json: bool,
@@ -215,9 +215,9 @@ def inspect(path: Path, chunk_id: int | None, as_json: bool) -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @json_option
 @click.pass_context
-def validate(ctx: click.Context, paths: tuple[Path, ...], as_json: bool) -> None:
+def validate(ctx: click.Context, /, paths: tuple[Path, ...], as_json: bool) -> None:
     """Check layer files against every rule of the format; exit 1 if any is invalid."""
-    report = []
+    report: list[dict[str, Any]] = []
     for path in paths:
         errors: list[FormatError] = []
         try:
@@ -246,12 +246,12 @@ def validate(ctx: click.Context, paths: tuple[Path, ...], as_json: bool) -> None
 @layer_options
 @json_option
 @click.pass_context
-def layers(ctx: click.Context, as_json: bool, layer_dir: Path | None,
+def layers(ctx: click.Context, /, as_json: bool, layer_dir: Path | None,
            **paths: Path | None) -> None:
     """List the layers of the set, in precedence order, and check they fit together."""
     cfg = get_config(ctx)
     ls = open_layerset(cfg, layer_dir, **paths)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in (LayerName.LOCAL, LayerName.USER, LayerName.DELTA, LayerName.BASE):
         path = ls.paths.get(name)
         layer = ls.layer(name)

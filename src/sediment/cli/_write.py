@@ -65,7 +65,7 @@ def _progress(enabled: bool) -> Iterator[Any]:
               help="Embedder (minilm, hash, openai); default from config.")
 @json_option
 @click.pass_context
-def compile_cmd(ctx: click.Context, root: Path | None, include: tuple[str, ...],
+def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ...],
                 exclude: tuple[str, ...], out: Path | None, max_chars: int | None,
                 kind_rules: tuple[str, ...], default_kind: str | None,
                 element_type: str | None, embedder_name: str | None, as_json: bool) -> None:
@@ -124,7 +124,7 @@ def compile_cmd(ctx: click.Context, root: Path | None, include: tuple[str, ...],
 @layer_options
 @json_option
 @click.pass_context
-def write(ctx: click.Context, scope: str, kind: str, content: str, confidence: float,
+def write(ctx: click.Context, /, scope: str, kind: str, content: str, confidence: float,
           sources: tuple[str, ...], author: str, embedder_name: str | None, as_json: bool,
           layer_dir: Path | None, **paths: Path | None) -> None:
     """Append one chunk to the local or delta layer (the MCP write path's service)."""

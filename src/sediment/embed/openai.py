@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import numpy as np
+from numpy.typing import NDArray
 
 from sediment.embed.base import Matrix, check_texts, empty_matrix, l2_normalize
 from sediment.embed.profile import EmbeddingProfile
@@ -168,7 +169,7 @@ class OpenAIEmbedder:
         base = min(self.backoff * 2.0**attempt, self.max_delay)
         return base * (0.5 + random.random() / 2)
 
-    def _parse(self, response: httpx.Response, expected: int) -> np.ndarray[Any, Any]:
+    def _parse(self, response: httpx.Response, expected: int) -> NDArray[np.float64]:
         where = f"reply from {self.url}"
         try:
             body = response.json()
@@ -191,7 +192,7 @@ class OpenAIEmbedder:
             out[index] = self._vector(item.get("embedding"), f"{where}: data[{pos}]")
         return out
 
-    def _vector(self, raw: object, where: str) -> np.ndarray[Any, Any]:
+    def _vector(self, raw: object, where: str) -> NDArray[np.float64]:
         if not isinstance(raw, list):
             raise EmbeddingError(f"{where} has no 'embedding' list")
         if len(raw) != self.dim:

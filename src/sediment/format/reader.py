@@ -10,6 +10,7 @@ UTF-8 decoding of every string, and reports all violations instead of the first.
 
 from __future__ import annotations
 
+import itertools
 import json
 import mmap
 import os
@@ -133,7 +134,7 @@ def _parse_structure(buf: memoryview | bytes | mmap.mmap, size: int) -> _Structu
         [(a, b, n) for a, b, n in reserved_ranges if b > a]
         + [(x.offset, x.end, f"{x.name} section") for x in sections if x.length > 0]
     )
-    for (a0, a1, an), (b0, _b1, bn) in zip(spans, spans[1:], strict=False):
+    for (_a0, a1, an), (b0, _b1, bn) in itertools.pairwise(spans):
         if b0 < a1:
             raise _err(f"{bn} at {b0} overlaps {an} ending at {a1}", "8.4.2", "SectionEntry",
                        b0)
@@ -241,7 +242,9 @@ class LayerFile:
         try:
             self._s = _parse_structure(buf, size)
         except FormatError as exc:
-            raise exc.with_path(path) if path else exc
+            if path:
+                raise exc.with_path(path) from None
+            raise
         self._strings: dict[int, str] = {}
         self._checked = False
 
@@ -340,7 +343,7 @@ class LayerFile:
         e = self._s.embedding
         dtype = np.dtype("<f4") if e.element_type == L.EMBED_F32 else np.dtype("i1")
         flat = np.frombuffer(self._buf, dtype=dtype, count=e.rows * e.dim, offset=e.data_offset)
-        return flat.reshape(e.rows, e.dim) if e.dim else flat.reshape(e.rows, 0)
+        return flat.reshape(e.rows, e.dim)  # type: ignore[return-value]
 
     @cached_property
     def _raw_records(self) -> np.ndarray:
@@ -448,10 +451,10 @@ class LayerFile:
 
     def vector(self, index: int) -> npt.NDArray[np.float32]:
         """The dequantised embedding of the chunk at ``index`` (a small copy)."""
-        row = self.embeddings[int(self.rows[index])]
+        row = np.asarray(self.embeddings[int(self.rows[index])], dtype=np.float32)
         if self._s.embedding.element_type == L.EMBED_I8:
-            return row.astype(np.float32) * np.float32(self.quant_scale)
-        return np.array(row, dtype=np.float32)
+            row = row * np.float32(self.quant_scale)
+        return row.copy()
 
     # -- validation --------------------------------------------------------------------
     def _record_violations(self) -> Iterator[FormatError]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from sediment.errors import ValidationError
-from sediment.ingest.frontmatter import looks_unclosed, parse_front_matter
+from sediment.ingest.frontmatter import front_matter_problem, parse_front_matter
 from sediment.ingest.kinds import DEFAULT_KIND, KindRule, resolve_kind
 from sediment.ingest.markdown import Outline, scan
 from sediment.ingest.model import ChunkedFile, DocChunk, source_ref
@@ -93,8 +93,8 @@ def chunk_markdown(
     lines = split_lines(text)
     warnings: list[str] = []
     front = parse_front_matter(lines)
-    if front is None and looks_unclosed(lines):
-        warnings.append(f"{path}:1: front matter is never closed; it is read as Markdown")
+    if front is None and (problem := front_matter_problem(lines)):
+        warnings.append(f"{path}:{problem}")
     kind, refused = resolve_kind(path, front.fields.get("kind") if front else None, rules,
                                  default_kind)
     if front and refused:

@@ -119,10 +119,10 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
         if isinstance(got, Skipped):
             skipped.append(got)
         else:
-            chunks, warns = chunk_file(got.path, got.text, max_chars=opts.max_chars,
-                                       rules=rules, default_kind=opts.default_kind)
+            doc_chunks, warns = chunk_file(got.path, got.text, max_chars=opts.max_chars,
+                                           rules=rules, default_kind=opts.default_kind)
             warnings.extend(warns)
-            pieces.extend((got.path, c) for c in chunks)
+            pieces.extend((got.path, c) for c in doc_chunks)
         if progress:
             progress("reading", n, len(rels))
     times = source_times(root, sorted({p for p, _ in pieces}))

@@ -1,11 +1,14 @@
 """YAML front matter at the top of a Markdown file, read without a YAML library.
 
-Front matter is a ``---`` line 1, a closing ``---`` (or ``...``) line, and lines between.
+Front matter is a ``---`` line 1, a closing ``---`` (or ``...``) line, and between them at
+least one top-level ``key: value`` line and nothing but YAML-looking lines (``key: value``,
+``# comments``, ``- items``, indented lines, blank lines). Anything else means the block is
+Markdown (a thematic break, text, a thematic break), so prose is never swallowed.
+
 Only flat ``key: value`` lines are read: that is all chunking needs (``kind``), and a full
-YAML parser would be a dependency for one field. Values lose matching surrounding quotes
-and, when unquoted, a trailing `` # comment``; nested, list and multi-line values are
-ignored; a repeated key keeps its last value, as in PyYAML. Without a closing line there is
-no front matter: the ``---`` is Markdown (a thematic break).
+YAML parser would be a dependency for one field. Values lose surrounding quotes and, when
+unquoted, a trailing `` # comment``; nested, list and multi-line values are ignored; a
+repeated key keeps its last value, as in PyYAML.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["FrontMatter", "looks_unclosed", "parse_front_matter"]
+__all__ = ["FrontMatter", "front_matter_problem", "parse_front_matter"]
 
 _OPEN = re.compile(r"---[ \t]*")
 _CLOSE = re.compile(r"(?:---|\.\.\.)[ \t]*")
 _FIELD = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_.-]*)[ \t]*:(?:[ \t]+(.*?))?[ \t]*")
+_YAMLISH = re.compile(r"[ \t]*(?:#.*)?|[ \t]+\S.*|-(?:[ \t].*)?|[\"'][^\"']*[\"'][ \t]*:.*")
 _COMMENT = re.compile(r"[ \t]+#.*")
 
 
@@ -33,6 +37,24 @@ class FrontMatter:
 
 def parse_front_matter(lines: Sequence[str]) -> FrontMatter | None:
     """The front matter opening ``lines``, or ``None`` if the file has none."""
+    found = _read(lines)
+    return found if isinstance(found, FrontMatter) else None
+
+
+def front_matter_problem(lines: Sequence[str]) -> str | None:
+    """Why a block that starts like front matter (``---`` then ``key:``) was not taken as it.
+
+    The message names the 1-based line at fault, ``line: message``.
+    """
+    found = _read(lines)
+    if isinstance(found, FrontMatter) or found is None:
+        return None
+    if len(lines) > 1 and _FIELD.fullmatch(lines[1]):
+        return found
+    return None
+
+
+def _read(lines: Sequence[str]) -> FrontMatter | str | None:
     if not lines or not _OPEN.fullmatch(lines[0]):
         return None
     fields: dict[str, str] = {}
@@ -40,18 +62,15 @@ def parse_front_matter(lines: Sequence[str]) -> FrontMatter | None:
     for index in range(1, len(lines)):
         line = lines[index]
         if _CLOSE.fullmatch(line):
+            if not fields:
+                return None
             return FrontMatter(fields, where, index + 1)
-        match = _FIELD.fullmatch(line)
-        if match:
+        if match := _FIELD.fullmatch(line):
             fields[match[1]] = _value(match[2] or "")
             where[match[1]] = index + 1
-    return None
-
-
-def looks_unclosed(lines: Sequence[str]) -> bool:
-    """Whether line 1 seems to open front matter that never closes (worth a warning)."""
-    return (len(lines) > 1 and bool(_OPEN.fullmatch(lines[0])) and bool(_FIELD.fullmatch(lines[1]))
-            and parse_front_matter(lines) is None)
+        elif not _YAMLISH.fullmatch(line):
+            return f"{index + 1}: front matter has a line that is not YAML; it is read as Markdown"
+    return "1: front matter is never closed; it is read as Markdown"
 
 
 def _value(raw: str) -> str:

@@ -21,11 +21,12 @@ import numpy.typing as npt
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
-STOPWORDS = frozenset(
-    "a an and are as at be but by for from has have how i if in into is it its of on or "
-    "that the their then there these this to was were what when where which who why will "
-    "with".split()
-)
+STOPWORDS = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "from", "has", "have",
+    "how", "i", "if", "in", "into", "is", "it", "its", "of", "on", "or", "that", "the",
+    "their", "then", "there", "these", "this", "to", "was", "were", "what", "when", "where",
+    "which", "who", "why", "will", "with",
+))
 
 
 def tokenize(text: str) -> list[str]:

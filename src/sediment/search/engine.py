@@ -10,6 +10,7 @@ that rewords a base chunk is still found by the words of the chunk it overrides.
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -39,6 +40,7 @@ class _LayerIndex:
         self._norms: npt.NDArray[np.float32] | None = None
         self._bm25: BM25Index | None = None
         self._sorted: tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64] | None] | None = None
+        self._bm25_lock = threading.Lock()
         self._identity_rows: bool | None = None
 
     def kind_names(self) -> dict[int, str]:
@@ -76,17 +78,18 @@ class _LayerIndex:
             if self._norms is None:
                 self._norms = row_norms(f.embeddings, f.quant_scale)
             qn = float(np.linalg.norm(q)) or 1.0
-            scores = scores / (np.maximum(self._norms, 1e-12) * qn)
+            scores = (scores / (np.maximum(self._norms, 1e-12) * qn)).astype(np.float32)
         if not self.identity_rows():
             scores = scores[f.rows]
         return scores
 
     def bm25(self) -> BM25Index:
-        if self._bm25 is None:
-            f = self.file
-            contents = f.records["content"].tolist()
-            self._bm25 = BM25Index(f.string(int(s)) for s in contents)
-        return self._bm25
+        with self._bm25_lock:
+            if self._bm25 is None:
+                f = self.file
+                contents = f.records["content"].tolist()
+                self._bm25 = BM25Index(f.string(int(s)) for s in contents)
+            return self._bm25
 
     def positions(self, ids: npt.NDArray[np.uint32]) -> npt.NDArray[np.int64]:
         """Chunk-table position of each id, or -1 when this file lacks it."""
@@ -97,14 +100,13 @@ class _LayerIndex:
             else:
                 order = np.argsort(all_ids, kind="stable")
                 self._sorted = (all_ids[order], order.astype(np.int64))
-        sorted_ids, order = self._sorted
+        sorted_ids, order_or_none = self._sorted
         if len(sorted_ids) == 0:
             return np.full(len(ids), -1, dtype=np.int64)
-        pos = np.searchsorted(sorted_ids, ids)
-        pos = np.minimum(pos, len(sorted_ids) - 1)
+        pos = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1).astype(np.int64)
         found = sorted_ids[pos] == ids
-        result = pos.astype(np.int64) if order is None else order[pos]
-        return np.where(found, result, -1)
+        result = pos if order_or_none is None else order_or_none[pos]
+        return np.where(found, result, -1).astype(np.int64)
 
 
 _INDEXES: weakref.WeakKeyDictionary[LayerFile, _LayerIndex] = weakref.WeakKeyDictionary()
@@ -301,7 +303,7 @@ def _apply_precedence(layerset: LayerSet, layers: list[Any], pool: list[_Cand],
     want = request.k
     id_arr = np.asarray([cid for cid, _ in ordered], dtype=np.uint32)
     where = {name: layer_index(f).positions(id_arr) for name, f in files.items()}
-    for n, (cid, cand) in enumerate(ordered):
+    for n, (_cid, cand) in enumerate(ordered):
         versions = [(name, int(where[name][n])) for name in PRECEDENCE
                     if name in files and where[name][n] >= 0]
         top_name, top_pos = versions[0]

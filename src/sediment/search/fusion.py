@@ -12,7 +12,8 @@ from typing import Protocol
 
 
 class Fusion(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def fuse(self, vec_rank: int | None, vec_score: float | None,
              lex_rank: int | None, lex_score: float | None) -> float: ...

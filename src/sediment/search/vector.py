@@ -59,9 +59,6 @@ def top_k(scores: F32, k: int) -> npt.NDArray[np.int64]:
     k = min(k, n)
     if n < len(scores):
         scores = np.where(finite, scores, -np.inf).astype(np.float32)
-    if k < len(scores):
-        part = np.argpartition(-scores, k - 1)[:k]
-    else:
-        part = np.arange(len(scores))
+    part = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
     order = np.lexsort((part, -scores[part]))
     return part[order].astype(np.int64)

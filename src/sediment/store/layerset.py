@@ -94,7 +94,9 @@ def describe_profile(p: Mapping[str, Any] | None) -> str:
 class LayerSet:
     """Up to four layers by name; any may be absent."""
 
-    def __init__(self, paths: Mapping[LayerName | str, str | os.PathLike[str] | None],
+    def __init__(self, paths: Mapping[LayerName, str | os.PathLike[str] | None]
+                 | Mapping[str, str | os.PathLike[str] | None]
+                 | Mapping[LayerName | str, str | os.PathLike[str] | None],
                  *, lock_timeout: float = 30.0) -> None:
         self.paths: dict[LayerName, Path] = {}
         for key, value in paths.items():

@@ -1,0 +1,92 @@
+"""Command-line options of ``python -m bench``."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+FULL_SIZES = (10_000, 100_000, 1_000_000)
+QUICK_SIZES = (10_000, 100_000)
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    quick: bool
+    sizes: tuple[int, ...]
+    out: Path
+    workdir: Path | None
+    keep: bool
+    dim: int
+    seed: int
+    command: str
+
+    def queries_for(self, rows: int) -> int:
+        """Timed vector queries per configuration: fewer for 1M rows and in quick mode."""
+        if self.quick:
+            return 50
+        return 100 if rows >= 1_000_000 else 200
+
+    @property
+    def warmup(self) -> int:
+        return 3 if self.quick else 5
+
+    @property
+    def open_repeats(self) -> int:
+        return 20
+
+    @property
+    def layer_split_total(self) -> int:
+        return 100_000
+
+    @property
+    def hash_corpus_files(self) -> int:
+        return 50 if self.quick else 200
+
+    @property
+    def minilm_corpus_files(self) -> int:
+        return 10 if self.quick else 30
+
+    @property
+    def embed_texts(self) -> int:
+        return 128 if self.quick else 512
+
+    @property
+    def append_repeats(self) -> int:
+        return 10 if self.quick else 20
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(s.replace("_", "")) for s in text.split(",") if s.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--sizes wants integers like 10000,100000: {text!r}")
+    if not sizes or any(s <= 0 for s in sizes):
+        raise argparse.ArgumentTypeError("--sizes wants positive integers")
+    return tuple(sorted(set(sizes)))
+
+
+def parse(argv: list[str] | None = None) -> Options:
+    args_list = sys.argv[1:] if argv is None else argv
+    p = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Benchmark Sediment and write a Markdown report (not a test suite).")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run: sizes 10k and 100k, fewer queries (under 2 minutes)")
+    p.add_argument("--sizes", type=_sizes, default=None,
+                   help="comma-separated chunk counts (default 10000,100000,1000000)")
+    p.add_argument("--out", type=Path, default=Path("docs/benchmarks.md"),
+                   help="report path (default docs/benchmarks.md)")
+    p.add_argument("--workdir", type=Path, default=None,
+                   help="where generated layer files go (default: a new temp dir under /tmp, "
+                        "removed afterwards)")
+    p.add_argument("--keep", action="store_true", help="keep the generated files")
+    p.add_argument("--dim", type=int, default=384, help="embedding dimensions (default 384)")
+    p.add_argument("--seed", type=int, default=20240601, help="random seed")
+    a = p.parse_args(args_list)
+    sizes = a.sizes or (QUICK_SIZES if a.quick else FULL_SIZES)
+    command = " ".join(["python -m bench", *(shlex.quote(x) for x in args_list)])
+    return Options(quick=a.quick, sizes=sizes, out=a.out, workdir=a.workdir, keep=a.keep,
+                   dim=a.dim, seed=a.seed, command=command)

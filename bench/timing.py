@@ -1,0 +1,57 @@
+"""Latency samples and their summary statistics (seconds in, milliseconds out)."""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Wall-clock samples of one operation, in seconds, warm-up excluded."""
+
+    samples: tuple[float, ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.samples)
+
+    @property
+    def p50(self) -> float:
+        return float(np.median(self.samples))
+
+    @property
+    def p99(self) -> float:
+        return float(np.percentile(self.samples, 99))
+
+    @property
+    def best(self) -> float:
+        return float(min(self.samples))
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.samples))
+
+
+def repeat(fn: Callable[[int], object], n: int, *, warmup: int = 3) -> Stats:
+    """Call ``fn(i)`` ``warmup`` times untimed, then ``n`` times timed one by one."""
+    for i in range(warmup):
+        fn(i)
+    gc.collect()
+    out: list[float] = []
+    for i in range(n):
+        t = time.perf_counter()
+        fn(warmup + i)
+        out.append(time.perf_counter() - t)
+    return Stats(tuple(out))
+
+
+def once(fn: Callable[[], object]) -> float:
+    """Seconds one call takes."""
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
