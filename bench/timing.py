@@ -55,3 +55,19 @@ def once(fn: Callable[[], object]) -> float:
     t = time.perf_counter()
     fn()
     return time.perf_counter() - t
+
+
+def repeat_with_setup(fn: Callable[[int], object], setup: Callable[[], object], n: int,
+                      *, warmup: int = 1) -> Stats:
+    """Like ``repeat`` but runs ``setup()`` untimed before every call."""
+    for i in range(warmup):
+        setup()
+        fn(i)
+    gc.collect()
+    out: list[float] = []
+    for i in range(n):
+        setup()
+        t = time.perf_counter()
+        fn(warmup + i)
+        out.append(time.perf_counter() - t)
+    return Stats(tuple(out))

@@ -41,7 +41,7 @@ class EmbedderConfig:
 class CompileConfig:
     include: list[str] = field(default_factory=lambda: ["**/*.md"])
     exclude: list[str] = field(default_factory=list)
-    max_chars: int = 2000
+    max_chars: int = 1000
     kinds: list[tuple[str, str]] = field(default_factory=list)
     default_kind: str = "canonical"
     element_type: str = "f32"

@@ -133,7 +133,7 @@ def test_unclosed_front_matter_is_markdown_with_warning() -> None:
 
 def test_front_matter_with_prose_is_markdown_with_warning() -> None:
     chunks, warnings = chunk_markdown("---\nkind: note\nSome prose.\n---\n", "a.md")
-    assert [(c.start_line, c.end_line, c.kind) for c in chunks] == [(1, 4, "canonical")]
+    assert [(c.start_line, c.end_line) for c in chunks] == [(1, 1), (2, 4)]
     assert warnings == ["a.md:3: front matter has a line that is not YAML; it is read as Markdown"]
 
 

@@ -23,7 +23,7 @@ from sediment.embed import Embedder
 from sediment.embed.profile import CACHE_KEY_ALG
 from sediment.errors import ValidationError
 from sediment.format import Chunk, encode_layer
-from sediment.ingest.chunker import chunk_file
+from sediment.ingest.chunker import DEFAULT_MAX_CHARS, chunk_file
 from sediment.ingest.discover import discover
 from sediment.ingest.kinds import KindRule
 from sediment.ingest.model import DocChunk, Skipped, source_ref
@@ -40,7 +40,7 @@ class CompileOptions:
     include: Sequence[str]
     out: Path
     exclude: Sequence[str] = ()
-    max_chars: int = 2000
+    max_chars: int = DEFAULT_MAX_CHARS
     kind_rules: Sequence[tuple[str, str]] = ()
     default_kind: str = "canonical"
     element_type: str = "f32"

@@ -26,6 +26,7 @@ from sediment.search.bm25 import BM25Index, tokenize
 from sediment.search.fusion import Fusion, ReciprocalRankFusion
 from sediment.search.vector import Metric, dot_scores, row_norms, top_k
 from sediment.store import PRECEDENCE, LayerName, LayerSet
+from sediment.store.events import hidden_ids
 
 Mode = Literal["hybrid", "vector", "lexical"]
 MAX_K = 1000
@@ -281,16 +282,19 @@ def search(layerset: LayerSet, request: SearchRequest,
     for x in pool:
         x.fused = fusion.fuse(x.vrank, x.vec, x.lrank, x.lex)
 
-    hits = _apply_precedence(layerset, layers, pool, request, q, normalised)
+    hidden = hidden_ids(layerset.events(names))
+    hits = _apply_precedence(layers, pool, request, q, normalised, hidden)
     for rerank in request.rerankers:
         hits = rerank(hits)
     timings["total"] = (time.perf_counter() - t0) * 1e3
     return SearchResult(hits[: request.k], [layer.name for layer in layers], timings)
 
 
-def _apply_precedence(layerset: LayerSet, layers: list[Any], pool: list[_Cand],
-                      request: SearchRequest, q: npt.NDArray[np.float32] | None,
-                      normalised: bool) -> list[Hit]:
+def _apply_precedence(layers: list[Any], pool: list[_Cand], request: SearchRequest,
+                      q: npt.NDArray[np.float32] | None, normalised: bool,
+                      hidden: set[int]) -> list[Hit]:
+    """Group candidates by id, keep the highest layer's version, drop superseded and
+    forgotten ids, and filter on the version that is shown."""
     files = {layer.name: layer.file for layer in layers}
     best: dict[int, _Cand] = {}
     for x in pool:
@@ -303,7 +307,9 @@ def _apply_precedence(layerset: LayerSet, layers: list[Any], pool: list[_Cand],
     want = request.k
     id_arr = np.asarray([cid for cid, _ in ordered], dtype=np.uint32)
     where = {name: layer_index(f).positions(id_arr) for name, f in files.items()}
-    for n, (_cid, cand) in enumerate(ordered):
+    for n, (cid, cand) in enumerate(ordered):
+        if cid in hidden:
+            continue
         versions = [(name, int(where[name][n])) for name in PRECEDENCE
                     if name in files and where[name][n] >= 0]
         top_name, top_pos = versions[0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from sediment.errors import (
 )
 from sediment.format import Chunk, LayerFile, Source, encode_layer
 from sediment.store.atomic import atomic_write
+from sediment.store.events import Event, iter_events
 from sediment.store.layers import AGENT_WRITABLE, PRECEDENCE, LayerName
 
 U32_MAX = 2**32 - 1
@@ -70,6 +72,22 @@ class Schema:
     element_type: str
     profile: dict[str, Any] | None = field(default=None)
     source: str = ""
+
+
+_EVENT_CACHE: weakref.WeakKeyDictionary[LayerFile, list[Chunk]] = weakref.WeakKeyDictionary()
+
+
+def _event_chunks(f: LayerFile) -> list[Chunk]:
+    """The ``meta.*`` chunks of a file, found through its distinct kind ids, once per file."""
+    cached = _EVENT_CACHE.get(f)
+    if cached is None:
+        kinds = f.records["kind"]
+        sids = [int(s) for s in np.unique(kinds).tolist()
+                if f.string(int(s)).startswith("meta.")]
+        positions = np.flatnonzero(np.isin(kinds, np.asarray(sids, dtype=np.uint32))) \
+            if sids else []
+        cached = _EVENT_CACHE[f] = [f.chunk_at(int(i)) for i in positions]
+    return cached
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
@@ -184,6 +202,14 @@ class LayerSet:
     def get(self, chunk_id: int) -> tuple[LayerName, Chunk] | None:
         v = self.versions(chunk_id)
         return v[0] if v else None
+
+    def events(self, names: Iterable[LayerName] | None = None) -> list[Event]:
+        """Every ``meta.*`` event of the present layers, in time order."""
+        found: list[tuple[LayerName, Chunk]] = []
+        for layer in self.layers(names):
+            if layer.file.chunk_count:
+                found.extend((layer.name, c) for c in _event_chunks(layer.file))
+        return list(iter_events(found))
 
     def high_water(self) -> int:
         """The largest id any layer uses or ever used."""

@@ -1,0 +1,70 @@
+"""The propose service behind MCP ``agents_context_propose`` (RFC 11.2).
+
+A proposal is durable state inside the delta layer: a ``meta.proposal_event`` chunk whose
+sources name the proposed chunk. A chunk that lives only in local is first copied to delta
+under the same id (the copy is recorded in the event; local keeps its chunk), so a reviewer
+who only receives the delta layer has everything. Proposing a chunk that already has a
+pending proposal returns that proposal instead of recording a second one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sediment.errors import NotFoundError, ValidationError
+from sediment.store import AGENT_WRITABLE, LayerName, LayerSet, NewChunk
+from sediment.store.events import PROPOSAL, event_content, fold_proposals
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    proposal_id: int
+    context_id: int
+    from_layer: LayerName
+    copied_to_delta: bool
+    already_pending: bool
+
+
+def propose(layerset: LayerSet, context_id: Any, target: Any = "user") -> Proposal:
+    if target != "user":
+        raise ValidationError(f"target must be 'user' (RFC 11.2), got {target!r}")
+    if isinstance(context_id, bool) or not isinstance(context_id, int) or context_id <= 0:
+        raise ValidationError(f"context_id must be a positive integer chunk id, got "
+                              f"{context_id!r}")
+    versions = dict(layerset.versions(context_id))
+    source = next((n for n in (LayerName.DELTA, LayerName.LOCAL) if n in versions), None)
+    if source is None:
+        where = ", ".join(n.value for n in versions) or "no layer"
+        raise NotFoundError(f"chunk {context_id} is not in the local or delta layer (found in "
+                            f"{where}); only agent-written chunks can be proposed")
+    chunk = versions[source]
+    if chunk.kind.startswith("meta."):
+        raise ValidationError(f"chunk {context_id} is a {chunk.kind} event, not context")
+    states = fold_proposals(layerset.events())
+    for state in states.values():
+        if state.context_id == context_id and state.status == "pending":
+            return Proposal(state.id, context_id, source, False, True)
+    schema = layerset.schema()
+    dim = schema.dim if schema is not None else 0
+    profile = schema.profile if schema is not None else None
+    items: list[NewChunk] = []
+    vectors: list[np.ndarray] = []
+    copied = LayerName.DELTA not in versions
+    if copied:
+        local = layerset.layer(LayerName.LOCAL)
+        assert local is not None
+        items.append(NewChunk(chunk.kind, chunk.content, chunk.author, chunk.confidence,
+                              chunk.sources, chunk.created_at_ms, id=chunk.id))
+        vectors.append(local.file.vector(local.file.id_index[chunk.id]))
+    items.append(NewChunk(
+        PROPOSAL,
+        event_content(event="propose", context_id=context_id, target="user",
+                      from_layer=source.value, copied_to_delta=copied),
+        "mcp", 1.0, (context_id,)))
+    vectors.append(np.zeros(dim, dtype=np.float32))
+    ids = layerset.append(LayerName.DELTA, items, np.stack(vectors), profile=profile,
+                          allowed=AGENT_WRITABLE)
+    return Proposal(ids[-1], context_id, source, copied, False)
