@@ -10,10 +10,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from sediment.store import LayerName, LayerSet, NewChunk
-
 from bench import layerfiles, synthetic
 from bench.timing import Stats, repeat_with_setup
+from sediment.store import LayerName, LayerSet, NewChunk
 
 EXISTING = (1_000, 10_000)
 BATCHES = (1, 100)

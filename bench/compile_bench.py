@@ -6,11 +6,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sediment.embed import Embedder, make_embedder
-from sediment.ingest.compile import CompileOptions, compile_layer
-
 from bench import corpus
 from bench.timing import Stats, repeat
+from sediment.embed import Embedder, make_embedder
+from sediment.ingest.compile import CompileOptions, compile_layer
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-WORDS = (
+_WORD_TEXT = (
     "agent layer context search index vector chunk embedding query result file cache "
     "server client request response token model score rank fusion memory store append "
     "compile source heading section paragraph document note decision review change build "
@@ -23,7 +23,8 @@ WORDS = (
     "python format record string table header offset length byte integer float quantised "
     "exact approximate recall precision relevant order filter kind author confidence "
     "always never often usually quickly safely cleanly simply carefully explicitly"
-).split()
+)
+WORDS = tuple(_WORD_TEXT.split())
 
 
 def sentence(rng: np.random.Generator, lo: int, hi: int) -> str:

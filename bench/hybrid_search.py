@@ -10,10 +10,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from bench.timing import Stats, repeat
 from sediment.search import SearchRequest, search
 from sediment.store import LayerSet
-
-from bench.timing import Stats, repeat
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from sediment.format import Chunk, encode_layer
-
 from bench import synthetic
+from sediment.format import Chunk, encode_layer
 
 I8_SCALE = 1.0 / 127.0
 """The scale Sediment uses for L2-normalised vectors (every component is within -1..1)."""

@@ -9,13 +9,12 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from bench import layerfiles, synthetic
+from bench.timing import Stats, interleaved, paired_difference
 from sediment.format import LayerFile
 from sediment.search import SearchRequest, search
 from sediment.search.vector import dot_scores, top_k
 from sediment.store import LayerName, LayerSet
-
-from bench import layerfiles, synthetic
-from bench.timing import Stats, repeat
 
 SPLITS: dict[int, tuple[LayerName, ...]] = {
     1: (LayerName.BASE,),
@@ -34,6 +33,10 @@ class SplitLatency:
     engine: Stats
     kernel: Stats
     """Raw scan + top-50 of every layer, summed, without the engine."""
+
+    @property
+    def overhead(self) -> float:
+        return paired_difference(self.engine, self.kernel)
 
 
 def _build(directory: Path, names: tuple[LayerName, ...], vectors: npt.NDArray[np.float32],
@@ -69,7 +72,6 @@ def measure(workdir: Path, vectors: npt.NDArray[np.float32], contents: list[str]
             return [top_k(dot_scores(f.embeddings, q, f.quant_scale), CANDIDATES)
                     for f in files]
 
-        out.append(SplitLatency(count, element_type, len(vectors),
-                                repeat(engine, n, warmup=warmup),
-                                repeat(kernel, n, warmup=warmup)))
+        e, k = interleaved([engine, kernel], n, warmup=warmup)
+        out.append(SplitLatency(count, element_type, len(vectors), e, k))
     return out

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.timing import Stats, repeat
 from sediment.format import LayerFile
 from sediment.store import LayerSet
-
-from bench.timing import Stats, repeat
 
 
 @dataclass(frozen=True, slots=True)

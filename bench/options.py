@@ -62,7 +62,8 @@ def _sizes(text: str) -> tuple[int, ...]:
     try:
         sizes = tuple(int(s.replace("_", "")) for s in text.split(",") if s.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--sizes wants integers like 10000,100000: {text!r}")
+        msg = f"--sizes wants integers like 10000,100000: {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
     if not sizes or any(s <= 0 for s in sizes):
         raise argparse.ArgumentTypeError("--sizes wants positive integers")
     return tuple(sorted(set(sizes)))

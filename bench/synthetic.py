@@ -37,7 +37,8 @@ def vocabulary(size: int = 400) -> list[str]:
 
 def _zipf_p(n: int) -> npt.NDArray[np.float64]:
     p = 1.0 / np.arange(1, n + 1, dtype=np.float64)
-    return p / p.sum()
+    out: npt.NDArray[np.float64] = p / p.sum()
+    return out
 
 
 def unit_vectors(n: int, dim: int, seed: int, block: int = 131072) -> F32:

@@ -71,3 +71,25 @@ def repeat_with_setup(fn: Callable[[int], object], setup: Callable[[], object], 
         fn(warmup + i)
         out.append(time.perf_counter() - t)
     return Stats(tuple(out))
+
+
+def interleaved(fns: list[Callable[[int], object]], n: int, *, warmup: int = 3
+                ) -> list[Stats]:
+    """Time several operations in turn on each input, so that a load change on the machine
+    hits all of them alike: ``fns[0](i)``, ``fns[1](i)``, ... for each ``i``."""
+    for i in range(warmup):
+        for fn in fns:
+            fn(i)
+    gc.collect()
+    out: list[list[float]] = [[] for _ in fns]
+    for i in range(n):
+        for fn, samples in zip(fns, out, strict=True):
+            t = time.perf_counter()
+            fn(warmup + i)
+            samples.append(time.perf_counter() - t)
+    return [Stats(tuple(s)) for s in out]
+
+
+def paired_difference(a: Stats, b: Stats) -> float:
+    """Median of the per-input differences ``a_i - b_i`` (for interleaved samples)."""
+    return float(np.median(np.subtract(a.samples, b.samples)))

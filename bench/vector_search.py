@@ -9,12 +9,11 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from bench.timing import Stats, interleaved, paired_difference
 from sediment.format import LayerFile
 from sediment.search import SearchRequest, search
 from sediment.search.vector import dot_scores, top_k
 from sediment.store import LayerSet
-
-from bench.timing import Stats, repeat
 
 K = 10
 
@@ -34,10 +33,15 @@ class VectorLatency:
     def gbps(self, s: float) -> float:
         return self.bytes_scanned / s / 1e9
 
+    @property
+    def overhead(self) -> float:
+        """Median over queries of engine time minus kernel time for the same query."""
+        return paired_difference(self.engine, self.kernel)
+
 
 def measure(path: Path, queries: npt.NDArray[np.float32], n: int, warmup: int
             ) -> VectorLatency:
-    """Time ``n`` engine queries (k=10, mode vector) and ``n`` raw kernel scans."""
+    """Time ``n`` engine queries (k=10, mode vector) and ``n`` raw kernel scans, alternating."""
     ls = LayerSet({"base": path})
     request = SearchRequest(text=None, k=K, mode="vector")
     t = time.perf_counter()
@@ -53,8 +57,7 @@ def measure(path: Path, queries: npt.NDArray[np.float32], n: int, warmup: int
     def kernel(i: int) -> object:
         return top_k(dot_scores(matrix, queries[i % len(queries)], scale), K)
 
-    engine_stats = repeat(engine, n, warmup=warmup)
-    kernel_stats = repeat(kernel, n, warmup=warmup)
+    engine_stats, kernel_stats = interleaved([engine, kernel], n, warmup=warmup)
     agree = True
     for q in queries[:5]:
         got = [h.chunk.id for h in search(ls, request, q, normalised=True).hits]

@@ -14,6 +14,7 @@ Invariants checked:
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from hypothesis import given, settings
@@ -96,11 +97,13 @@ def assert_size(text: str, chunks: list[DocChunk], limit: int) -> None:
             assert chunk.content == "\n".join(lines[chunk.start_line - 1:chunk.end_line]), chunk
 
 
-def assert_order(chunks: list[DocChunk]) -> None:
-    for before, after in zip(chunks, chunks[1:], strict=False):
+def assert_order(text: str, chunks: list[DocChunk], limit: int) -> None:
+    """Chunks follow the source; two share a line only when it was cut for length."""
+    lines = split_lines(text)
+    for before, after in itertools.pairwise(chunks):
         assert before.end_line <= after.start_line
         if before.end_line == after.start_line:
-            assert before.start_line == before.end_line or before.content.count("\n") >= 0
+            assert len(lines[after.start_line - 1]) > limit
 
 
 @settings(max_examples=300, deadline=None)
@@ -115,7 +118,7 @@ def test_markdown_invariants(doc: tuple[str, int], limit: int) -> None:
     assert squash(chunk_lines(chunks)) == squash(expected)
     assert_provenance(text, chunks, limit)
     assert_size(text, chunks, limit)
-    assert_order(chunks)
+    assert_order(text, chunks, limit)
     assert all(c.content == c.content.strip("\n") and c.content.strip() for c in chunks)
     assert chunk_markdown(text, "doc.md", max_chars=limit) == (chunks, _)
 
@@ -142,4 +145,4 @@ def test_arbitrary_text_never_raises(text: str, limit: int) -> None:
         chunks, _ = chunk(text, "x.md", max_chars=limit)
         assert_provenance(text, chunks, limit)
         assert_size(text, chunks, limit)
-        assert_order(chunks)
+        assert_order(text, chunks, limit)

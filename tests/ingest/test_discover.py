@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -19,8 +20,13 @@ def make(root: Path, *paths: str) -> None:
         path.write_text(f"{rel}\n", encoding="utf-8")
 
 
-def found(root: Path, include: Iterable[str], exclude: Iterable[str] = (), **kw: object) -> list[str]:
-    return [str(p) for p in discover(root, list(include), list(exclude), **kw)]  # type: ignore[arg-type]
+def found(
+    root: Path, include: Iterable[str], exclude: Iterable[str] = (), *,
+    default_excludes: bool = True, on_skip: Callable[[Skipped], None] | None = None,
+) -> list[str]:
+    paths = discover(root, list(include), list(exclude), default_excludes=default_excludes,
+                     on_skip=on_skip)
+    return [str(p) for p in paths]
 
 
 def test_globstar_matches_any_depth_including_root(tmp_path: Path) -> None:
@@ -72,7 +78,9 @@ def test_excludes_files_and_whole_directories(tmp_path: Path) -> None:
         "docs/CHANGELOG.md", "docs/a.md", "notes/drafts/w.md"]
 
 
-def test_excluded_directories_are_not_walked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_excluded_directories_are_not_walked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
     make(tmp_path, "docs/a.md", "docs/drafts/deep/x.md", "node_modules/pkg/README.md")
     walked: list[str] = []
     real_scandir = os.scandir
@@ -186,7 +194,7 @@ def test_relative_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ],
 )
 def test_bad_include_patterns_are_rejected(tmp_path: Path, pattern: str, message: str) -> None:
-    with pytest.raises(ValidationError, match="^" + __import__("re").escape(message)):
+    with pytest.raises(ValidationError, match="^" + re.escape(message)):
         discover(tmp_path, [pattern])
 
 

@@ -4,7 +4,8 @@ Rules, so the same tree gives the same list on every machine:
 
 - Paths are matched and returned relative to ``root`` as posix paths, sorted by their posix
   string. Only regular files are returned; FIFOs, sockets and devices are skipped.
-- See ``sediment.ingest.patterns`` for the glob syntax. An exclude glob that matches a
+- See ``sediment.ingest.patterns`` for the glob syntax. Include globs select files, so
+  ``docs`` selects nothing and ``docs/**`` a whole tree. An exclude glob that matches a
   directory (``docs/drafts``, ``**/drafts``, ``docs/*``) excludes everything beneath it,
   as in ``.gitignore``, and the walk does not enter it.
 - ``.git`` is never entered. Unless ``default_excludes`` is false, neither are the
@@ -66,7 +67,7 @@ class _Rules:
 
 
 def discover(
-    root: Path,
+    root: Path | str,
     include: Sequence[str],
     exclude: Sequence[str] = (),
     *,
@@ -78,11 +79,11 @@ def discover(
     Raises ``NotFoundError`` when ``root`` is not a directory and ``ValidationError`` for
     an empty include list or a bad pattern.
     """
-    base = _real_root(root)
     includes = normalize_patterns(include, "include")
     if not includes:
         raise ValidationError("include: at least one glob is required")
     excludes = normalize_patterns(exclude, "exclude")
+    base = _real_root(Path(root))
     named = literal_segments(includes, "include")
     skip_dirs = ALWAYS_EXCLUDED_DIRS
     if default_excludes:
@@ -109,7 +110,7 @@ def _walk(base: Path, rules: _Rules, report: OnSkip) -> dict[str, _Found]:
     """Map each kept relative path to its real path (to find duplicates).
 
     Directory symlinks are never followed, so a walked path under the resolved root is
-    already real.
+    already real. Entries are sorted so ``on_skip`` hears of them in a stable order.
     """
     found: dict[str, _Found] = {}
     pending = [""]
@@ -117,9 +118,10 @@ def _walk(base: Path, rules: _Rules, report: OnSkip) -> dict[str, _Found]:
         rel_dir = pending.pop()
         try:
             with os.scandir(base / rel_dir) as it:
-                entries = list(it)
+                entries = sorted(it, key=lambda entry: entry.name)
         except OSError as exc:
-            report(Skipped(f"{rel_dir}/", f"unreadable directory: {exc.strerror or exc}"))
+            reason = f"unreadable directory: {exc.strerror or exc}"
+            report(Skipped(f"{rel_dir or '.'}/", reason))
             continue
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name

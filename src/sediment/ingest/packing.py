@@ -47,10 +47,14 @@ def pack_lines(
 ) -> list[list[Piece]]:
     """Chunks of ``lines[start:end]``; ``fence_end`` maps a fence's first line to its end."""
     packer = _Packer(max_chars)
+    whole = [(n, lines[n]) for n in range(start, end)]
+    if _length(whole) <= max_chars:
+        packer.emit(whole)
+        return packer.done
     for paragraph in _glue_headings(_paragraphs(lines, start, end, fence_end), heading_lines):
-        whole = _flatten(paragraph)
-        if _length(whole) <= max_chars:
-            packer.add(whole, paragraph[0].gap)
+        pieces = _flatten(paragraph)
+        if _length(pieces) <= max_chars:
+            packer.add(pieces, paragraph[0].gap)
             continue
         packer.flush()
         for atom in paragraph:
@@ -60,6 +64,8 @@ def pack_lines(
 
 
 class _Packer:
+    """Greedy accumulator: the chunk being filled, its size, and the chunks done."""
+
     def __init__(self, max_chars: int) -> None:
         self.max_chars = max_chars
         self.done: list[list[Piece]] = []
@@ -80,6 +86,7 @@ class _Packer:
         self.size = _length(pieces)
 
     def add_atom(self, atom: _Atom) -> None:
+        """Add a line or fence of a paragraph too large for one chunk (rules 2 and 3)."""
         size = _length(atom.pieces)
         if size <= self.max_chars:
             self.add(atom.pieces, atom.gap)
@@ -100,6 +107,7 @@ class _Packer:
         self.current, self.size = [], 0
 
     def emit(self, pieces: Sequence[Piece]) -> None:
+        """Record a chunk without its outer blank lines, or nothing if only blanks remain."""
         first = next((n for n, (_, text) in enumerate(pieces) if not is_blank(text)), None)
         if first is None:
             return

@@ -1,0 +1,255 @@
+"""One Markdown section per benchmark family, rendered from the collected results."""
+
+from __future__ import annotations
+
+from bench.fmt import count, gbps, mb, ms, rate, secs, table
+from bench.runner import Results
+
+
+def bandwidth(res: Results) -> str:
+    bw = res.bandwidth
+    if bw is None:
+        return "## 1. Memory bandwidth\n\nNot measured."
+    gib = bw.nbytes / 2**30
+    rows = [
+        [f"`np.copyto` of {gib:g} GiB, read + write bytes", f"{2 * gib:g} GiB",
+         ms(bw.copy_best_s), f"**{gbps(bw.copy_gbps)}**"],
+        [f"`np.copyto` of {gib:g} GiB, read bytes only", f"{gib:g} GiB", ms(bw.copy_best_s),
+         gbps(bw.copy_read_gbps)],
+        [f"float32 matrix x vector over {gib:g} GiB (numpy BLAS), read only", f"{gib:g} GiB",
+         ms(bw.gemv_best_s), gbps(bw.gemv_gbps)],
+    ]
+    return "\n\n".join([
+        "## 1. Memory bandwidth",
+        table(["Measurement (best of 5)", "Bytes counted", "Time (ms)", "GB/s"], rows),
+        f"The **limit** used below is the copy's read + write rate, {gbps(bw.limit_gbps)} GB/s "
+        "(10^9 bytes/s): an exact scan only reads, and a streaming read runs at about the "
+        "rate a copy moves bytes in both directions (the read-only matrix-vector row is the "
+        "check). A scan's limit is its matrix bytes divided by this rate.",
+    ])
+
+
+def files(res: Results) -> str:
+    rows = []
+    for s in res.sizes:
+        for etype, b in s.built.items():
+            o, mem = s.opens[etype], s.memory.get(etype)
+            rows.append([
+                count(s.rows), etype, mb(b.nbytes), mb(b.matrix_bytes), secs(s.generate_s),
+                secs(b.encode_s), secs(b.write_s),
+                f"{ms(o.layerfile.p50)} / {ms(o.layerfile.p99)}",
+                f"{ms(o.layerset.p50)} / {ms(o.layerset.p99)}",
+                ms(mem.open_s) if mem else "-",
+            ])
+    return "\n\n".join([
+        "## 2. Layer files: writing and opening",
+        table(["Chunks", "Type", "File (MB)", "Matrix (MB)", "Generate (s)",
+               "encode_layer (s)", "Write (s)", "LayerFile.open p50 / p99 (ms)",
+               "LayerSet open p50 / p99 (ms)", "Open, fresh process (ms)"], rows,
+              ["r", "l", *["r"] * 8]),
+        "Synthetic chunks: 384-dim random normal vectors, L2-normalised (float32, fixed seed), "
+        "short texts of 6 to 14 words from a 400-word vocabulary with Zipf frequencies, no "
+        "relationships. *Generate* is the random vectors, texts and `Chunk` objects (once per "
+        "size, shared by f32 and i8). *encode_layer* is the product's writer building the "
+        "whole file in memory (for i8 it includes quantisation with scale 1/127). *Write* "
+        "writes those bytes to the page cache. *Open* is `LayerFile.open` plus "
+        "`.embeddings.shape`, and `LayerSet({'base': path}).layers()` plus `.schema()`: "
+        f"median and p99 of {res.options.open_repeats} opens in this process of a file "
+        "already in the page cache (just written). The fresh-process figure is the first "
+        "open in a new Python process (imports excluded), same page cache.",
+    ])
+
+
+def vector(res: Results) -> str:
+    bw = res.bandwidth
+    rows = []
+    for s in res.sizes:
+        for etype, v in s.vector.items():
+            limit = v.bytes_scanned / (bw.limit_gbps * 1e9) if bw else float("nan")
+            rows.append([
+                count(s.rows), etype, str(v.engine.n), mb(v.bytes_scanned),
+                ms(v.engine.p50), ms(v.engine.p99), ms(v.kernel.p50), ms(v.kernel.p99),
+                ms(v.overhead), gbps(v.gbps(v.engine.p50)),
+                gbps(v.gbps(v.kernel.p50)), ms(limit), f"{v.engine.p50 / limit:.2f}x",
+                ms(v.first_query_s), "yes" if v.agree else "**no**",
+            ])
+    return "\n\n".join([
+        "## 3. Exact vector search (k = 10)",
+        table(["Chunks", "Type", "Queries", "Scanned/query (MB)", "Engine p50 (ms)",
+               "Engine p99 (ms)", "Kernel p50 (ms)", "Kernel p99 (ms)",
+               "Engine overhead p50 (ms)", "Engine GB/s", "Kernel GB/s", "Limit (ms)",
+               "Engine / limit", "First query (ms)", "Same top 10"], rows,
+              ["r", "l", *["r"] * 13]),
+        "*Engine* is `sediment.search.search(layerset, SearchRequest(k=10, mode='vector'), q, "
+        "normalised=True)` on one base layer: layer refresh (one `stat`), schema check, scan, "
+        "top 50 candidates, precedence and hit decoding. *Kernel* is the scan alone: "
+        "`sediment.search.vector.dot_scores` + `top_k(scores, 10)` on the mapped matrix. "
+        "*Scanned* is rows x dims x element size; GB/s is that over the p50; *Limit* is "
+        "scanned bytes over the measured bandwidth (section 1). *First query* is the first "
+        "engine query on a freshly opened layer set (it also runs the one-time chunk-table "
+        "checks), excluded from the percentiles, as are the warm-up queries. Query vectors "
+        "are random unit vectors. *Same top 10*: the engine's ids equal the kernel's for 5 "
+        "queries. Engine and kernel run alternately, query by query, and the overhead is the "
+        "median of the per-query differences.",
+    ])
+
+
+def hybrid(res: Results) -> str:
+    rows = []
+    for s in res.sizes:
+        for etype, h in s.hybrid.items():
+            rows.append([
+                count(s.rows), etype, ms(h.first_query_s), f"{h.first_bm25_ms:,.1f}",
+                ms(h.engine.p50), ms(h.engine.p99), f"{h.bm25_p50_ms:.2f}",
+                f"{h.vector_p50_ms:.2f}",
+            ])
+    if not rows:
+        return "## 4. Hybrid search\n\nNot measured (no size of 100k chunks or fewer)."
+    return "\n\n".join([
+        "## 4. Hybrid search (vector + BM25, k = 10)",
+        table(["Chunks", "Type", "First hybrid query (ms)", "of which BM25 (ms)",
+               "p50 (ms)", "p99 (ms)", "BM25 part p50 (ms)", "Vector part p50 (ms)"], rows,
+              ["r", "l", *["r"] * 6]),
+        "The BM25 index is built from the layer's strings by the first lexical query and kept "
+        "for the life of the process: the *first hybrid query* (on a layer set that already "
+        "ran one vector query) is that build plus one query, and *of which BM25* is the "
+        "engine's own `timings_ms['bm25']` for it. The percentiles are over later queries of "
+        "2 or 3 words from the same vocabulary; the BM25 and vector parts are the engine's "
+        "own timings (the rest is fusion, precedence and decoding).",
+    ])
+
+
+def resident(res: Results) -> str:
+    rows = []
+    for s in res.sizes:
+        for etype, p in s.memory.items():
+            rows.append([
+                count(s.rows), etype, mb(p.file_bytes), mb(p.imports.rss),
+                f"{mb(p.opened.rss)} ({mb(p.opened.anon)} / {mb(p.opened.file)})",
+                f"{mb(p.searched.rss)} ({mb(p.searched.anon)} / {mb(p.searched.file)})",
+                mb(p.searched.peak), ms(p.first_search_s),
+            ])
+    return "\n\n".join([
+        "## 5. Resident memory of a fresh process",
+        table(["Chunks", "Type", "File (MB)", "After imports (MB)",
+               "After open: RSS (anon / file) (MB)", "After 1 search: RSS (anon / file) (MB)",
+               "Peak RSS (maxrss, MB)", "First search (ms)"], rows,
+              ["r", "l", *["r"] * 6]),
+        "A new process (`python -m bench.rss_probe FILE`, which does the work in a child "
+        "forked from its small interpreter so that `ru_maxrss` does not inherit the big "
+        "benchmark parent's peak at exec) imports Sediment, opens the layer and reads its "
+        "header facts (chunk count, dims, type, `.embeddings.shape`), then runs one engine "
+        "vector search. RSS is `VmRSS` from `/proc/self/status`, split into anonymous memory "
+        "(the process's own) and mapped file pages (the page cache, shared with every other "
+        "reader and reclaimable); peak is `getrusage(RUSAGE_SELF).ru_maxrss` at the end. "
+        "Opening maps the file without reading it, so RSS stays at the import level; a "
+        "search touches the whole matrix, which then counts as mapped file pages, not as "
+        "private memory.",
+    ])
+
+
+def layers(res: Results) -> str:
+    rows = []
+    base: dict[str, float] = {}
+    for sp in res.splits:
+        base.setdefault(sp.element_type, sp.engine.p50)
+        rows.append([
+            str(sp.layers), sp.element_type, count(sp.total), ms(sp.engine.p50),
+            ms(sp.engine.p99), ms(sp.kernel.p50), ms(sp.overhead),
+            f"{sp.engine.p50 / base[sp.element_type]:.2f}x",
+        ])
+    if not rows:
+        return "## 6. Layers\n\nNot measured."
+    total = count(res.splits[0].total)
+    return "\n\n".join([
+        f"## 6. The same {total} chunks over 1, 2 and 4 layers",
+        table(["Layers", "Type", "Chunks", "Engine p50 (ms)", "Engine p99 (ms)",
+               "Kernel sum p50 (ms)", "Engine overhead p50 (ms)", "vs 1 layer"], rows,
+              ["r", "l", *["r"] * 6]),
+        "The chunks are split evenly over base; base + local; base + delta + user + local "
+        "(distinct ids, so nothing is overridden). *Kernel sum* scans every layer's matrix "
+        "and keeps its top 50 (what the engine keeps per layer for k = 10), without the "
+        "engine, alternating with the engine query by query. The overhead column is the median "
+        "of the per-query differences: what the engine adds on top of the scans.",
+    ])
+
+
+def compile_and_embed(res: Results) -> str:
+    rows = [[c.embedder, str(c.files), f"{c.chunks:,}", f"{c.source_bytes / 1e3:,.0f}",
+             secs(c.seconds), rate(c.chunks_per_s), secs(c.read_s), secs(c.embed_s),
+             secs(c.write_s)] for c in res.compiles]
+    parts = ["## 7. Compile and embedding throughput"]
+    if rows:
+        parts += [
+            table(["Embedder", "Files", "Chunks", "Source (KB)", "Total (s)", "Chunks/s",
+                   "Read + chunk (s)", "Embed (s)", "Encode + write (s)"], rows,
+                  ["l", *["r"] * 8]),
+            "`compile_layer` over a generated Markdown corpus (a `#` title with an intro, "
+            "then nine `##` sections of 3 to 5 sentences of English words, so about ten "
+            "chunks per file), f32 output, no embedding cache (every chunk is embedded). "
+            "The phases come from the compile's progress callbacks: *Embed* runs from the "
+            "last file read to the last embedding batch (it includes the one `git log` "
+            "lookup of source times); *Encode + write* is the rest (encode_layer, sha256, "
+            "fsync and rename). The MiniLM embedder was already loaded (its load time is "
+            "below).",
+        ]
+    e = res.embed
+    if e is not None:
+        parts += [
+            table(["MiniLM raw embedding", "Value"], [
+                ["Texts per call", f"{e.texts} x {e.words} words"],
+                ["Model load (first embed call)", f"{ms(e.load_s)} ms"],
+                ["One embed call p50", f"{ms(e.batch.p50)} ms"],
+                ["Throughput", f"**{rate(e.texts_per_s)} texts/s**"],
+            ], ["l", "r"]),
+            "`make_embedder('minilm', cache_path=None).embed(texts)` on short texts like a "
+            "one-line agent note (the embedder batches 64 at a time, all available cores), "
+            f"median of {e.batch.n} calls after one warm-up call.",
+        ]
+    return "\n\n".join(parts)
+
+
+def append(res: Results) -> str:
+    rows = [[f"{a.existing:,}", str(a.batch), a.element_type, ms(a.stats.p50),
+             ms(a.stats.p99), rate(a.chunks_per_s)] for a in res.appends]
+    if not rows:
+        return "## 8. Append latency\n\nNot measured."
+    n = res.appends[0].stats.n
+    return "\n\n".join([
+        "## 8. Append latency",
+        table(["Chunks already in the layer", "Appended", "Type", "p50 (ms)", "p99 (ms)",
+               "Chunks/s"], rows, ["r", "r", "l", "r", "r", "r"]),
+        "`LayerSet.append(LayerName.LOCAL, chunks, vectors, profile=...)` on a layer set "
+        f"holding only the local layer: median and p99 of {n} appends, each to a fresh copy "
+        "of the same starting file (copy and re-open untimed). An append is a commit: it "
+        "takes the file locks, re-reads the layer, re-encodes the whole file with the new "
+        "chunks, fsyncs it and renames it over the old one, so its cost grows with the "
+        "layer's size.",
+    ])
+
+
+def all_sections(res: Results) -> list[str]:
+    return [bandwidth(res), files(res), vector(res), hybrid(res), resident(res), layers(res),
+            compile_and_embed(res), append(res)]
+
+
+def method(res: Results) -> str:
+    o = res.options
+    sizes = ", ".join(count(s) for s in o.sizes)
+    return "\n".join([
+        "## Method",
+        "",
+        f"- Sizes: {sizes} chunks x {o.dim} dims, f32 and i8; seed {o.seed}. Vector queries "
+        f"per configuration: {o.queries_for(10_000)} (100 at 1M in a full run), after "
+        f"{o.warmup} warm-up queries.",
+        "- Timing is `time.perf_counter` around each call; p50 is the median, p99 the 99th "
+        "percentile (numpy's linear interpolation); `gc.collect()` runs before each timed "
+        "series.",
+        "- Layer files are written with the product's `encode_layer` into a temporary "
+        "directory (or `--workdir`) and deleted afterwards unless `--keep`; they are never "
+        "committed (1M x 384 f32 is 1.5 GB).",
+        "- Every file is measured while it is in the page cache (it was just written): these "
+        "are warm numbers. A cold read from disk is bounded by the disk, not by Sediment.",
+        "- Options: `--quick` (10k and 100k, fewer queries), `--sizes 10000,100000,1000000`, "
+        "`--out docs/benchmarks.md`, `--workdir DIR`, `--keep`, `--dim`, `--seed`.",
+    ])

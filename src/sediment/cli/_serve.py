@@ -1,0 +1,63 @@
+"""``sediment serve``: the MCP server over stdio (default) or streamable HTTP."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+import click
+
+from sediment.cli._app import cli, get_config, layer_options, open_layerset
+from sediment.cli._embedder import build_embedder
+from sediment.ops.service import ContextService
+from sediment.server import build_http_app, build_server, check_binding
+
+
+@cli.command()
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio",
+              show_default=True, help="stdio for a local client, http for streamable HTTP.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind (http). Anything but loopback needs --token.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="Port to bind (http).")
+@click.option("--path", "http_path", default="/mcp", show_default=True,
+              help="URL path of the MCP endpoint (http).")
+@click.option("--token", default=None, envvar="SEDIMENT_TOKEN",
+              help="Bearer token clients must send (http; env SEDIMENT_TOKEN).")
+@click.option("--embedder", "embedder_name", default=None,
+              help="Embedder for text queries and writes (minilm, hash, openai).")
+@click.option("--no-warm-up", is_flag=True,
+              help="Load the embedding model on the first query instead of at start.")
+@layer_options
+@click.pass_context
+def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path: str,
+          token: str | None, embedder_name: str | None, no_warm_up: bool,
+          layer_dir: Path | None, **paths: Path | None) -> None:
+    """Serve the layers to agents over MCP (tools agents_search, agents_context_write,
+    agents_context_propose; chunks and layers as agentsdb:// resources).
+
+    The handshake is answered at once: the embedding model loads in the background.
+    """
+    cfg = get_config(ctx)
+    layerset = open_layerset(cfg, layer_dir, **paths)
+    layerset.schema()
+    service = ContextService(layerset, build_embedder(cfg, embedder_name))
+    server = build_server(service)
+    if transport == "stdio":
+        if not no_warm_up:
+            service.warm_up()
+        anyio.run(server.run_stdio_async)
+        return
+    check_binding(host, token)
+    app = build_http_app(server, host=host, token=token, path=http_path)
+    import uvicorn
+
+    if not no_warm_up:
+        service.warm_up()
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning",
+                            lifespan="on")
+    userver = uvicorn.Server(config)
+    click.echo(f"sediment: serving MCP on http://{host}:{port}{http_path} "
+               f"(layers in {layer_dir or cfg.layer_dir}; pid {os.getpid()})", err=True)
+    userver.run()

@@ -1,0 +1,45 @@
+"""Small helpers the review modules share: event tests, vectors, layer lookups."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from sediment.errors import NotFoundError
+from sediment.format import Chunk, LayerFile
+from sediment.store import LayerName, LayerSet, OpenLayer
+
+META_PREFIX = "meta."
+
+
+def is_event(chunk: Chunk) -> bool:
+    """``meta.*`` chunks record state changes; they are not context to review or merge."""
+    return chunk.kind.startswith(META_PREFIX)
+
+
+def vector_of(f: LayerFile, chunk_id: int) -> npt.NDArray[np.float32]:
+    """The stored (dequantised) vector of ``chunk_id``: copied, never re-embedded."""
+    return f.vector(f.id_index[chunk_id])
+
+
+def require_layer(layerset: LayerSet, name: LayerName) -> OpenLayer:
+    layer = layerset.layer(name)
+    if layer is None:
+        where = layerset.paths.get(name)
+        raise NotFoundError(f"the {name.value} layer does not exist"
+                            + (f" ({where})" if where else ""))
+    return layer
+
+
+def set_dim(layerset: LayerSet) -> int:
+    """The vector width of the set, for the zero vectors of event chunks."""
+    schema = layerset.schema()
+    return schema.dim if schema is not None else 0
+
+
+def layer_name_for_file(name: str) -> LayerName | None:
+    """The standard layer a file name denotes (``AGENTS.user.db`` -> user), else None."""
+    for layer in LayerName:
+        if name == layer.file_name:
+            return layer
+    return None

@@ -1,0 +1,281 @@
+"""Human decisions on what agents learn: list, accept and reject proposals; promote chunks.
+
+A decision is an event, never a deletion (RFC 6.2, 11.2). Accepting copies the proposed
+chunk into the user layer under the same id, so the accepted copy overrides the delta
+original by precedence, with ``author: human`` and the delta chunk's id first in its
+sources; then a ``meta.proposal_decision`` chunk is appended to the delta layer. A
+rejection is only the decision chunk, with its reason. The status of a proposal is the fold
+of these events (``fold_proposals``); the first decision is final.
+
+The copy and the decision are two commits (a layer set commits one layer at a time). A
+crash between them leaves the copy without its decision; accepting again notices the
+identical copy already in user and records only the decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from sediment.errors import NotFoundError, ValidationError
+from sediment.format import Chunk
+from sediment.review._common import is_event, require_layer, set_dim, vector_of
+from sediment.store import HUMAN_WRITABLE, LayerName, LayerSet, NewChunk
+from sediment.store.events import DECISION, Event, ProposalState, event_content, fold_proposals
+
+STATUSES = ("pending", "accepted", "rejected")
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionView:
+    """One ``meta.proposal_decision`` event."""
+
+    id: int
+    verdict: str
+    reason: str
+    author: str
+    created_at_ms: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "verdict": self.verdict, "reason": self.reason,
+                "author": self.author, "created_at_ms": self.created_at_ms}
+
+
+@dataclass(frozen=True, slots=True)
+class ProposalView:
+    """A proposal with its folded status and the chunk it proposes."""
+
+    proposal_id: int
+    context_id: int
+    status: str
+    proposed_at_ms: int
+    from_layer: str
+    chunk: Chunk | None
+    decisions: tuple[DecisionView, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"proposal_id": self.proposal_id, "context_id": self.context_id,
+                "status": self.status, "proposed_at_ms": self.proposed_at_ms,
+                "from_layer": self.from_layer,
+                "chunk": self.chunk.to_dict() if self.chunk else None,
+                "decisions": [d.to_dict() for d in self.decisions]}
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one accept, reject or promote did; ``changed`` False means it was a no-op."""
+
+    context_id: int
+    action: str  # accepted | rejected | promoted
+    changed: bool
+    proposal_id: int | None = None
+    decision_id: int | None = None
+    copied: bool = False
+
+    @property
+    def message(self) -> str:
+        what = (f"proposal {self.proposal_id} (chunk {self.context_id})"
+                if self.proposal_id is not None else f"chunk {self.context_id}")
+        if not self.changed:
+            return f"{what} was already {self.action}; nothing to do"
+        if self.action == "rejected":
+            return f"rejected {what} (decision {self.decision_id})"
+        copy = "copied to the user layer" if self.copied else "already in the user layer"
+        return f"{self.action} {what}: {copy} (decision {self.decision_id})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"context_id": self.context_id, "proposal_id": self.proposal_id,
+                "action": self.action, "changed": self.changed,
+                "decision_id": self.decision_id, "copied": self.copied,
+                "message": self.message}
+
+
+@dataclass(slots=True)
+class _Plan:
+    """The writes one call will make, gathered before any is made."""
+
+    copies: list[tuple[Chunk, npt.NDArray[np.float32]]] = field(default_factory=list)
+    decisions: list[NewChunk] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+
+
+def _decision_view(e: Event) -> DecisionView:
+    return DecisionView(e.chunk.id, str(e.data.get("event", "?")), str(e.data.get("reason") or ""),
+                        e.chunk.author, e.chunk.created_at_ms)
+
+
+def _view(layerset: LayerSet, state: ProposalState) -> ProposalView:
+    found = dict(layerset.versions(state.context_id))
+    chunk = found.get(LayerName.DELTA) or found.get(LayerName.LOCAL)
+    return ProposalView(
+        state.id, state.context_id, state.status, state.proposal.chunk.created_at_ms,
+        str(state.proposal.data.get("from_layer") or state.proposal.layer.value), chunk,
+        tuple(_decision_view(d) for d in state.decisions))
+
+
+def list_proposals(layerset: LayerSet, status: str | None = None) -> list[ProposalView]:
+    """Every proposal of the set in time order, optionally only those with ``status``."""
+    if status is not None and status not in STATUSES:
+        raise ValidationError(f"status {status!r} must be one of {', '.join(STATUSES)}")
+    states = fold_proposals(layerset.events())
+    return [_view(layerset, s) for s in states.values() if status in (None, s.status)]
+
+
+def _state(layerset: LayerSet, states: dict[int, ProposalState], pid: int) -> ProposalState:
+    state = states.get(pid)
+    if state is not None:
+        return state
+    hint = next((s.id for s in states.values() if s.context_id == pid), None)
+    extra = (f"; chunk {pid} is proposed by proposal {hint}" if hint is not None
+             else "; `sediment proposals list` shows them")
+    raise NotFoundError(f"no proposal with id {pid}{extra}")
+
+
+def get_proposal(layerset: LayerSet, proposal_id: int) -> ProposalView:
+    states = fold_proposals(layerset.events())
+    return _view(layerset, _state(layerset, states, proposal_id))
+
+
+def _unique(ids: Iterable[int]) -> list[int]:
+    return list(dict.fromkeys(ids))
+
+
+def _decision(verdict: str, context_id: int, proposal_id: int | None, reason: str,
+              from_layer: LayerName, promoted: bool) -> NewChunk:
+    content = event_content(
+        event=verdict, proposal_id=proposal_id, context_id=context_id, reason=reason,
+        promoted_id=context_id if promoted else None, from_layer=from_layer.value,
+        to_layer="user" if promoted else None,
+        via="proposal" if proposal_id is not None else "promote")
+    sources = (context_id,) if proposal_id is None else (proposal_id, context_id)
+    return NewChunk(DECISION, content, "human", 1.0, sources)
+
+
+def _plan_copy(layerset: LayerSet, source: LayerName, context_id: int, plan: _Plan) -> bool:
+    """Queue the copy of ``context_id`` into user; False when an identical copy is there."""
+    layer = require_layer(layerset, source)
+    chunk = layer.file.get(context_id)
+    if chunk is None:
+        raise NotFoundError(f"chunk {context_id} is not in the {source.value} layer "
+                            f"({layer.path})")
+    user = layerset.layer(LayerName.USER)
+    existing = user.file.get(context_id) if user is not None else None
+    if existing is not None:
+        if existing.content != chunk.content:
+            raise ValidationError(
+                f"chunk {context_id} already has a different version in the user layer; "
+                "layers are append-only, so it cannot be replaced (inspect both with "
+                f"`sediment inspect --layer ... --id {context_id}`)")
+        return False
+    if any(c.id == context_id for c, _ in plan.copies):
+        return False
+    plan.copies.append((chunk, vector_of(layer.file, context_id)))
+    return True
+
+
+def _commit(layerset: LayerSet, plan: _Plan) -> list[Outcome]:
+    """Append the copies to user, then the decisions to delta; fill in decision ids."""
+    schema = layerset.schema()
+    profile = schema.profile if schema is not None else None
+    if plan.copies:
+        items = [NewChunk(c.kind, c.content, "human", 1.0,
+                          (c.id, *(s for s in c.sources if s != c.id)), c.created_at_ms, id=c.id)
+                 for c, _ in plan.copies]
+        vectors = np.stack([v for _, v in plan.copies])
+        layerset.append(LayerName.USER, items, vectors, profile=profile,
+                        allowed=HUMAN_WRITABLE)
+    if not plan.decisions:
+        return plan.outcomes
+    zeros = np.zeros((len(plan.decisions), set_dim(layerset)), dtype=np.float32)
+    ids = iter(layerset.append(LayerName.DELTA, plan.decisions, zeros, profile=profile,
+                               allowed=HUMAN_WRITABLE))
+    out = []
+    for o in plan.outcomes:
+        if o.changed:
+            o = Outcome(o.context_id, o.action, True, o.proposal_id, next(ids), o.copied)
+        out.append(o)
+    return out
+
+
+def _decide(layerset: LayerSet, proposal_ids: Sequence[int], verdict: str,
+            reason: str) -> list[Outcome]:
+    states = fold_proposals(layerset.events())
+    plan = _Plan()
+    action = {"accept": "accepted", "reject": "rejected"}[verdict]
+    opposite = {"accept": "rejected", "reject": "accepted"}[verdict]
+    for pid in _unique(proposal_ids):
+        state = _state(layerset, states, pid)
+        if state.status == action:
+            plan.outcomes.append(Outcome(state.context_id, action, False, pid))
+            continue
+        if state.status == opposite:
+            first = next((d for d in state.decisions
+                          if d.data.get("event") in ("accept", "reject")), None)
+            why = f" ({first.data.get('reason')})" if first and first.data.get("reason") else ""
+            raise ValidationError(
+                f"proposal {pid} (chunk {state.context_id}) was already {opposite}{why}; a "
+                "decision is final: nothing was written. To change course, the agent can "
+                "propose the chunk again, or a human can `sediment promote` it")
+        copied = False
+        if verdict == "accept":
+            copied = _plan_copy(layerset, LayerName.DELTA, state.context_id, plan)
+        plan.decisions.append(_decision(verdict, state.context_id, pid, reason,
+                                        LayerName.DELTA, verdict == "accept"))
+        plan.outcomes.append(Outcome(state.context_id, action, True, pid, copied=copied))
+    return _commit(layerset, plan)
+
+
+def accept(layerset: LayerSet, proposal_ids: Sequence[int], reason: str = "") -> list[Outcome]:
+    """Accept proposals: copy each chunk into user and record the decision in delta.
+
+    Every proposal is checked before anything is written: an unknown or rejected one is an
+    error and nothing changes. An already accepted one is a no-op (``changed`` False).
+    """
+    return _decide(layerset, proposal_ids, "accept", reason.strip())
+
+
+def reject(layerset: LayerSet, proposal_ids: Sequence[int], reason: str) -> list[Outcome]:
+    """Reject proposals with a reason (required); nothing is deleted."""
+    if not reason or not reason.strip():
+        raise ValidationError("a rejection needs a reason (--reason), so the agent and later "
+                              "reviewers know why")
+    return _decide(layerset, proposal_ids, "reject", reason.strip())
+
+
+def promote(layerset: LayerSet, ids: Sequence[int], *, source: LayerName = LayerName.DELTA,
+            reason: str = "") -> list[Outcome]:
+    """Copy chunks from ``source`` (delta or local) into user without waiting for a proposal.
+
+    Each copy is recorded as an accept decision in delta; a pending proposal for the same
+    chunk is closed by it. Unknown ids are an error listing all of them, before any write.
+    """
+    if source not in (LayerName.DELTA, LayerName.LOCAL):
+        raise ValidationError(f"promote copies from delta or local, not {source.value}")
+    wanted = _unique(ids)
+    if not wanted:
+        raise ValidationError("give at least one chunk id to promote")
+    layer = require_layer(layerset, source)
+    missing = [i for i in wanted if layer.file.get(i) is None]
+    if missing:
+        raise NotFoundError(f"not in the {source.value} layer ({layer.path}): "
+                            f"{', '.join(map(str, missing))}")
+    events = [i for i in wanted if is_event(layer.file.get(i))]  # type: ignore[arg-type]
+    if events:
+        raise ValidationError(f"these are meta.* event chunks, not context: "
+                              f"{', '.join(map(str, events))}")
+    pending = {s.context_id: s.id for s in fold_proposals(layerset.events()).values()
+               if s.status == "pending"}
+    plan = _Plan()
+    for cid in wanted:
+        copied = _plan_copy(layerset, source, cid, plan)
+        pid = pending.get(cid)
+        if not copied and pid is None:
+            plan.outcomes.append(Outcome(cid, "promoted", False))
+            continue
+        plan.decisions.append(_decision("accept", cid, pid, reason.strip(), source, True))
+        plan.outcomes.append(Outcome(cid, "promoted", True, pid, copied=copied))
+    return _commit(layerset, plan)

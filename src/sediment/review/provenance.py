@@ -1,0 +1,233 @@
+"""One chunk with its provenance resolved and its history: what ``inspect --id`` shows.
+
+A reviewer deciding whether to trust a chunk needs where it came from (RFC 7.2, 15.5): the
+source chunks themselves, the current text of each ``path:line`` it cites, the other
+layers' versions of the same id, and every event that refers to it, in time order.
+
+A source id equal to the chunk's own id is the version it was promoted from: an accepted
+copy in user names the delta original that way, so it resolves to a lower layer's version.
+File sources are read only inside ``root``, so a chunk citing ``/etc/passwd:1`` shows
+nothing from outside the project.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sediment.errors import NotFoundError
+from sediment.format import Chunk, LayerFile, Source
+from sediment.review._common import is_event
+from sediment.store import PRECEDENCE, LayerName, LayerSet
+from sediment.store.events import Event, fold_proposals, parse_event
+
+FILE_SOURCE = re.compile(
+    r"^(?P<path>[^\x00\n]+):(?P<line>[1-9][0-9]{0,8})(?:-(?P<end>[1-9][0-9]{0,8}))?$")
+SUBJECT_KEYS = ("context_id", "proposal_id", "promoted_id", "old_id", "new_id")
+DEFAULT_DEPTH = 3
+MAX_LINE_CHARS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedSource:
+    """One provenance reference and what it points at now."""
+
+    ref: Source
+    type: str  # chunk | file | other
+    found: bool
+    layer: str | None = None
+    chunk: Chunk | None = None
+    file: str | None = None
+    line: int | None = None
+    text: str | None = None
+    note: str = ""
+    sources: tuple[ResolvedSource, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ref": self.ref, "type": self.type, "found": self.found}
+        if self.type == "chunk":
+            out.update(layer=self.layer, chunk=self.chunk.to_dict() if self.chunk else None,
+                       sources=[s.to_dict() for s in self.sources])
+        elif self.type == "file":
+            out.update(file=self.file, line=self.line, text=self.text)
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """An event that refers to the inspected chunk."""
+
+    layer: str
+    id: int
+    kind: str
+    author: str
+    created_at_ms: int
+    data: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"layer": self.layer, "id": self.id, "kind": self.kind, "author": self.author,
+                "created_at_ms": self.created_at_ms, "data": self.data}
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkReport:
+    """``inspect --layer FILE --id N``: the chunk, its provenance and its history."""
+
+    path: str
+    layer: str | None
+    chunk: Chunk
+    versions: tuple[tuple[str, Chunk], ...]
+    sources: tuple[ResolvedSource, ...]
+    events: tuple[EventRecord, ...]
+    proposals: tuple[tuple[int, str], ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The chunk's own fields at the top level (as plain ``inspect --id`` prints them),
+        then where it lives, its resolved sources and its events."""
+        return {**self.chunk.to_dict(), "path": self.path, "layer": self.layer,
+                "versions": [{"layer": n, "same_content": c.content == self.chunk.content,
+                              "author": c.author, "confidence": round(c.confidence, 6)}
+                             for n, c in self.versions],
+                "provenance": [s.to_dict() for s in self.sources],
+                "events": [e.to_dict() for e in self.events],
+                "proposals": [{"proposal_id": p, "status": s} for p, s in self.proposals]}
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return a.resolve() == b.resolve()
+
+
+def _read_line(root: Path, ref: str) -> ResolvedSource:
+    m = FILE_SOURCE.match(ref)
+    if m is None:
+        return ResolvedSource(ref, "other", False, note="neither a chunk id nor path:line")
+    rel, line = m["path"], int(m["line"])
+    base = root.resolve()
+    target = (base / rel).resolve()
+    if not target.is_relative_to(base):
+        return ResolvedSource(ref, "file", False, file=rel, line=line,
+                              note=f"outside the root {base}; not read")
+    if not target.is_file():
+        return ResolvedSource(ref, "file", False, file=rel, line=line,
+                              note=f"no such file under {base}")
+    try:
+        with target.open(encoding="utf-8", errors="replace") as fh:
+            for n, text in enumerate(fh, 1):
+                if n == line:
+                    text = text.rstrip("\r\n")
+                    if len(text) > MAX_LINE_CHARS:
+                        text = text[:MAX_LINE_CHARS] + "…"
+                    return ResolvedSource(ref, "file", True, file=rel, line=line, text=text)
+    except OSError as exc:
+        return ResolvedSource(ref, "file", False, file=rel, line=line,
+                              note=f"unreadable: {exc.strerror or exc}")
+    return ResolvedSource(ref, "file", False, file=rel, line=line,
+                          note=f"line {line} is past the end of the file ({n} lines)")
+
+
+class _Resolver:
+    def __init__(self, layerset: LayerSet, own: LayerFile, own_layer: LayerName | None,
+                 root: Path) -> None:
+        self.layerset, self.own, self.own_layer, self.root = layerset, own, own_layer, root
+
+    def chunk(self, ref: int, owner: int, owner_layer: LayerName | None,
+              from_own: bool) -> tuple[str | None, Chunk | None, LayerName | None]:
+        versions = self.layerset.versions(ref)
+        if ref == owner:
+            # The chunk's own id: the version it was promoted from, in a lower layer.
+            rank = owner_layer.rank if owner_layer is not None else 99
+            for name, c in versions:
+                if name.rank < rank:
+                    return name.value, c, name
+            return None, None, None
+        if from_own and self.own_layer is None:
+            c = self.own.get(ref)
+            if c is not None:
+                return self.own.path, c, None
+        if versions:
+            name, c = versions[0]
+            return name.value, c, name
+        return None, None, None
+
+    def resolve(self, chunk: Chunk, layer: LayerName | None, depth: int, from_own: bool,
+                seen: frozenset[tuple[str | None, int]]) -> tuple[ResolvedSource, ...]:
+        out: list[ResolvedSource] = []
+        for ref in chunk.sources:
+            if isinstance(ref, str):
+                out.append(_read_line(self.root, ref))
+                continue
+            where, found, name = self.chunk(ref, chunk.id, layer, from_own)
+            if found is None:
+                note = ("the version it was promoted from is not in any layer"
+                        if ref == chunk.id else "not in any layer")
+                out.append(ResolvedSource(ref, "chunk", False, note=note))
+                continue
+            key = (where, found.id)
+            nested: tuple[ResolvedSource, ...] = ()
+            note = ""
+            if key in seen:
+                note = "already shown above (cycle)"
+            elif depth > 1:
+                nested = self.resolve(found, name, depth - 1, where == self.own.path,
+                                      seen | {key})
+            elif found.sources:
+                note = "its own sources are not expanded (depth limit)"
+            out.append(ResolvedSource(ref, "chunk", True, layer=where, chunk=found,
+                                      note=note, sources=nested))
+        return tuple(out)
+
+
+def _refers(data: dict[str, Any], chunk: Chunk, target: int) -> bool:
+    if target in [s for s in chunk.sources if isinstance(s, int)]:
+        return True
+    return any(data.get(k) == target and not isinstance(data.get(k), bool)
+               for k in SUBJECT_KEYS)
+
+
+def inspect_chunk(path: str | os.PathLike[str], chunk_id: int, *,
+                  layerset: LayerSet | None = None, root: str | os.PathLike[str] | None = None,
+                  depth: int = DEFAULT_DEPTH) -> ChunkReport:
+    """Inspect chunk ``chunk_id`` of the layer file ``path``.
+
+    ``layerset`` resolves source chunks and events (default: the standard layer files
+    beside ``path``); ``root`` is where ``path:line`` sources are read (default: cwd).
+    The file need not belong to the set (an archive, a compacted base): its own chunks and
+    events are then consulted too.
+    """
+    p = Path(path)
+    f = LayerFile.open(p)
+    chunk = f.get(chunk_id)
+    if chunk is None:
+        raise NotFoundError(f"{p}: no chunk with id {chunk_id}")
+    ls = layerset if layerset is not None else LayerSet.from_directory(p.parent or Path("."))
+    own_layer = next((n for n in PRECEDENCE if (q := ls.paths.get(n)) is not None
+                      and q.exists() and _same_file(q, p)), None)
+    resolver = _Resolver(ls, f, own_layer, Path(root) if root is not None else Path.cwd())
+    sources = resolver.resolve(chunk, own_layer, max(depth, 1), True,
+                               frozenset({(own_layer.value if own_layer else str(p), chunk_id)}))
+    versions = tuple((n.value, c) for n, c in ls.versions(chunk_id))
+    found: dict[tuple[str, int], EventRecord] = {}
+    events: list[Event] = list(ls.events())
+    for e in events:
+        if _refers(e.data, e.chunk, chunk_id):
+            found[(e.layer.value, e.chunk.id)] = EventRecord(
+                e.layer.value, e.chunk.id, e.kind, e.chunk.author, e.chunk.created_at_ms, e.data)
+    if own_layer is None:
+        for c in f.chunks():
+            data = parse_event(c) if is_event(c) else {}
+            if is_event(c) and _refers(data, c, chunk_id):
+                found[(str(p), c.id)] = EventRecord(str(p), c.id, c.kind, c.author,
+                                                    c.created_at_ms, data)
+    ordered = sorted(found.values(), key=lambda e: (e.created_at_ms, e.id))
+    proposals = tuple((s.id, s.status) for s in fold_proposals(events).values()
+                      if s.context_id == chunk_id)
+    return ChunkReport(str(p), own_layer.value if own_layer else None, chunk, versions,
+                       sources, tuple(ordered), proposals)

@@ -1,0 +1,106 @@
+"""One agent's session, run the same way over every transport."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp import Client
+
+TOOLS = {"agents_search", "agents_context_write", "agents_context_propose",
+         "agents.search", "agents.context.write", "agents.context.propose"}
+
+BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
+    ("agents_search", {"query": ""}, "non-empty"),
+    ("agents_search", {"query": "   "}, "non-empty"),
+    ("agents_search", {}, "query"),
+    ("agents_search", {"query": "x", "k": 0}, "positive integer"),
+    ("agents_search", {"query": "x", "k": -3}, "positive integer"),
+    ("agents_search", {"query": "x", "k": 100000}, "maximum"),
+    ("agents_search", {"query": "x", "k": "ten"}, "k"),
+    ("agents_search", {"query": "x", "layers": ["nope"]}, "unknown layer"),
+    ("agents_search", {"query": "x", "layers": "base"}, "layers"),
+    ("agents_search", {"query": "x", "filters": {"kind": "invariant"}}, "kind"),
+    ("agents_search", {"query_vec": [0.1, 0.2]}, "dims"),
+    ("agents_context_write", {"content": "c", "kind": "note", "confidence": 0.5,
+                              "scope": "base"}, "not writable"),
+    ("agents_context_write", {"content": "c", "kind": "note", "confidence": 0.5,
+                              "scope": "user"}, "not writable"),
+    ("agents_context_write", {"content": "c", "kind": "note", "confidence": 1.5}, "0.0 to 1.0"),
+    ("agents_context_write", {"content": "", "kind": "note", "confidence": 0.5}, "non-empty"),
+    ("agents_context_write", {"content": "c", "kind": "bad kind!", "confidence": 0.5}, "kind"),
+    ("agents_context_write", {"content": "c", "kind": "note", "confidence": 0.5,
+                              "sources": [424242]}, "does not exist"),
+    ("agents_context_write", {"content": "c", "kind": "note", "confidence": 0.5,
+                              "sources": ["no line number"]}, "path:line"),
+    ("agents_context_write", {"kind": "note", "confidence": 0.5}, "content"),
+    ("agents_context_propose", {"context_id": 1}, "not in the local or delta"),
+    ("agents_context_propose", {"context_id": 999999}, "not in the local or delta"),
+    ("agents_context_propose", {"context_id": 1, "target": "base"}, "target"),
+    ("agents_context_propose", {"context_id": "x"}, "context_id"),
+    ("no_such_tool", {}, "no_such_tool"),
+]
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+async def run_flow(client: Client) -> None:
+    tools = await client.list_tools()
+    assert {t.name for t in tools.tools} >= TOOLS
+    by_name = {t.name: t for t in tools.tools}
+    for name in ("agents_search", "agents_context_write", "agents_context_propose"):
+        schema = by_name[name].input_schema
+        assert schema["type"] == "object" and schema["properties"]
+    assert by_name["agents_search"].annotations.read_only_hint is True
+
+    r = await client.call_tool("agents_search", {"query": "billing header", "k": 2})
+    assert not r.is_error, text_of(r)
+    top = r.structured_content["results"][0]
+    assert (top["id"], top["layer"], top["kind"]) == (2, "base", "invariant")
+    assert top["sources"] == ["docs/b.md:3"] and "X-Account" in text_of(r)
+
+    r = await client.call_tool("agents_context_write", {
+        "content": "Billing retries back off for 30 seconds after a 429.",
+        "kind": "derived-summary", "confidence": 0.7, "sources": ["src/billing.py:88", 2],
+        "scope": "delta"})
+    assert not r.is_error, text_of(r)
+    new_id = r.structured_content["id"]
+    assert r.structured_content["layer"] == "delta"
+
+    r = await client.call_tool("agents.search", {"query": "billing retries back off 429",
+                                                 "k": 1, "layers": ["delta"]})
+    found = r.structured_content["results"][0]
+    assert (found["id"], found["author"], found["confidence"]) == (new_id, "mcp", 0.7)
+    assert found["sources"] == ["src/billing.py:88", 2]
+
+    r = await client.call_tool("agents_context_propose", {"context_id": new_id,
+                                                          "target": "user"})
+    assert not r.is_error, text_of(r)
+    proposal = r.structured_content["proposal_id"]
+    assert proposal > new_id and not r.structured_content["already_pending"]
+    r = await client.call_tool("agents.context.propose", {"context_id": new_id})
+    assert r.structured_content["proposal_id"] == proposal
+    assert r.structured_content["already_pending"]
+
+    r = await client.call_tool("agents_search", {"query": "proposal", "k": 10,
+                                                 "filters": {"kind": ["meta.proposal_event"]}})
+    assert [x["id"] for x in r.structured_content["results"]] == [proposal]
+
+    for name, args, message in BAD_CALLS:
+        r = await client.call_tool(name, args)
+        assert r.is_error, (name, args)
+        assert message in text_of(r), (name, args, text_of(r))
+
+    resources = await client.list_resources()
+    assert "agentsdb://layers/base" in {str(x.uri) for x in resources.resources}
+    templates = await client.list_resource_templates()
+    assert "agentsdb://chunks/{chunk_id}" in {t.uri_template for t in
+                                              templates.resource_templates}
+    chunk = await client.read_resource(f"agentsdb://chunks/{new_id}")
+    assert "Billing retries" in chunk.contents[0].text
+    layer = await client.read_resource("agentsdb://layers/delta")
+    assert '"chunks": 2' in layer.contents[0].text
+
+    r = await client.call_tool("agents_search", {"query": "deploy staging", "k": 1})
+    assert not r.is_error and r.structured_content["results"][0]["id"] == 3

@@ -1,0 +1,147 @@
+"""The whole agent flow over the SDK client: in memory, over stdio, over streamable HTTP."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from sediment.embed import HashEmbedder
+from sediment.format import LayerFile
+from sediment.ops.service import ContextService
+from sediment.server import build_server
+from sediment.store import LayerSet
+from tests.mcp.conftest import SEDIMENT, TOKEN, HttpServer, start_http, stop
+from tests.mcp.flow import run_flow
+
+TIMEOUT = 60
+
+
+def stdio_params(store: Path, *extra: str) -> StdioServerParameters:
+    return StdioServerParameters(command=SEDIMENT, args=["serve", "--dir", str(store),
+                                                         "--embedder", "hash", *extra],
+                                 env=dict(os.environ))
+
+
+def test_in_memory(store: Path) -> None:
+    server = build_server(ContextService(LayerSet.from_directory(store), HashEmbedder()))
+
+    async def main() -> None:
+        with anyio.fail_after(TIMEOUT):
+            async with Client(server) as client:
+                await run_flow(client)
+
+    anyio.run(main)
+
+
+def test_stdio_subprocess(store: Path) -> None:
+    async def main() -> None:
+        with anyio.fail_after(TIMEOUT):
+            async with Client(stdio_params(store)) as client:
+                await run_flow(client)
+
+    anyio.run(main)
+    assert LayerFile.open(store / "AGENTS.delta.db").validate() == []
+
+
+def test_streamable_http_with_token(http_server: HttpServer) -> None:
+    async def main() -> None:
+        with anyio.fail_after(TIMEOUT):
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+            async with http, Client(streamable_http_client(http_server.url,
+                                                           http_client=http)) as client:
+                await run_flow(client)
+
+    anyio.run(main)
+    assert http_server.process.poll() is None
+
+
+def test_http_rejects_missing_or_wrong_token(http_server: HttpServer) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    for headers in ({}, {"Authorization": "Bearer wrong-token-0123456789"},
+                    {"Authorization": TOKEN}):
+        r = httpx.post(http_server.url, json=body, headers=headers, timeout=10)
+        assert r.status_code == 401, headers
+    assert http_server.process.poll() is None
+
+
+def test_http_checks_origin_on_loopback(store: Path) -> None:
+    server = start_http(store, token=None)
+    try:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}
+        headers = {"Accept": "application/json, text/event-stream"}
+        evil = httpx.post(server.url, json=init, timeout=10,
+                          headers={**headers, "Origin": "http://evil.example"})
+        assert evil.status_code == 403
+        rebound = httpx.post(server.url, json=init, timeout=10,
+                             headers={**headers, "Host": "evil.example:80"})
+        assert rebound.status_code == 421
+        ok = httpx.post(server.url, json=init, timeout=10,
+                        headers={**headers, "Origin": f"http://127.0.0.1:{server.port}"})
+        assert ok.status_code == 200
+    finally:
+        stop(server.process)
+
+
+def test_non_loopback_needs_a_token(store: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "SEDIMENT_TOKEN"}
+    p = subprocess.run([SEDIMENT, "serve", "--transport", "http", "--host", "0.0.0.0",
+                        "--port", "0", "--dir", str(store), "--embedder", "hash"],
+                       capture_output=True, text=True, timeout=30, env=env,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 1 and "needs a bearer token" in p.stderr
+
+
+def test_initialize_answers_before_the_model_loads(store: Path) -> None:
+    """With the default MiniLM embedder, the handshake and tools/list do not wait."""
+    params = StdioServerParameters(command=SEDIMENT, args=["serve", "--dir", str(store)],
+                                   env=dict(os.environ))
+
+    async def main() -> float:
+        with anyio.fail_after(TIMEOUT):
+            start = anyio.current_time()
+            async with Client(params) as client:
+                await client.list_tools()
+                elapsed = anyio.current_time() - start
+                r = await client.call_tool("agents_search", {"query": "billing"})
+                assert r.is_error and "active embedder" in r.content[0].text
+                return float(elapsed)
+
+    elapsed = anyio.run(main)
+    assert elapsed < 20
+
+
+@pytest.mark.parametrize("workers,writes", [(2, 150)])
+def test_two_servers_writing_at_once_lose_nothing(store: Path, workers: int,
+                                                  writes: int) -> None:
+    async def agent(n: int) -> None:
+        async with Client(stdio_params(store, "--no-warm-up")) as client:
+            for i in range(writes):
+                r = await client.call_tool("agents_context_write", {
+                    "content": f"worker {n} note {i}", "kind": "note", "confidence": 0.5,
+                    "scope": "local"})
+                assert not r.is_error, r.content
+
+    async def main() -> None:
+        with anyio.fail_after(240):
+            async with anyio.create_task_group() as tg:
+                for n in range(workers):
+                    tg.start_soon(agent, n)
+
+    anyio.run(main)
+    f = LayerFile.open(store / "AGENTS.local.db")
+    assert f.validate() == []
+    contents = sorted(c.content for c in f.chunks())
+    assert contents == sorted(f"worker {n} note {i}" for n in range(workers)
+                              for i in range(writes))
+    assert len(set(f.ids.tolist())) == workers * writes
