@@ -191,3 +191,36 @@ def test_format_error_is_user_error(sediment: Runner, tmp_path: Path) -> None:
 def test_every_command_has_help_and_json(sediment: Runner, command: str) -> None:
     r = sediment(command, "--help")
     assert r.code == 0 and "--json" in r.out
+
+
+def test_progress_bar_on_a_terminal(tmp_path: Path) -> None:
+    """On a terminal, compile draws a progress bar on stderr; piped, it prints none."""
+    import os
+    import pty
+    import subprocess
+
+    from tests.cli.conftest import SEDIMENT
+
+    root = make_docs(tmp_path / "repo")
+    master, slave = pty.openpty()
+    env = {**os.environ, "SEDIMENT_EMBEDDER": "hash", "COLUMNS": "120"}
+    proc = subprocess.Popen([str(SEDIMENT), "compile", "--root", str(root), "--include",
+                             "**/*.md", "--out", str(root / "AGENTS.db")],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave,
+                            env=env)
+    os.close(slave)
+    out, _ = proc.communicate(timeout=120)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    drawn = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0
+    assert "embedding" in drawn or "reading" in drawn, drawn
+    assert b"compiled" in out

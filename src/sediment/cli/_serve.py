@@ -10,8 +10,6 @@ import click
 
 from sediment.cli._app import cli, get_config, layer_options, open_layerset
 from sediment.cli._embedder import build_embedder
-from sediment.ops.service import ContextService
-from sediment.server import build_http_app, build_server, check_binding
 
 
 @cli.command()
@@ -39,6 +37,9 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
 
     The handshake is answered at once: the embedding model loads in the background.
     """
+    from sediment.ops.service import ContextService
+    from sediment.server import build_http_app, build_server, check_binding
+
     cfg = get_config(ctx)
     layerset = open_layerset(cfg, layer_dir, **paths)
     layerset.schema()

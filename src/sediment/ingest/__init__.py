@@ -17,10 +17,11 @@ from sediment.ingest.chunker import (
 from sediment.ingest.discover import ALWAYS_EXCLUDED_DIRS, DEFAULT_EXCLUDED_DIRS, discover
 from sediment.ingest.kinds import DEFAULT_KIND, KindRule, kind_problem, resolve_kind
 from sediment.ingest.model import ChunkedFile, DocChunk, Skipped, SourceText, source_ref
-from sediment.ingest.sources import DEFAULT_MAX_BYTES, read_text_file
+from sediment.ingest.sources import BINARY_SNIFF_BYTES, DEFAULT_MAX_BYTES, read_text_file
 
 __all__ = [
     "ALWAYS_EXCLUDED_DIRS",
+    "BINARY_SNIFF_BYTES",
     "DEFAULT_EXCLUDED_DIRS",
     "DEFAULT_KIND",
     "DEFAULT_MAX_BYTES",

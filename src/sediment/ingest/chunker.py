@@ -47,7 +47,9 @@ __all__ = [
     "source_ref",
 ]
 
-DEFAULT_MAX_CHARS = 2000
+DEFAULT_MAX_CHARS = 1000
+"""About the 256 word pieces all-MiniLM-L6-v2 reads of English prose; a longer chunk's tail
+would be invisible to vector search (it truncates), though BM25 would still see it."""
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx", ".mdc", ".mdown", ".mkd", ".mkdn"})
 MARKDOWN_NAMES = frozenset({"llms.txt", "llms-full.txt"})
 

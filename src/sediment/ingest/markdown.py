@@ -56,6 +56,8 @@ class Fence:
 
 @dataclass(frozen=True, slots=True)
 class Outline:
+    """What the scan found, with lookups the packer needs: fence end by start, heading lines."""
+
     headings: list[Heading]
     fences: list[Fence]
     fence_end: dict[int, int] = field(default_factory=dict)

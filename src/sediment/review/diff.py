@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from sediment.errors import ValidationError
 from sediment.format import Chunk, LayerFile
-from sediment.review._common import is_event, require_layer
+from sediment.review._common import require_layer
 from sediment.review.decisions import ProposalView, list_proposals
 from sediment.store import LayerName, LayerSet
 from sediment.store.events import fold_proposals

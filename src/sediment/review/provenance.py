@@ -118,6 +118,7 @@ def _read_line(root: Path, ref: str) -> ResolvedSource:
     if not target.is_file():
         return ResolvedSource(ref, "file", False, file=rel, line=line,
                               note=f"no such file under {base}")
+    n = 0
     try:
         with target.open(encoding="utf-8", errors="replace") as fh:
             for n, text in enumerate(fh, 1):

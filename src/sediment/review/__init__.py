@@ -1,0 +1,75 @@
+"""The review workflow: how humans govern what agents learn (RFC 11.2, 13, 15.4 to 15.6).
+
+Diff a delta against base and user, inspect a chunk's provenance and history, accept or
+reject proposals, promote chunks, compact base and user into a new base (and rotate the
+layers above it), sign and verify layer files, export and import JSON Lines. Every state
+change is an appended event; nothing is deleted, and base is never written.
+"""
+
+from sediment.review.compact import CompactReport, compact, merge
+from sediment.review.decisions import (
+    DecisionView,
+    Outcome,
+    ProposalView,
+    accept,
+    get_proposal,
+    list_proposals,
+    promote,
+    reject,
+)
+from sediment.review.diff import DEFAULT_THRESHOLD, DeltaChunk, DiffReport, Match, diff_layers
+from sediment.review.jsonl import (
+    ImportReport,
+    Parsed,
+    export_lines,
+    export_text,
+    import_file,
+    parse,
+)
+from sediment.review.provenance import ChunkReport, EventRecord, ResolvedSource, inspect_chunk
+from sediment.review.rotate import Rotation, archive_and_reset
+from sediment.review.signing import (
+    SignatureError,
+    keygen,
+    require_signature,
+    sign,
+    signature_path,
+    verify,
+)
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "ChunkReport",
+    "CompactReport",
+    "DecisionView",
+    "DeltaChunk",
+    "DiffReport",
+    "EventRecord",
+    "ImportReport",
+    "Match",
+    "Outcome",
+    "Parsed",
+    "ProposalView",
+    "ResolvedSource",
+    "Rotation",
+    "SignatureError",
+    "accept",
+    "archive_and_reset",
+    "compact",
+    "diff_layers",
+    "export_lines",
+    "export_text",
+    "get_proposal",
+    "import_file",
+    "inspect_chunk",
+    "keygen",
+    "list_proposals",
+    "merge",
+    "parse",
+    "promote",
+    "reject",
+    "require_signature",
+    "sign",
+    "signature_path",
+    "verify",
+]

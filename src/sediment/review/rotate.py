@@ -1,0 +1,119 @@
+"""Archive a layer to a dated file and reset it to an empty layer (RFC 15.6).
+
+After a compaction folds the user layer into a new base, user and delta start over. The
+old file is kept under a dated name (the date lives only in the file name, never in layer
+metadata, which stays reproducible); the reset layer is an empty file that keeps the
+embedding profile, the schema and an ``id_high_water`` at least as high as any id ever
+used, so no id is ever handed out twice.
+
+Callers hold the layers' write locks (``hold_locks``) for the whole operation, the same
+lock files ``LayerSet.append`` takes, so no concurrent append is lost between reading a
+layer and resetting it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from filelock import FileLock, Timeout
+
+from sediment.errors import LockTimeoutError, SedimentError
+from sediment.format import LayerFile, encode_layer
+from sediment.store.atomic import atomic_write, fsync_dir
+
+STAMP_FORMAT = "%Y-%m-%dT%H%M%S"
+
+
+@dataclass(frozen=True, slots=True)
+class Rotation:
+    layer: str
+    archive: str
+    chunks: int
+    id_high_water: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"layer": self.layer, "archive": self.archive, "chunks": self.chunks,
+                "id_high_water": self.id_high_water}
+
+
+def lock_path(layer: Path) -> Path:
+    """The lock file ``LayerSet.append`` takes for ``layer`` (same name, same place)."""
+    return layer.parent / f".{layer.name}.lock"
+
+
+@contextlib.contextmanager
+def hold_locks(layers: Iterable[Path], timeout: float = 30.0) -> Iterator[None]:
+    """Hold the write locks of ``layers``, in the same sorted order appends use."""
+    with ExitStack() as stack:
+        for lp in sorted({lock_path(p) for p in layers}):
+            try:
+                stack.enter_context(FileLock(str(lp), timeout=timeout))
+            except Timeout as exc:
+                raise LockTimeoutError(f"{lp}: another writer held the lock for more than "
+                                       f"{timeout:g}s") from exc
+        yield
+
+
+def utc_stamp() -> str:
+    return time.strftime(STAMP_FORMAT, time.gmtime())
+
+
+def archive_path(layer: Path, stamp: str) -> Path:
+    """``AGENTS.user.db`` -> ``AGENTS.user.<stamp>.db``; ``-1``, ``-2``... if taken."""
+    stem, suffix = (layer.name[:-3], ".db") if layer.name.endswith(".db") else (layer.name, "")
+    for n in range(1000):
+        extra = f"-{n}" if n else ""
+        candidate = layer.with_name(f"{stem}.{stamp}{extra}{suffix}")
+        if not candidate.exists():
+            return candidate
+    raise SedimentError(f"{layer}: too many archives named for {stamp}")
+
+
+def high_water(f: LayerFile) -> int:
+    """The largest id ``f`` uses or records having used."""
+    top = int(f.ids.max()) if f.chunk_count else 0
+    hw = (f.metadata or {}).get("id_high_water")
+    if isinstance(hw, int) and not isinstance(hw, bool):
+        top = max(top, hw)
+    return top
+
+
+def empty_layer(like: LayerFile, id_high_water: int) -> bytes:
+    """An empty layer with ``like``'s schema and metadata, and the given high-water mark."""
+    metadata = dict(like.metadata or {})
+    metadata.setdefault("v", 1)
+    metadata["id_high_water"] = max(id_high_water, high_water(like))
+    i8 = like.element_type == "i8"
+    return encode_layer([], np.zeros((0, like.dim), dtype=np.float32), dim=like.dim,
+                        element_type=like.element_type,
+                        quant_scale=like.quant_scale if i8 else None, metadata=metadata)
+
+
+def archive_and_reset(layer: Path, *, id_high_water: int, stamp: str) -> Rotation | None:
+    """Keep ``layer`` under a dated name and replace it by an empty layer.
+
+    The archive is a hard link to the old file (a copy where links are unsupported), and
+    the reset is an atomic rename, so readers never see the layer missing. Returns None
+    when the layer does not exist. The caller holds the lock (``hold_locks``).
+    """
+    if not layer.exists():
+        return None
+    f = LayerFile.open(layer)
+    data = empty_layer(f, id_high_water)
+    target = archive_path(layer, stamp)
+    try:
+        os.link(layer, target)
+        fsync_dir(target.parent)
+    except OSError:
+        atomic_write(target, layer.read_bytes())
+    atomic_write(layer, data)
+    return Rotation(str(layer), str(target), f.chunk_count,
+                    max(id_high_water, high_water(f)))

@@ -1,0 +1,36 @@
+"""The README's main job, with the real default embedder: compile this repository, search it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sediment.format import LayerFile
+from tests.cli.conftest import Runner
+from tests.conftest import REPO
+
+
+@pytest.mark.slow
+def test_compile_this_repository_and_search_it(sediment: Runner, tmp_path: Path) -> None:
+    env = {"SEDIMENT_EMBEDDER": "minilm"}
+    out = tmp_path / "AGENTS.db"
+    r = sediment("compile", "--root", str(REPO), "--include", "**/*.md", "--exclude",
+                 "build/**", "--out", str(out), "--json", env=env, timeout=600)
+    assert r.code == 0, r.err
+    report = r.json()
+    assert report["chunks"] >= 10 and report["skipped"] == []
+    f = LayerFile.open(out)
+    assert f.embedding_profile is not None
+    assert f.embedding_profile["backend"] == "onnxruntime"
+    assert f.embedding_profile["output_norm"] == "l2"
+    r = sediment("search", "which layer wins when two layers hold the same chunk",
+                 "--dir", str(tmp_path), "-k", "3", "--json", env=env, timeout=300)
+    assert r.code == 0, r.err
+    hits = r.json()["results"]
+    assert any("precedence" in h["content"].lower() for h in hits), hits
+    again = sediment("compile", "--root", str(REPO), "--include", "**/*.md", "--exclude",
+                     "build/**", "--out", str(tmp_path / "again.db"), "--json", env=env,
+                     timeout=600)
+    assert again.json()["sha256"] == report["sha256"]
+    assert again.json()["embedded"] == 0
