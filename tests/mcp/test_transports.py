@@ -9,11 +9,11 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from mcp import Client
 from sediment.embed import HashEmbedder
 from sediment.format import LayerFile
 from sediment.ops.service import ContextService

@@ -222,3 +222,22 @@ def test_search_over_interop_layers_with_a_query_vector() -> None:
     assert top.vector_score == pytest.approx(1.0, abs=1e-5)
     assert top.layer is LayerName.USER and top.chunk.id == 1
     assert all(not h.chunk.kind.startswith("meta.") for h in res.hits)
+
+
+def test_superseded_and_forgotten_chunks_are_left_out(tmp_path: Path) -> None:
+    from sediment.store.events import FORGET, SUPERSEDE, event_content
+
+    ls = build(tmp_path)
+    before = {cid for _, cid in ask(ls, "deploy database frontend PostgreSQL billing", k=10)}
+    assert {1, 2, 4} <= before
+    events = [
+        NewChunk(SUPERSEDE, event_content(event="supersede", old_id=1, new_id=5), "human",
+                 1.0, (1, 5)),
+        NewChunk(FORGET, event_content(event="forget", context_id=4, reason="obsolete"),
+                 "human", 1.0, (4,)),
+    ]
+    ls.append(LayerName.DELTA, events, np.zeros((2, 64), np.float32),
+              profile=EMB.profile.to_dict())
+    after = {cid for _, cid in ask(ls, "deploy database frontend PostgreSQL billing", k=10)}
+    assert 1 not in after and 4 not in after and 2 in after
+    assert ask(ls, "deploy", k=10, layers=(LayerName.BASE,))[0] == ("base", 1)

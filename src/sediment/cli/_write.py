@@ -54,7 +54,8 @@ def _progress(enabled: bool) -> Iterator[Any]:
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Output layer file (default: DIR/AGENTS.db).")
 @click.option("--max-chars", type=click.IntRange(min=100), default=None,
-              help="Largest chunk in characters (default 1000: about the 256 tokens the default model reads; code blocks stay whole).")
+              help="Largest chunk in characters (default 1000, about the 256 tokens the "
+                   "default model reads; code blocks stay whole).")
 @click.option("--kind-rule", "kind_rules", multiple=True, metavar="GLOB=KIND",
               help="Give files matching GLOB this kind (repeatable, first match wins).")
 @click.option("--default-kind", default=None, help="Kind of chunks no rule names "

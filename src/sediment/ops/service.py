@@ -7,6 +7,7 @@ results into plain dictionaries shared by every adapter.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,10 +59,9 @@ class ContextService:
             return
 
         def load() -> None:
-            try:
+            # A model that fails to load is reported by the first query that needs it.
+            with contextlib.suppress(Exception):
                 self.embedder.embed(["warm up"])
-            except Exception:  # noqa: BLE001 - a failing model is reported by the first query
-                pass
 
         self._warm = threading.Thread(target=load, name="sediment-warm-up", daemon=True)
         self._warm.start()

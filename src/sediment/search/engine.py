@@ -319,13 +319,13 @@ def _apply_precedence(layers: list[Any], pool: list[_Cand], request: SearchReque
                 continue
         elif not request.include_meta and top.kind.startswith("meta."):
             continue
-        hidden = []
+        lower_versions = []
         for name, pos in versions[1:]:
             lower = files[name].chunk_at(pos)
             differs = (lower.content, lower.kind) != (top.content, top.kind)
-            hidden.append(HiddenVersion(name, lower, differs))
+            lower_versions.append(HiddenVersion(name, lower, differs))
         hit = Hit(top_name, top, cand.fused, cand.vec, cand.vrank, cand.lex, cand.lrank,
-                  cand.layer, hidden)
+                  cand.layer, lower_versions)
         if top_name != cand.layer and q is not None:
             hit.vector_score = float(_score_one(files[top_name], top_pos, q, request.metric,
                                                 normalised))

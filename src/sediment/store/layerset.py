@@ -84,9 +84,8 @@ def _event_chunks(f: LayerFile) -> list[Chunk]:
         kinds = f.records["kind"]
         sids = [int(s) for s in np.unique(kinds).tolist()
                 if f.string(int(s)).startswith("meta.")]
-        positions = np.flatnonzero(np.isin(kinds, np.asarray(sids, dtype=np.uint32))) \
-            if sids else []
-        cached = _EVENT_CACHE[f] = [f.chunk_at(int(i)) for i in positions]
+        mask = np.isin(kinds, np.asarray(sids, dtype=np.uint32))
+        cached = _EVENT_CACHE[f] = [f.chunk_at(int(i)) for i in np.flatnonzero(mask).tolist()]
     return cached
 
 
