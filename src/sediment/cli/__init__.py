@@ -1,6 +1,6 @@
 """The ``sediment`` command line: a thin adapter over the library's services."""
 
-from sediment.cli import _read, _review, _serve, _write  # noqa: F401  (registers the commands)
+from sediment.cli import _kcp, _read, _review, _serve, _write  # noqa: F401  (registers commands)
 from sediment.cli._app import cli
 
 

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from sediment.cli._app import cli, emit_json, get_config, json_option, layer_options, open_layerset
 from sediment.cli._embedder import build_embedder
+from sediment.cli._review import signature_option
 from sediment.errors import FormatError, ValidationError
 from sediment.format import LayerFile
 from sediment.ops.query import run_search
@@ -56,6 +57,7 @@ def _snippet(text: str, width: int = 90) -> str:
               help="Embedder to use for the query (minilm, hash, openai).")
 @click.option("--explain", is_flag=True, help="Show how each score was made.")
 @layer_options
+@signature_option
 @json_option
 @click.pass_context
 def search(ctx: click.Context, /, query: str | None, k: int, kinds: tuple[str, ...],
@@ -161,40 +163,34 @@ def _describe_file(f: LayerFile) -> dict[str, Any]:
 
 
 @cli.command()
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=click.Path(path_type=Path), required=False)
+@click.option("--layer", "layer_path", type=click.Path(path_type=Path), default=None,
+              help="The layer file (same as PATH).")
 @click.option("--id", "chunk_id", type=click.IntRange(0, 2**32 - 1), default=None,
-              help="Show one chunk with its sources.")
+              help="Show one chunk: its provenance resolved and every event about it.")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Directory that `path:line` sources are relative to (default: cwd).")
 @json_option
-def inspect(path: Path, chunk_id: int | None, as_json: bool) -> None:
-    """Show a layer file's header, sections, counts and embedding profile."""
-    f = LayerFile.open(path)
+def inspect(path: Path | None, layer_path: Path | None, chunk_id: int | None,
+            root: Path | None, as_json: bool) -> None:
+    """Show a layer file's header, sections, counts and embedding profile, or with --id one
+    chunk with its sources resolved and the proposals and decisions that refer to it."""
+    if (path is None) == (layer_path is None):
+        raise click.UsageError("give the layer file as PATH or as --layer FILE (one of them)")
+    target = path or layer_path
+    assert target is not None
     if chunk_id is not None:
-        chunk = f.get(chunk_id)
-        if chunk is None:
-            from sediment.errors import NotFoundError
+        from sediment.cli._review import show_chunk
 
-            raise NotFoundError(f"{path}: no chunk with id {chunk_id}")
-        data = chunk.to_dict()
-        if as_json:
-            emit_json(data)
-            return
-        console = _console()
-        console.print(f"chunk {chunk.id} in {path}")
-        for key in ("kind", "author", "confidence", "created_at_ms"):
-            console.print(f"  {key}: {data[key]}")
-        console.print("  sources:" + ("" if chunk.sources else " (none)"))
-        for s in chunk.sources:
-            console.print(f"    - {'chunk ' + str(s) if isinstance(s, int) else s}")
-        console.print("  content:")
-        for line in chunk.content.splitlines():
-            console.print("    " + line, markup=False)
+        show_chunk(target, chunk_id, root=root, as_json=as_json)
         return
+    f = LayerFile.open(target)
     info = _describe_file(f)
     if as_json:
         emit_json(info)
         return
     console = _console()
-    console.print(f"{path}: AGENTS.db v{info['version']}, {info['bytes']} bytes")
+    console.print(f"{target}: AGENTS.db v{info['version']}, {info['bytes']} bytes")
     table = Table("section", "offset", "length")
     for s in info["sections"]:
         table.add_row(s["kind"], str(s["offset"]), str(s["length"]))

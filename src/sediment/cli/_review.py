@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,13 @@ def _console() -> Console:
 def _snip(text: str, width: int = 70) -> str:
     flat = " ".join(text.split())
     return escape(flat if len(flat) <= width else flat[: width - 1] + "…")
+
+
+def _when(ms: int) -> str:
+    """A chunk or event time for people: UTC to the second (0 means unknown)."""
+    if not ms:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def _ids(value: str) -> list[int]:
@@ -171,7 +179,7 @@ def print_chunk_report(report: ChunkReport, console: Console | None = None) -> N
     con.print(f"chunk {c.id} in {escape(report.path)} ({where})")
     for key, value in (("kind", c.kind), ("author", c.author),
                        ("confidence", f"{c.confidence:.6g}"),
-                       ("created_at_ms", c.created_at_ms)):
+                       ("created", _when(c.created_at_ms))):
         con.print(f"  {key}: {escape(str(value))}")
     if report.versions:
         con.print("  versions: " + ", ".join(
@@ -190,7 +198,7 @@ def print_chunk_report(report: ChunkReport, console: Console | None = None) -> N
         reason = e.data.get("reason")
         detail = f" ({escape(str(reason))})" if reason else ""
         verb = escape(str(e.data.get("event", "")))
-        con.print(f"    - {e.created_at_ms} {e.layer}:{e.id} {escape(e.kind)} {verb} by "
+        con.print(f"    - {_when(e.created_at_ms)} {e.layer}:{e.id} {escape(e.kind)} {verb} by "
                   f"{e.author}{detail}")
 
 
@@ -247,8 +255,9 @@ def proposals_show(ctx: click.Context, /, proposal_id: int, root: Path | None, a
     """One proposal: its status, decisions, the chunk with its provenance and events."""
     ls = open_layerset(get_config(ctx), layer_dir, **paths)
     view = get_proposal(ls, proposal_id)
-    holder = next((la for la in ls.layers((LayerName.DELTA, LayerName.LOCAL))
-                   if la.file.get(view.context_id) is not None), None)
+    holder = next((la for n in (LayerName.DELTA, LayerName.LOCAL)
+                   if (la := ls.layer(n)) is not None and la.file.get(view.context_id)
+                   is not None), None)
     report = (inspect_chunk(holder.path, view.context_id, layerset=ls, root=root)
               if holder is not None else None)
     if as_json:
@@ -256,9 +265,9 @@ def proposals_show(ctx: click.Context, /, proposal_id: int, root: Path | None, a
         return
     con = _console()
     con.print(f"proposal {view.proposal_id}: {view.status}, chunk {view.context_id} from "
-              f"{view.from_layer}, proposed at {view.proposed_at_ms}")
+              f"{view.from_layer}, proposed {_when(view.proposed_at_ms)}")
     for d in view.decisions:
-        con.print(f"  decision {d.id}: {d.verdict} by {d.author} at {d.created_at_ms}"
+        con.print(f"  decision {d.id}: {d.verdict} by {d.author}, {_when(d.created_at_ms)}"
                   + (f" ({escape(d.reason)})" if d.reason else ""))
     if report is not None:
         print_chunk_report(report, con)

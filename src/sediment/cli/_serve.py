@@ -10,6 +10,7 @@ import click
 
 from sediment.cli._app import cli, get_config, layer_options, open_layerset
 from sediment.cli._embedder import build_embedder
+from sediment.cli._review import signature_option
 
 
 @cli.command()
@@ -28,6 +29,7 @@ from sediment.cli._embedder import build_embedder
 @click.option("--no-warm-up", is_flag=True,
               help="Load the embedding model on the first query instead of at start.")
 @layer_options
+@signature_option
 @click.pass_context
 def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path: str,
           token: str | None, embedder_name: str | None, no_warm_up: bool,

@@ -22,7 +22,9 @@ class ManifestError(ValidationError):
         self.source = source
         self.line = line
         self.detail = message
-        where = source + (f":{line}" if line is not None else "")
+        where = source
+        if line is not None:
+            where = f"{source}:{line}" if source else f"line {line}"
         super().__init__(f"{where}: {message} [{rule}]" if where else f"{message} [{rule}]")
 
 

@@ -14,11 +14,14 @@
 So values are built here from the parser's event stream (libyaml when present; both parsers
 keep explicit stacks, neither recurses) under the YAML 1.2 core schema: plain scalars become
 null, booleans, integers or floats by the 1.2 rules, everything else is a string; only the
-core tags (str, int, float, bool, null, seq, map) are allowed. While building, it enforces
-``Limits``: bytes, nesting depth, characters per scalar, and the *expanded* node count, in
-which an alias counts as everything it repeats, so a billion-laughs manifest is refused after
-reading a few hundred bytes. Recursive aliases, complex mapping keys, duplicate keys and more
-than one document are refused too (YAML 1.2 forbids duplicate keys).
+core tags (str, int, float, bool, null, seq, map) are allowed; numbers keep the text they
+were written as (``YamlInt.text``), so an unquoted ``id: 007`` still reads as ``007``.
+
+While building, it enforces ``Limits``: bytes, nesting depth, characters per scalar, and the
+*expanded* node count, in which an alias counts as everything it repeats, so a
+billion-laughs manifest is refused after reading a few hundred bytes. Recursive aliases,
+complex mapping keys, duplicate keys (YAML 1.2 forbids them) and more than one document
+are refused too.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import yaml
 
 from sediment.kcp.errors import ManifestError
 
-__all__ = ["LIMITS", "Limits", "Loaded", "decode_manifest", "load_yaml"]
+__all__ = ["LIMITS", "Limits", "Loaded", "YamlFloat", "YamlInt", "decode_manifest", "load_yaml"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,24 @@ _MAX_NUMBER = 100
 _WIDE_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
               (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
 _PENDING = object()
+
+
+class YamlInt(int):
+    """An integer that remembers how it was written (``007``, ``0x1F``)."""
+
+    text: str
+
+
+class YamlFloat(float):
+    """A float that remembers how it was written (``1e100``, ``0.10``)."""
+
+    text: str
+
+
+def _number(cls: type[YamlInt] | type[YamlFloat], value: float, text: str) -> Any:
+    out = cls(value)
+    out.text = text
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,9 +260,9 @@ class _Builder:
         if kind == "str":
             return text
         value = self.resolve(text, event)
-        wanted = {"int": int, "float": float, "bool": bool, "null": type(None)}[kind]
-        if kind == "float" and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
+        if kind == "float" and isinstance(value, YamlInt):
+            value = _number(YamlFloat, float(value), text)
+        wanted = {"int": YamlInt, "float": YamlFloat, "bool": bool, "null": type(None)}[kind]
         if type(value) is not wanted:
             raise self.fail(f"{text!r} is not a valid !!{kind}", "yaml.tag", event)
         return value
@@ -261,17 +282,17 @@ class _Builder:
             raise self.fail(f"a number literal of {len(text)} characters is over the limit "
                             f"of {_MAX_NUMBER}", "limit.string", event)
         if _INT.fullmatch(text):
-            return int(text, 10)
+            return _number(YamlInt, int(text, 10), text)
         if _OCT.fullmatch(text):
-            return int(text[2:], 8)
+            return _number(YamlInt, int(text[2:], 8), text)
         if _HEX.fullmatch(text):
-            return int(text[2:], 16)
+            return _number(YamlInt, int(text[2:], 16), text)
         if _FLOAT.fullmatch(text):
-            return float(text)
+            return _number(YamlFloat, float(text), text)
         if _INF.fullmatch(text):
-            return -math.inf if text.startswith("-") else math.inf
+            return _number(YamlFloat, -math.inf if text.startswith("-") else math.inf, text)
         if _NAN.fullmatch(text):
-            return math.nan
+            return _number(YamlFloat, math.nan, text)
         return text
 
     @staticmethod

@@ -14,6 +14,7 @@ from sediment.review.decisions import (
     accept,
     get_proposal,
     list_proposals,
+    promotable,
     promote,
     reject,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "list_proposals",
     "merge",
     "parse",
+    "promotable",
     "promote",
     "reject",
     "require_signature",

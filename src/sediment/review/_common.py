@@ -17,6 +17,13 @@ def is_event(chunk: Chunk) -> bool:
     return chunk.kind.startswith(META_PREFIX)
 
 
+def event_mask(f: LayerFile) -> npt.NDArray[np.bool_]:
+    """Which chunks of ``f`` are ``meta.*`` events, found through the distinct kind ids."""
+    kinds = f.records["kind"]
+    meta = [s for s in np.unique(kinds).tolist() if f.string(int(s)).startswith(META_PREFIX)]
+    return np.isin(kinds, np.asarray(meta, dtype=kinds.dtype))
+
+
 def vector_of(f: LayerFile, chunk_id: int) -> npt.NDArray[np.float32]:
     """The stored (dequantised) vector of ``chunk_id``: copied, never re-embedded."""
     return f.vector(f.id_index[chunk_id])

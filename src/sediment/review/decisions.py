@@ -246,36 +246,45 @@ def reject(layerset: LayerSet, proposal_ids: Sequence[int], reason: str) -> list
     return _decide(layerset, proposal_ids, "reject", reason.strip())
 
 
-def promote(layerset: LayerSet, ids: Sequence[int], *, source: LayerName = LayerName.DELTA,
-            reason: str = "") -> list[Outcome]:
-    """Copy chunks from ``source`` (delta or local) into user without waiting for a proposal.
-
-    Each copy is recorded as an accept decision in delta; a pending proposal for the same
-    chunk is closed by it. Unknown ids are an error listing all of them, before any write.
-    """
+def promotable(layerset: LayerSet, ids: Sequence[int],
+               source: LayerName = LayerName.DELTA) -> list[Chunk]:
+    """The chunks ``promote`` would copy; unknown ids are one error listing all of them."""
     if source not in (LayerName.DELTA, LayerName.LOCAL):
         raise ValidationError(f"promote copies from delta or local, not {source.value}")
     wanted = _unique(ids)
     if not wanted:
         raise ValidationError("give at least one chunk id to promote")
     layer = require_layer(layerset, source)
-    missing = [i for i in wanted if layer.file.get(i) is None]
+    found = {i: c for i in wanted if (c := layer.file.get(i)) is not None}
+    missing = [i for i in wanted if i not in found]
     if missing:
         raise NotFoundError(f"not in the {source.value} layer ({layer.path}): "
                             f"{', '.join(map(str, missing))}")
-    events = [i for i in wanted if is_event(layer.file.get(i))]  # type: ignore[arg-type]
+    events = [i for i, c in found.items() if is_event(c)]
     if events:
         raise ValidationError(f"these are meta.* event chunks, not context: "
                               f"{', '.join(map(str, events))}")
+    return [found[i] for i in wanted]
+
+
+def promote(layerset: LayerSet, ids: Sequence[int], *, source: LayerName = LayerName.DELTA,
+            reason: str = "") -> list[Outcome]:
+    """Copy chunks from ``source`` (delta or local) into user without waiting for a proposal.
+
+    Each copy is recorded as an accept decision in delta; a pending proposal for the same
+    chunk is closed by it. Unknown ids are an error listing all of them, before any write;
+    a chunk already identical in user is a no-op.
+    """
+    chunks = promotable(layerset, ids, source)
     pending = {s.context_id: s.id for s in fold_proposals(layerset.events()).values()
                if s.status == "pending"}
     plan = _Plan()
-    for cid in wanted:
-        copied = _plan_copy(layerset, source, cid, plan)
-        pid = pending.get(cid)
+    for c in chunks:
+        copied = _plan_copy(layerset, source, c.id, plan)
+        pid = pending.get(c.id)
         if not copied and pid is None:
-            plan.outcomes.append(Outcome(cid, "promoted", False))
+            plan.outcomes.append(Outcome(c.id, "promoted", False))
             continue
-        plan.decisions.append(_decision("accept", cid, pid, reason.strip(), source, True))
-        plan.outcomes.append(Outcome(cid, "promoted", True, pid, copied=copied))
+        plan.decisions.append(_decision("accept", c.id, pid, reason.strip(), source, True))
+        plan.outcomes.append(Outcome(c.id, "promoted", True, pid, copied=copied))
     return _commit(layerset, plan)

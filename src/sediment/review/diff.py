@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from sediment.errors import ValidationError
 from sediment.format import Chunk, LayerFile
-from sediment.review._common import require_layer
+from sediment.review._common import event_mask, require_layer
 from sediment.review.decisions import ProposalView, list_proposals
 from sediment.store import LayerName, LayerSet
 from sediment.store.events import fold_proposals
@@ -94,14 +94,14 @@ def _unit_rows(f: LayerFile, positions: npt.NDArray[np.int64]) -> npt.NDArray[np
     if f.element_type == "i8":
         rows = rows * np.float32(f.quant_scale)
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
+    out: npt.NDArray[np.float32] = np.divide(rows, norms, out=np.zeros_like(rows),
+                                             where=norms > 0)
+    return out
 
 
 def _context_positions(f: LayerFile) -> npt.NDArray[np.int64]:
     """Chunk-table positions of every non-event chunk."""
-    kinds = f.records["kind"]
-    meta = [s for s in np.unique(kinds).tolist() if f.string(int(s)).startswith("meta.")]
-    return np.flatnonzero(~np.isin(kinds, np.asarray(meta, dtype=kinds.dtype))).astype(np.int64)
+    return np.flatnonzero(~event_mask(f)).astype(np.int64)
 
 
 def _near(delta: LayerFile, d_pos: npt.NDArray[np.int64], other: LayerFile,
@@ -128,8 +128,9 @@ def diff_layers(layerset: LayerSet, threshold: float = DEFAULT_THRESHOLD) -> Dif
     delta = require_layer(layerset, LayerName.DELTA).file
     lower = [(n, la.file) for n in (LayerName.USER, LayerName.BASE)
              if (la := layerset.layer(n)) is not None]
-    statuses = {s.context_id: s.status for s in fold_proposals(layerset.events())}
-    d_pos = _context_positions(delta) if delta.chunk_count else np.zeros(0, dtype=np.int64)
+    statuses = {s.context_id: s.status
+                for s in fold_proposals(layerset.events()).values()}
+    d_pos = _context_positions(delta)
     entries: list[DeltaChunk] = []
     conflicts: list[Match] = []
     for pos in d_pos.tolist():
@@ -149,14 +150,13 @@ def diff_layers(layerset: LayerSet, threshold: float = DEFAULT_THRESHOLD) -> Dif
     for name, f in lower:
         per_delta: dict[int, list[tuple[float, int]]] = {}
         for dp, op, sim in _near(delta, d_pos, f, threshold):
-            per_delta.setdefault(dp, []).append((sim, op))
+            if int(f.ids[op]) != int(delta.ids[dp]):  # same id: compared above
+                per_delta.setdefault(dp, []).append((sim, op))
         for dp, hits in per_delta.items():
             c = delta.chunk_at(dp)
             hits.sort(key=lambda h: (-h[0], h[1]))
             for sim, op in hits[:MAX_MATCHES]:
                 other = f.chunk_at(op)
-                if other.id == c.id:
-                    continue
                 kind = "duplicate" if other.content == c.content else "near-duplicate"
                 (duplicates if kind == "duplicate" else conflicts).append(
                     Match(kind, c, name, other, sim))

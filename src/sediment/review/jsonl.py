@@ -106,9 +106,9 @@ def _check_header(head: Any, name: str) -> dict[str, Any]:
         raise _bad(name, 1, f"version {head.get('version')!r} is not supported (expected "
                             f"{VERSION})")
     dim, count = head.get("dim"), head.get("chunks")
-    if not _int(dim) or not 0 <= dim <= 65_536:
+    if not isinstance(dim, int) or isinstance(dim, bool) or not 0 <= dim <= 65_536:
         raise _bad(name, 1, f"dim {dim!r} must be an integer from 0 to 65536")
-    if not _int(count) or count < 0:
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         raise _bad(name, 1, f"chunks {count!r} must be a non-negative integer")
     if head.get("element_type") not in ("f32", "i8"):
         raise _bad(name, 1, f"element_type {head.get('element_type')!r} must be f32 or i8")
@@ -146,7 +146,7 @@ def _check_chunk(obj: Any, dim: int) -> tuple[Chunk, list[float]] | str:
     cid, kind, content = obj["id"], obj["kind"], obj["content"]
     if not _int(cid) or not 0 < cid <= _U32_MAX:
         return f"id {cid!r} must be an integer from 1 to {_U32_MAX}"
-    if not isinstance(kind, str) or not kind.strip():
+    if not isinstance(kind, str) or not kind:
         return "kind must be a non-empty string"
     if not isinstance(content, str) or not content:
         return "content must be a non-empty string"
@@ -167,12 +167,15 @@ def _check_chunk(obj: Any, dim: int) -> tuple[Chunk, list[float]] | str:
         return f"embedding must be a list of {dim} numbers (the header's dim), got {got}"
     if not all(_number(x) for x in emb):
         return "embedding must hold only finite numbers"
-    return Chunk(cid, kind, content, obj["author"], float(conf), created, sources), emb
+    return Chunk(cid, kind, content, obj["author"], float(np.float32(conf)), created,
+                 sources), emb
 
 
 def parse(text: str, name: str = "<jsonl>") -> Parsed:
     """Validate every line of an export; the first problem raises, naming its line."""
-    lines = text.splitlines()
+    lines = text.split("\n")  # not splitlines(): U+2028 and friends may sit inside strings
+    if lines and lines[-1] == "":
+        lines.pop()
     if not lines or not lines[0].strip():
         raise _bad(name, 1, "the file is empty; expected a header line")
     try:

@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sediment.errors import NotFoundError
 from sediment.format import Chunk, LayerFile, Source
-from sediment.review._common import is_event
+from sediment.review._common import event_mask
 from sediment.store import PRECEDENCE, LayerName, LayerSet
-from sediment.store.events import Event, fold_proposals, parse_event
+from sediment.store.events import fold_proposals, iter_events
 
 FILE_SOURCE = re.compile(
     r"^(?P<path>[^\x00\n]+):(?P<line>[1-9][0-9]{0,8})(?:-(?P<end>[1-9][0-9]{0,8}))?$")
@@ -150,12 +152,12 @@ class _Resolver:
                     return name.value, c, name
             return None, None, None
         if from_own and self.own_layer is None:
-            c = self.own.get(ref)
-            if c is not None:
-                return self.own.path, c, None
+            mine = self.own.get(ref)
+            if mine is not None:
+                return self.own.path, mine, None
         if versions:
-            name, c = versions[0]
-            return name.value, c, name
+            top, c = versions[0]
+            return top.value, c, top
         return None, None, None
 
     def resolve(self, chunk: Chunk, layer: LayerName | None, depth: int, from_own: bool,
@@ -215,20 +217,17 @@ def inspect_chunk(path: str | os.PathLike[str], chunk_id: int, *,
     sources = resolver.resolve(chunk, own_layer, max(depth, 1), True,
                                frozenset({(own_layer.value if own_layer else str(p), chunk_id)}))
     versions = tuple((n.value, c) for n, c in ls.versions(chunk_id))
-    found: dict[tuple[str, int], EventRecord] = {}
-    events: list[Event] = list(ls.events())
-    for e in events:
-        if _refers(e.data, e.chunk, chunk_id):
-            found[(e.layer.value, e.chunk.id)] = EventRecord(
-                e.layer.value, e.chunk.id, e.kind, e.chunk.author, e.chunk.created_at_ms, e.data)
+    tagged = [(e.layer.value, e) for e in ls.events()]
     if own_layer is None:
-        for c in f.chunks():
-            data = parse_event(c) if is_event(c) else {}
-            if is_event(c) and _refers(data, c, chunk_id):
-                found[(str(p), c.id)] = EventRecord(str(p), c.id, c.kind, c.author,
-                                                    c.created_at_ms, data)
-    ordered = sorted(found.values(), key=lambda e: (e.created_at_ms, e.id))
-    proposals = tuple((s.id, s.status) for s in fold_proposals(events).values()
+        # A file outside the set (an archive): its own events count too. The fold only
+        # reads kinds and content, so the layer tag is nominal.
+        own = [(LayerName.DELTA, f.chunk_at(int(i))) for i in np.flatnonzero(event_mask(f))]
+        tagged += [(str(p), e) for e in iter_events(own)]
+    tagged.sort(key=lambda t: (t[1].chunk.created_at_ms, t[1].chunk.id))
+    ordered = [EventRecord(where, e.chunk.id, e.kind, e.chunk.author, e.chunk.created_at_ms,
+                           e.data)
+               for where, e in tagged if _refers(e.data, e.chunk, chunk_id)]
+    proposals = tuple((s.id, s.status) for s in fold_proposals(e for _, e in tagged).values()
                       if s.context_id == chunk_id)
     return ChunkReport(str(p), own_layer.value if own_layer else None, chunk, versions,
                        sources, tuple(ordered), proposals)

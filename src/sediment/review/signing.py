@@ -60,6 +60,7 @@ def _read(path: Path, what: str) -> bytes:
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
     data = _read(path, "private key")
+    key: object
     try:
         if data.startswith(b"-----BEGIN OPENSSH PRIVATE KEY"):
             key = serialization.load_ssh_private_key(data, password=None)
@@ -77,6 +78,7 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
     data = _read(path, "public key")
+    key: object
     try:
         if data.lstrip().startswith(b"ssh-"):
             key = serialization.load_ssh_public_key(data.strip())
@@ -121,7 +123,7 @@ def keygen(out: Path, *, force: bool = False) -> tuple[Path, Path, str]:
 
 
 @contextlib.contextmanager
-def _mapped(path: Path) -> Iterator[mmap.mmap | bytes]:
+def _mapped(path: Path) -> Iterator[memoryview]:
     """The file's bytes through a read-only memory map (no copy of a large base)."""
     try:
         fh = path.open("rb")
@@ -131,10 +133,10 @@ def _mapped(path: Path) -> Iterator[mmap.mmap | bytes]:
         raise NotFoundError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     with fh:
         if os.fstat(fh.fileno()).st_size == 0:
-            yield b""
+            yield memoryview(b"")
             return
-        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            yield mm
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm, memoryview(mm) as view:
+            yield view
 
 
 def sign(path: Path, key_path: Path, out: Path | None = None) -> tuple[Path, str]:
