@@ -64,12 +64,15 @@ def _progress(enabled: bool) -> Iterator[Any]:
               help="Store embeddings as f32 (default) or int8.")
 @click.option("--embedder", "embedder_name", default=None,
               help="Embedder (minilm, hash, openai); default from config.")
+@click.option("--no-kcp", is_flag=True,
+              help="Ignore knowledge.yaml manifests (by default their units are ingested).")
 @json_option
 @click.pass_context
 def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ...],
                 exclude: tuple[str, ...], out: Path | None, max_chars: int | None,
                 kind_rules: tuple[str, ...], default_kind: str | None,
-                element_type: str | None, embedder_name: str | None, as_json: bool) -> None:
+                element_type: str | None, embedder_name: str | None, no_kcp: bool,
+                as_json: bool) -> None:
     """Compile documents into an immutable base layer (RFC 15.1).
 
     Markdown is split at headings and paragraphs with code fences kept whole; every chunk
@@ -83,8 +86,14 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
         if not sep or not glob or not kind:
             raise click.BadParameter(f"{r!r} is not GLOB=KIND", param_hint="--kind-rule")
         rules.append((glob, kind))
+    root = root or cfg.root
+    annotator = None
+    if not no_kcp:
+        from sediment.kcp import plan_kcp
+
+        annotator = plan_kcp(root)
     opts = CompileOptions(
-        root=(root or cfg.root),
+        root=root,
         include=list(include) or list(cfg.compile.include),
         exclude=list(exclude) or list(cfg.compile.exclude),
         out=out or (cfg.layer_dir / "AGENTS.db"),
@@ -92,6 +101,7 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
         kind_rules=rules,
         default_kind=default_kind or cfg.compile.default_kind,
         element_type=element_type or cfg.compile.element_type,
+        annotator=annotator,
     )
     embedder = build_embedder(cfg, embedder_name)
     with _progress(is_terminal() and not as_json) as progress:

@@ -12,10 +12,10 @@ import hashlib
 import os
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -34,6 +34,27 @@ Progress = Callable[[str, int, int], None]
 EMBED_BATCH = 64
 
 
+class Annotator(Protocol):
+    """Adds files and annotation chunks to a compile (KCP manifests implement this).
+
+    ``files`` are compiled besides the globbed ones; ``annotations`` returns extra chunks
+    with ids from ``next_id`` on, given the ids each compiled file's chunks received.
+    ``meta.*`` annotations get zero vectors; the others are embedded like any chunk.
+    """
+
+    @property
+    def files(self) -> list[str]: ...
+
+    @property
+    def manifest_paths(self) -> list[str]: ...
+
+    @property
+    def warnings(self) -> list[str]: ...
+
+    def annotations(self, chunk_ids: Mapping[str, Sequence[int]], next_id: int, *,
+                    created_at_ms: Mapping[str, int] | None = None) -> list[Chunk]: ...
+
+
 @dataclass(slots=True)
 class CompileOptions:
     root: Path
@@ -44,6 +65,7 @@ class CompileOptions:
     kind_rules: Sequence[tuple[str, str]] = ()
     default_kind: str = "canonical"
     element_type: str = "f32"
+    annotator: Annotator | None = None
 
 
 @dataclass(slots=True)
@@ -111,8 +133,12 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
     root = opts.root
     skipped: list[Skipped] = []
     rels = discover(root, opts.include, opts.exclude, on_skip=skipped.append)
+    annotator = opts.annotator
+    if annotator is not None:
+        rels = sorted({*rels, *(PurePosixPath(f) for f in annotator.files)},
+                      key=lambda p: p.as_posix())
     rules = [KindRule(g, k) for g, k in opts.kind_rules]
-    warnings: list[str] = []
+    warnings: list[str] = list(annotator.warnings) if annotator is not None else []
     pieces: list[tuple[str, DocChunk]] = []
     for n, rel in enumerate(rels, 1):
         got = read_text_file(root, rel)
@@ -125,23 +151,32 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
             pieces.extend((got.path, c) for c in doc_chunks)
         if progress:
             progress("reading", n, len(rels))
-    times = source_times(root, sorted({p for p, _ in pieces}))
-    texts = [c.text_for_embedding() for _, c in pieces]
-    before_calls = getattr(embedder, "calls", None)
-    vectors = np.zeros((len(texts), embedder.profile.dim), dtype=np.float32)
-    for start in range(0, len(texts), EMBED_BATCH):
-        batch = texts[start:start + EMBED_BATCH]
-        vectors[start:start + len(batch)] = embedder.embed(batch)
-        if progress:
-            progress("embedding", start + len(batch), len(texts))
-    embedded = len(texts)
-    if before_calls is not None:
-        embedded = int(getattr(embedder, "calls", 0)) - int(before_calls)
+    extra_paths = list(annotator.manifest_paths) if annotator is not None else []
+    times = source_times(root, sorted({p for p, _ in pieces} | set(extra_paths)))
     chunks = [
         Chunk(id=i, kind=c.kind, content=c.content, author="human", confidence=1.0,
               created_at_ms=times.get(path, 0), sources=(source_ref(c),))
         for i, (path, c) in enumerate(pieces, 1)
     ]
+    texts = [c.text_for_embedding() for _, c in pieces]
+    if annotator is not None:
+        by_path: dict[str, list[int]] = {}
+        for chunk, (path, _c) in zip(chunks, pieces, strict=True):
+            by_path.setdefault(path, []).append(chunk.id)
+        extra = annotator.annotations(by_path, len(chunks) + 1, created_at_ms=times)
+        chunks.extend(extra)
+        texts.extend("" if c.kind.startswith("meta.") else c.content for c in extra)
+    before_calls = getattr(embedder, "calls", None)
+    vectors = np.zeros((len(texts), embedder.profile.dim), dtype=np.float32)
+    wanted = [i for i, c in enumerate(chunks) if not c.kind.startswith("meta.")]
+    for start in range(0, len(wanted), EMBED_BATCH):
+        rows = wanted[start:start + EMBED_BATCH]
+        vectors[rows] = embedder.embed([texts[i] for i in rows])
+        if progress:
+            progress("embedding", start + len(rows), len(wanted))
+    embedded = len(wanted)
+    if before_calls is not None:
+        embedded = int(getattr(embedder, "calls", 0)) - int(before_calls)
     profile = embedder.profile.to_dict()
     metadata: dict[str, Any] = {
         "v": 1,
@@ -159,5 +194,5 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
     return CompileReport(
         out=opts.out, files=len({p for p, _ in pieces}), chunks=len(chunks), bytes=len(data),
         sha256=hashlib.sha256(data).hexdigest(), embedded=embedded,
-        cached=len(texts) - embedded, seconds=time.perf_counter() - t0, skipped=skipped,
+        cached=len(wanted) - embedded, seconds=time.perf_counter() - t0, skipped=skipped,
         warnings=warnings)

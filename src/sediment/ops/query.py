@@ -10,6 +10,7 @@ import numpy.typing as npt
 
 from sediment.embed import Embedder
 from sediment.errors import SchemaMismatchError, ValidationError
+from sediment.kcp import KcpIndex, KcpReranker
 from sediment.search import SearchRequest, SearchResult, search
 from sediment.store import PRECEDENCE, LayerSet
 from sediment.store.layerset import describe_profile, profile_differences
@@ -67,4 +68,9 @@ def run_search(layerset: LayerSet, request: SearchRequest, *,
         vec = embedder.embed([request.text])[0]
     if query_vec is not None and request.mode == "hybrid" and not request.text:
         request = replace(request, mode="vector")
+    if request.text:
+        kcp = KcpIndex.from_layerset(layerset, names)
+        if kcp.units:
+            request = replace(request, rerankers=(*request.rerankers,
+                                                  KcpReranker(kcp, request.text)))
     return search(layerset, request, vec, normalised=unit_rows(layerset, names))
