@@ -9,6 +9,7 @@ from pathlib import Path
 from bench import corpus
 from bench.timing import Stats, repeat
 from sediment.embed import Embedder, make_embedder
+from sediment.format import LayerFile
 from sediment.ingest.compile import CompileOptions, compile_layer
 
 
@@ -24,6 +25,8 @@ class CompileRun:
     """Discover, read and chunk every file (up to the last ``reading`` progress call)."""
     embed_s: float
     """From there to the last ``embedding`` progress call (includes the git time lookup)."""
+    chars_per_chunk: float
+    """Mean length of the chunks' stored content, in characters."""
 
     @property
     def chunks_per_s(self) -> float:
@@ -64,8 +67,10 @@ def compile_corpus(workdir: Path, name: str, embedder: Embedder, files: int,
     report = compile_layer(opts, embedder, progress=progress)
     read_s = marks.get("reading", t0) - t0
     embed_s = marks.get("embedding", t0 + read_s) - (t0 + read_s)
+    layer = LayerFile.open(opts.out)
+    chars = sum(len(c.content) for c in layer.chunks()) / max(layer.chunk_count, 1)
     return CompileRun(name, report.files, report.chunks, source_bytes, report.bytes,
-                      report.seconds, read_s, embed_s)
+                      report.seconds, read_s, embed_s, chars)
 
 
 def warm_minilm() -> tuple[Embedder, float]:

@@ -27,6 +27,7 @@ class Machine:
     python: str
     versions: dict[str, str]
     blas: list[dict[str, str]]
+    simsimd_kernels: list[str]
     env: dict[str, str]
     load_start: tuple[float, float, float]
     load_end: tuple[float, float, float] = field(default=(0.0, 0.0, 0.0))
@@ -78,6 +79,16 @@ def _blas() -> list[dict[str, str]]:
     return [{k: str(info.get(k, "")) for k in keys} for info in threadpool_info()]
 
 
+def _simsimd_kernels() -> list[str]:
+    """The CPU kernel families simsimd will dispatch to here (int8 speed depends on it)."""
+    try:
+        import simsimd
+    except ImportError:
+        return []
+    caps = simsimd.get_capabilities() if hasattr(simsimd, "get_capabilities") else {}
+    return [name for name, ok in caps.items() if ok]
+
+
 def describe(command: str) -> Machine:
     model, simd = _cpuinfo()
     try:
@@ -106,6 +117,7 @@ def describe(command: str) -> Machine:
         python=platform.python_version(),
         versions=versions,
         blas=_blas(),
+        simsimd_kernels=_simsimd_kernels(),
         env={k: os.environ.get(k, "(unset)") for k in ENV_VARS},
         load_start=os.getloadavg(),
     )

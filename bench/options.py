@@ -47,7 +47,7 @@ class Options:
 
     @property
     def minilm_corpus_files(self) -> int:
-        return 10 if self.quick else 30
+        return 5 if self.quick else 30
 
     @property
     def embed_texts(self) -> int:

@@ -28,6 +28,7 @@ def _machine(m: Machine) -> str:
         ["Python", m.python],
         *[[name, version] for name, version in m.versions.items()],
         ["numpy BLAS (threadpoolctl)", blas],
+        ["simsimd kernels available", ", ".join(m.simsimd_kernels) or "unknown"],
         *[[f"`{k}`", v] for k, v in m.env.items()],
         ["Load average 1/5/15 min, start", load],
         ["Load average 1/5/15 min, end", load_end],
@@ -72,6 +73,11 @@ def render(res: Results) -> str:
         "at the start and end of the run is in the machine table. Trust numbers from a quiet "
         "machine (load average well under the core count).",
     ]
+    busy = max(m.load_start[0], m.load_end[0])
+    if busy > 0.5 * m.cores:
+        head.append(f"- **This run was taken under load** (1-minute load average up to "
+                    f"{busy:.2f} on {m.cores} cores): treat these as smoke numbers and "
+                    "re-run on a quiet machine.")
     if res.skipped:
         head += [f"- **Skipped {count(r)} chunks**: {why}." for r, why in res.skipped]
     head += [f"- {n}" for n in res.notes]

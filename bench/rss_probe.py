@@ -12,21 +12,12 @@ import os
 import resource
 import sys
 import time
-from pathlib import Path
 
-
-def _status() -> dict[str, int]:
-    """VmRSS, VmHWM, RssAnon and RssFile in bytes."""
-    out: dict[str, int] = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
-            out[key] = int(value.split()[0]) * 1024
-    return out
+from bench import procmem
 
 
 def _snapshot() -> dict[str, int]:
-    snap = _status()
+    snap = procmem.status()
     snap["maxrss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return snap
 

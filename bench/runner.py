@@ -95,7 +95,7 @@ def _run_size(opts: Options, workdir: Path, rows: int, queries: np.ndarray,
         path = result.built[etype].path
         log(f"{rows:,} chunks {etype}: open x{opts.open_repeats}")
         result.opens[etype] = opening.measure(path, opts.open_repeats)
-        log(f"{rows:,} chunks {etype}: vector search x{n} (engine, then kernel)")
+        log(f"{rows:,} chunks {etype}: vector search x{n} (engine and kernel alternating)")
         v = result.vector[etype] = vector_search.measure(path, queries, n, opts.warmup)
         log(f"  engine p50 {v.engine.p50 * 1e3:.2f} ms, kernel p50 {v.kernel.p50 * 1e3:.2f} ms")
         if rows <= HYBRID_MAX_ROWS:

@@ -16,16 +16,19 @@ def bandwidth(res: Results) -> str:
          ms(bw.copy_best_s), f"**{gbps(bw.copy_gbps)}**"],
         [f"`np.copyto` of {gib:g} GiB, read bytes only", f"{gib:g} GiB", ms(bw.copy_best_s),
          gbps(bw.copy_read_gbps)],
-        [f"float32 matrix x vector over {gib:g} GiB (numpy BLAS), read only", f"{gib:g} GiB",
-         ms(bw.gemv_best_s), gbps(bw.gemv_gbps)],
+        ["float32 (rows, 384) matrix x vector (numpy BLAS), read only",
+         f"{bw.gemv_bytes / 2**30:.2f} GiB", ms(bw.gemv_best_s), gbps(bw.gemv_gbps)],
     ]
     return "\n\n".join([
         "## 1. Memory bandwidth",
         table(["Measurement (best of 5)", "Bytes counted", "Time (ms)", "GB/s"], rows),
         f"The **limit** used below is the copy's read + write rate, {gbps(bw.limit_gbps)} GB/s "
-        "(10^9 bytes/s): an exact scan only reads, and a streaming read runs at about the "
-        "rate a copy moves bytes in both directions (the read-only matrix-vector row is the "
-        "check). A scan's limit is its matrix bytes divided by this rate.",
+        "(10^9 bytes/s). A scan's limit is its matrix bytes divided by this rate. An exact "
+        "scan only reads; a streaming read runs at roughly the rate a copy moves bytes in "
+        "both directions, and the read-only matrix-vector row is the check. Neither is a "
+        "hard ceiling: the layer files are read through a memory map of the page cache, "
+        "which the kernel may back with large folios (fewer TLB misses than the anonymous "
+        "arrays here), so a scan can beat this figure (engine / limit below 1x).",
     ])
 
 
@@ -36,7 +39,9 @@ def files(res: Results) -> str:
             o, mem = s.opens[etype], s.memory.get(etype)
             rows.append([
                 count(s.rows), etype, mb(b.nbytes), mb(b.matrix_bytes), secs(s.generate_s),
-                secs(b.encode_s), secs(b.write_s),
+                secs(b.encode_s),
+                mb(b.encode_extra_rss) if b.encode_extra_rss is not None else "-",
+                secs(b.write_s),
                 f"{ms(o.layerfile.p50)} / {ms(o.layerfile.p99)}",
                 f"{ms(o.layerset.p50)} / {ms(o.layerset.p99)}",
                 ms(mem.open_s) if mem else "-",
@@ -44,14 +49,16 @@ def files(res: Results) -> str:
     return "\n\n".join([
         "## 2. Layer files: writing and opening",
         table(["Chunks", "Type", "File (MB)", "Matrix (MB)", "Generate (s)",
-               "encode_layer (s)", "Write (s)", "LayerFile.open p50 / p99 (ms)",
-               "LayerSet open p50 / p99 (ms)", "Open, fresh process (ms)"], rows,
-              ["r", "l", *["r"] * 8]),
+               "encode_layer (s)", "encode_layer extra RSS (MB)", "Write (s)",
+               "LayerFile.open p50 / p99 (ms)", "LayerSet open p50 / p99 (ms)",
+               "Open, fresh process (ms)"], rows, ["r", "l", *["r"] * 9]),
         "Synthetic chunks: 384-dim random normal vectors, L2-normalised (float32, fixed seed), "
         "short texts of 6 to 14 words from a 400-word vocabulary with Zipf frequencies, no "
         "relationships. *Generate* is the random vectors, texts and `Chunk` objects (once per "
         "size, shared by f32 and i8). *encode_layer* is the product's writer building the "
-        "whole file in memory (for i8 it includes quantisation with scale 1/127). *Write* "
+        "whole file in memory (for i8 it includes quantisation with scale 1/127); its *extra "
+        "RSS* is the benchmark process's peak resident memory during the call (peak reset "
+        "through `/proc/self/clear_refs` just before) minus its RSS before it. *Write* "
         "writes those bytes to the page cache. *Open* is `LayerFile.open` plus "
         "`.embeddings.shape`, and `LayerSet({'base': path}).layers()` plus `.schema()`: "
         f"median and p99 of {res.options.open_repeats} opens in this process of a file "
@@ -90,7 +97,11 @@ def vector(res: Results) -> str:
         "checks), excluded from the percentiles, as are the warm-up queries. Query vectors "
         "are random unit vectors. *Same top 10*: the engine's ids equal the kernel's for 5 "
         "queries. Engine and kernel run alternately, query by query, and the overhead is the "
-        "median of the per-query differences.",
+        "median of the per-query differences. f32 scans run on numpy's BLAS with the thread "
+        "count in the machine table; i8 scans run on simsimd's int8 dot product (one "
+        "thread, the best kernel family listed in the machine table). When another process "
+        "keeps one of two cores busy, a two-thread BLAS call waits for it, which shows as "
+        "millisecond-scale p50s on small f32 layers: compare with the load average.",
     ])
 
 
@@ -126,22 +137,23 @@ def resident(res: Results) -> str:
             rows.append([
                 count(s.rows), etype, mb(p.file_bytes), mb(p.imports.rss),
                 f"{mb(p.opened.rss)} ({mb(p.opened.anon)} / {mb(p.opened.file)})",
+                mb(p.opened.peak),
                 f"{mb(p.searched.rss)} ({mb(p.searched.anon)} / {mb(p.searched.file)})",
                 mb(p.searched.peak), ms(p.first_search_s),
             ])
     return "\n\n".join([
         "## 5. Resident memory of a fresh process",
         table(["Chunks", "Type", "File (MB)", "After imports (MB)",
-               "After open: RSS (anon / file) (MB)", "After 1 search: RSS (anon / file) (MB)",
-               "Peak RSS (maxrss, MB)", "First search (ms)"], rows,
-              ["r", "l", *["r"] * 6]),
+               "After open: RSS (anon / file) (MB)", "Peak after open (maxrss, MB)",
+               "After 1 search: RSS (anon / file) (MB)", "Peak after search (maxrss, MB)",
+               "First search (ms)"], rows, ["r", "l", *["r"] * 7]),
         "A new process (`python -m bench.rss_probe FILE`, which does the work in a child "
         "forked from its small interpreter so that `ru_maxrss` does not inherit the big "
         "benchmark parent's peak at exec) imports Sediment, opens the layer and reads its "
         "header facts (chunk count, dims, type, `.embeddings.shape`), then runs one engine "
         "vector search. RSS is `VmRSS` from `/proc/self/status`, split into anonymous memory "
         "(the process's own) and mapped file pages (the page cache, shared with every other "
-        "reader and reclaimable); peak is `getrusage(RUSAGE_SELF).ru_maxrss` at the end. "
+        "reader and reclaimable); peak is `getrusage(RUSAGE_SELF).ru_maxrss` at that point. "
         "Opening maps the file without reading it, so RSS stays at the import level; a "
         "search touches the whole matrix, which then counts as mapped file pages, not as "
         "private memory.",
@@ -176,14 +188,14 @@ def layers(res: Results) -> str:
 
 def compile_and_embed(res: Results) -> str:
     rows = [[c.embedder, str(c.files), f"{c.chunks:,}", f"{c.source_bytes / 1e3:,.0f}",
-             secs(c.seconds), rate(c.chunks_per_s), secs(c.read_s), secs(c.embed_s),
-             secs(c.write_s)] for c in res.compiles]
+             f"{c.chars_per_chunk:,.0f}", secs(c.seconds), rate(c.chunks_per_s),
+             secs(c.read_s), secs(c.embed_s), secs(c.write_s)] for c in res.compiles]
     parts = ["## 7. Compile and embedding throughput"]
     if rows:
         parts += [
-            table(["Embedder", "Files", "Chunks", "Source (KB)", "Total (s)", "Chunks/s",
-                   "Read + chunk (s)", "Embed (s)", "Encode + write (s)"], rows,
-                  ["l", *["r"] * 8]),
+            table(["Embedder", "Files", "Chunks", "Source (KB)", "Chars/chunk", "Total (s)",
+                   "Chunks/s", "Read + chunk (s)", "Embed (s)", "Encode + write (s)"], rows,
+                  ["l", *["r"] * 9]),
             "`compile_layer` over a generated Markdown corpus (a `#` title with an intro, "
             "then nine `##` sections of 3 to 5 sentences of English words, so about ten "
             "chunks per file), f32 output, no embedding cache (every chunk is embedded). "

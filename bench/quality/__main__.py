@@ -1,0 +1,85 @@
+"""``python -m bench.quality [locomo|project|all] [options]``: recall@k and nDCG@10 tables.
+
+Prints Markdown tables (overall and per category) and, with ``--json``, writes the numbers.
+MiniLM embeddings are cached on disk (RFC 9.1 keys) in ``--cache``, so reruns embed nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.quality import locomo, project, report
+from bench.quality.evaluate import MODES, ModeResult, run_questions
+from sediment.embed import CachedEmbedder, Embedder, EmbeddingCache, HashEmbedder, MiniLMEmbedder
+from sediment.search import SearchRequest, make_fusion
+
+DEFAULT_CACHE = locomo.REPO / "build" / "quality" / "minilm-cache.sqlite"
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.quality", description=__doc__)
+    p.add_argument("dataset", nargs="?", default="all", choices=("locomo", "project", "all"))
+    p.add_argument("--fusion", default=None,
+                   help="fusion strategy for hybrid (default: Sediment's default)")
+    p.add_argument("--memory-text", default="speaker", choices=("speaker", "dated", "plain"),
+                   help="how a LoCoMo turn is written as a memory")
+    p.add_argument("--conversations", type=int, default=None,
+                   help="only the first N LoCoMo conversations (quick runs)")
+    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--embedder", default="minilm", choices=("minilm", "hash"))
+    p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    p.add_argument("--json", type=Path, default=None, help="also write the numbers here")
+    return p.parse_args(argv)
+
+
+def make_embedder(name: str, cache: Path) -> Embedder:
+    inner: Embedder = MiniLMEmbedder() if name == "minilm" else HashEmbedder(384)
+    return CachedEmbedder(inner, EmbeddingCache(cache))
+
+
+def run_locomo(opts: argparse.Namespace, embedder: Embedder, base: SearchRequest
+               ) -> dict[str, ModeResult]:
+    results: dict[str, ModeResult] = {}
+    modes = opts.modes.split(",")
+    t = time.perf_counter()
+    for conv in locomo.load(limit=opts.conversations):
+        with tempfile.TemporaryDirectory(prefix="sediment-locomo-") as tmp:
+            labels = locomo.write_memories(conv, Path(tmp), embedder, opts.memory_text)
+            from sediment.store import LayerSet
+
+            ls = LayerSet.from_directory(tmp)
+            qs = [(q.text, q.category, q.evidence) for q in conv.questions]
+            run_questions(ls, embedder, qs, labels, base, results, modes)
+        print(f"  {conv.sample_id}: {len(conv.turns)} turns, {len(conv.questions)} questions "
+              f"({time.perf_counter() - t:.0f} s)", file=sys.stderr)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parse(argv)
+    embedder = make_embedder(opts.embedder, opts.cache)
+    base = SearchRequest(text="x")
+    if opts.fusion:
+        base = SearchRequest(text="x", fusion=make_fusion(opts.fusion))
+    out: dict[str, object] = {"options": {k: str(v) for k, v in vars(opts).items()}}
+    if opts.dataset in ("locomo", "all"):
+        res = run_locomo(opts, embedder, base)
+        print(report.tables("LoCoMo", res))
+        out["locomo"] = report.as_json(res)
+    if opts.dataset in ("project", "all"):
+        res = project.run(embedder, base, opts.modes.split(","))
+        print(report.tables("Project docs (ours)", res))
+        out["project"] = report.as_json(res)
+    if opts.json:
+        opts.json.parent.mkdir(parents=True, exist_ok=True)
+        opts.json.write_text(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
