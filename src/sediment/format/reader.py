@@ -68,6 +68,15 @@ class EmbeddingInfo:
         return L.ELEMENT_NAMES.get(self.element_type, str(self.element_type))
 
 
+@dataclass(frozen=True, slots=True)
+class RawSections:
+    entries: np.ndarray
+    blob: memoryview
+    records: np.ndarray
+    relationships: np.ndarray
+    matrix: memoryview
+
+
 class _Structure:
     """Offsets of everything in the file, established by the O(1) checks."""
 
@@ -382,6 +391,18 @@ class LayerFile:
     def id_index(self) -> dict[int, int]:
         """Chunk id -> position in the chunk table."""
         return {int(i): n for n, i in enumerate(self.ids.tolist())}
+
+    def raw_sections(self) -> RawSections:
+        """Zero-copy views of every section's payload, for writers that extend the file."""
+        s = self._s
+        e = s.embedding
+        return RawSections(
+            entries=self._string_entries,
+            blob=memoryview(self._buf)[s.strings_bytes:s.strings_bytes + s.strings_bytes_len],
+            records=self.records,
+            relationships=self._relationships,
+            matrix=memoryview(self._buf)[e.data_offset:e.data_offset + e.data_length],
+        )
 
     # -- decoding ----------------------------------------------------------------------
     def _fail(self, msg: str, rule: str, fld: str, offset: int | None) -> FormatError:

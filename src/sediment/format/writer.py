@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy.typing as npt
 from sediment.errors import ValidationError
 from sediment.format import layout as L
 from sediment.format.model import AUTHORS, Chunk
+from sediment.format.reader import LayerFile
 
 _ALIGN = 8
 _DATA_ALIGN = 64
@@ -119,97 +121,234 @@ def encode_layer(
     else:
         raise ValidationError(f"element type {element_type!r} must be 'f32' or 'i8'")
 
-    strings: dict[str, int] = {}
+    table = _ChunkEncoder(first_sid=1, rel_base=0, row_base=0)
+    table.add(chunks)
+    return _assemble(_Parts(
+        entries=table.entries(), blob=table.blob(), records=table.records(chunks),
+        rels=table.relationships(), matrix=_bytes_view(data), rows=n, dim=width,
+        etype=etype, scale=scale, metadata=metadata))
 
-    def sid(text: str) -> int:
-        got = strings.get(text)
+
+def encode_append(
+    base: LayerFile,
+    chunks: Sequence[Chunk],
+    embeddings: npt.NDArray[Any],
+    *,
+    metadata: dict[str, Any] | None,
+) -> bytes:
+    """``base`` with ``chunks`` appended, copying its sections as bytes.
+
+    The cost is a memory copy of the old file plus the work for the new chunks: existing
+    chunks are never decoded. Existing strings, records, relationships and rows keep their
+    ids, offsets and order; kinds and authors already in the dictionary are reused. New
+    vectors take the base's element type (int8 with the base's ``quant_scale``).
+    """
+    n = len(chunks)
+    emb = np.asarray(embeddings)
+    if emb.ndim != 2 or emb.shape[0] != n or (n and emb.shape[1] != base.dim):
+        raise ValidationError(f"embeddings must have shape ({n}, {base.dim}), got {emb.shape}")
+    new_ids = np.asarray([c.id for c in chunks], dtype=np.int64)
+    for c in chunks:
+        _check_chunk(c)
+    if len(np.unique(new_ids)) != n:
+        raise ValidationError("duplicate chunk id among the new chunks")
+    clash = np.intersect1d(new_ids, base.ids.astype(np.int64))
+    if len(clash):
+        raise ValidationError(f"chunk id {int(clash[0])} already exists in the layer")
+    if not np.all(np.isfinite(emb)):
+        raise ValidationError("embeddings contain NaN or infinity")
+    if base.element_type == "i8":
+        data, _ = quantize(emb, base.quant_scale)
+    else:
+        data = np.ascontiguousarray(emb, dtype="<f4")
+    raw = base.raw_sections()
+    known: dict[str, int] = {}
+    for col in ("kind", "author"):
+        for sid in np.unique(raw.records[col]).tolist():
+            known.setdefault(base.string(int(sid)), int(sid))
+    enc = _ChunkEncoder(first_sid=base.string_count + 1, rel_base=base.relationship_count,
+                        row_base=base.embedding_info.rows, known=known,
+                        blob_base=len(raw.blob))
+    enc.add(chunks)
+    info = base.embedding_info
+    return _assemble(_Parts(
+        entries=[raw.entries, enc.entries()], blob=[raw.blob, enc.blob()],
+        records=[raw.records, enc.records(chunks)],
+        rels=[raw.relationships, enc.relationships()],
+        matrix=[raw.matrix, _bytes_view(data)], rows=info.rows + n, dim=base.dim,
+        etype=info.element_type, scale=info.quant_scale, metadata=metadata))
+
+
+class _ChunkEncoder:
+    """Turns chunks into string-dictionary entries, records and relationships.
+
+    String ids start at ``first_sid`` (an append continues an existing dictionary);
+    ``known`` maps strings already in that dictionary to their ids, so kinds and authors
+    are not stored twice.
+    """
+
+    def __init__(self, *, first_sid: int, rel_base: int, row_base: int,
+                 known: dict[str, int] | None = None, blob_base: int = 0) -> None:
+        self.first_sid = first_sid
+        self.rel_base = rel_base
+        self.row_base = row_base
+        self.blob_base = blob_base
+        self.known = dict(known or {})
+        self.new: dict[str, int] = {}
+        self.cols: dict[str, list[int]] = {k: [] for k in
+                                           ("kind", "content", "author", "rs", "rc")}
+        self.rels: list[tuple[int, int]] = []
+
+    def sid(self, text: str) -> int:
+        got = self.known.get(text)
         if got is None:
-            got = strings[text] = len(strings) + 1
+            got = self.known[text] = self.new[text] = self.first_sid + len(self.new)
         return got
 
-    records = np.zeros(n, dtype=L.CHUNK_RECORD_DTYPE)
-    rels: list[tuple[int, int]] = []
-    kinds, contents, authors, rel_start, rel_count = [], [], [], [], []
-    for c in chunks:
-        kinds.append(sid(c.kind))
-        contents.append(sid(c.content))
-        authors.append(sid(c.author))
-        rel_start.append(len(rels) if c.sources else 0)
-        rel_count.append(len(c.sources))
-        for s in c.sources:
-            if isinstance(s, int):
-                rels.append((L.REL_SOURCE_CHUNK_ID, s))
-            else:
-                rels.append((L.REL_SOURCE_STRING, sid(s)))
-    if n:
-        records["id"] = [c.id for c in chunks]
-        records["kind"] = kinds
-        records["content"] = contents
-        records["author"] = authors
-        records["confidence"] = [c.confidence for c in chunks]
-        records["created_at"] = [c.created_at_ms for c in chunks]
-        records["embedding_row"] = np.arange(1, n + 1, dtype=np.uint32)
-        records["rel_start"] = rel_start
-        records["rel_count"] = rel_count
+    def add(self, chunks: Sequence[Chunk]) -> None:
+        c_kind, c_content, c_author = self.cols["kind"], self.cols["content"], self.cols["author"]
+        rs, rc = self.cols["rs"], self.cols["rc"]
+        for c in chunks:
+            c_kind.append(self.sid(c.kind))
+            c_content.append(self.sid(c.content))
+            c_author.append(self.sid(c.author))
+            rs.append(self.rel_base + len(self.rels) if c.sources else 0)
+            rc.append(len(c.sources))
+            for src in c.sources:
+                if isinstance(src, int):
+                    self.rels.append((L.REL_SOURCE_CHUNK_ID, src))
+                else:
+                    self.rels.append((L.REL_SOURCE_STRING, self.sid(src)))
 
-    encoded = [s.encode("utf-8") for s in strings]
-    blob = b"".join(encoded)
-    lengths = np.fromiter((len(e) for e in encoded), dtype=np.uint64, count=len(encoded))
-    entries = np.zeros(len(encoded), dtype=L.STRING_ENTRY_DTYPE)
-    entries["length"] = lengths
-    if len(encoded):
-        entries["offset"][1:] = np.cumsum(lengths)[:-1]
+    def _encoded(self) -> list[bytes]:
+        return [text.encode("utf-8") for text in self.new]
 
-    has_rels = bool(rels)
-    section_count = 3 + int(has_rels) + int(metadata is not None)
-    out = bytearray(L.FILE_HEADER.size + section_count * L.SECTION_ENTRY.size)
-    table: list[tuple[int, int, int]] = []
+    def entries(self) -> np.ndarray:
+        encoded = self._encoded()
+        lengths = np.fromiter((len(e) for e in encoded), dtype=np.uint64, count=len(encoded))
+        out = np.zeros(len(encoded), dtype=L.STRING_ENTRY_DTYPE)
+        out["length"] = lengths
+        if len(encoded):
+            out["offset"][0] = self.blob_base
+            out["offset"][1:] = self.blob_base + np.cumsum(lengths)[:-1]
+        return out
 
-    def align(to: int) -> None:
-        out.extend(b"\0" * _pad(len(out), to))
+    def blob(self) -> bytes:
+        return b"".join(self._encoded())
 
-    align(_ALIGN)
-    start = len(out)
-    entries_off = start + L.STRING_DICT_HEADER.size
-    bytes_off = entries_off + entries.nbytes
-    out.extend(L.STRING_DICT_HEADER.pack(len(encoded), entries_off, bytes_off, len(blob)))
-    out.extend(entries.tobytes())
-    out.extend(blob)
-    table.append((L.SECTION_STRING_DICTIONARY, start, len(out) - start))
+    def records(self, chunks: Sequence[Chunk]) -> np.ndarray:
+        n = len(chunks)
+        out = np.zeros(n, dtype=L.CHUNK_RECORD_DTYPE)
+        if n:
+            out["id"] = [c.id for c in chunks]
+            out["kind"] = self.cols["kind"]
+            out["content"] = self.cols["content"]
+            out["author"] = self.cols["author"]
+            out["confidence"] = [c.confidence for c in chunks]
+            out["created_at"] = [c.created_at_ms for c in chunks]
+            out["embedding_row"] = np.arange(self.row_base + 1, self.row_base + n + 1,
+                                             dtype=np.uint32)
+            out["rel_start"] = self.cols["rs"]
+            out["rel_count"] = self.cols["rc"]
+        return out
 
-    align(_ALIGN)
-    start = len(out)
-    out.extend(L.CHUNK_TABLE_HEADER.pack(n, start + L.CHUNK_TABLE_HEADER.size))
-    out.extend(records.tobytes())
-    table.append((L.SECTION_CHUNK_TABLE, start, len(out) - start))
+    def relationships(self) -> np.ndarray:
+        out = np.zeros(len(self.rels), dtype=L.RELATIONSHIP_DTYPE)
+        if self.rels:
+            arr = np.asarray(self.rels, dtype=np.uint32)
+            out["kind"], out["value"] = arr[:, 0], arr[:, 1]
+        return out
 
-    if has_rels:
-        align(_ALIGN)
-        start = len(out)
-        rel_arr = np.array(rels, dtype=np.uint32).reshape(-1, 2).astype("<u4")
-        out.extend(L.RELATIONSHIPS_HEADER.pack(len(rels), start + L.RELATIONSHIPS_HEADER.size))
-        out.extend(rel_arr.tobytes())
-        table.append((L.SECTION_RELATIONSHIPS, start, len(out) - start))
 
-    if metadata is not None:
-        align(_ALIGN)
-        start = len(out)
-        mblob = encode_metadata(metadata)
-        out.extend(L.LAYER_METADATA_HEADER.pack(1, L.LAYER_METADATA_JSON, start + 24, len(mblob)))
-        out.extend(mblob)
-        table.append((L.SECTION_LAYER_METADATA, start, len(out) - start))
+@dataclass(slots=True)
+class _Parts:
+    entries: np.ndarray | Sequence[np.ndarray]
+    blob: bytes | memoryview | Sequence[bytes | memoryview]
+    records: np.ndarray | Sequence[np.ndarray]
+    rels: np.ndarray | Sequence[np.ndarray]
+    matrix: memoryview | Sequence[memoryview]
+    rows: int
+    dim: int
+    etype: int
+    scale: float
+    metadata: dict[str, Any] | None
 
-    out.extend(b"\0" * _pad(len(out) + L.EMBEDDING_HEADER.size, _DATA_ALIGN))
-    start = len(out)
-    raw = data.tobytes()
-    data_off = start + L.EMBEDDING_HEADER.size
-    out.extend(L.EMBEDDING_HEADER.pack(n, width, etype, data_off, len(raw), scale, 0.0))
-    out.extend(raw)
-    table.append((L.SECTION_EMBEDDING_MATRIX, start, len(out) - start))
 
+def _pieces(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _nbytes(piece: Any) -> int:
+    return int(piece.nbytes) if isinstance(piece, np.ndarray | memoryview) else len(piece)
+
+
+def _assemble(p: _Parts) -> bytes:
+    """Lay the sections out once, in a buffer allocated at its final size (no regrowth)."""
+    entries, blob = _pieces(p.entries), _pieces(p.blob)
+    records, rels, matrix = _pieces(p.records), _pieces(p.rels), _pieces(p.matrix)
+    n_strings = sum(len(e) for e in entries)
+    n_records = sum(len(r) for r in records)
+    n_rels = sum(len(r) for r in rels)
+    blob_len = sum(_nbytes(b) for b in blob)
+    matrix_len = sum(_nbytes(m) for m in matrix)
+    mblob = encode_metadata(p.metadata) if p.metadata is not None else None
+    section_count = 3 + int(n_rels > 0) + int(mblob is not None)
+
+    layout: list[tuple[int, int, int]] = []
+    at = L.FILE_HEADER.size + section_count * L.SECTION_ENTRY.size
+
+    def place(kind: int, length: int, align: int = _ALIGN, header: int = 0) -> int:
+        nonlocal at
+        at += _pad(at + header, align)
+        start = at
+        layout.append((kind, start, length))
+        at += length
+        return start
+
+    sd = place(L.SECTION_STRING_DICTIONARY, L.STRING_DICT_HEADER.size + 16 * n_strings + blob_len)
+    ct = place(L.SECTION_CHUNK_TABLE, L.CHUNK_TABLE_HEADER.size + 52 * n_records)
+    rl = place(L.SECTION_RELATIONSHIPS, L.RELATIONSHIPS_HEADER.size + 8 * n_rels) \
+        if n_rels else 0
+    md = place(L.SECTION_LAYER_METADATA, 24 + len(mblob)) if mblob is not None else 0
+    em = place(L.SECTION_EMBEDDING_MATRIX, L.EMBEDDING_HEADER.size + matrix_len,
+               align=_DATA_ALIGN, header=L.EMBEDDING_HEADER.size)
+    out = bytearray(at)
+    view = memoryview(out)
+
+    def put(offset: int, pieces: list[Any]) -> int:
+        for piece in pieces:
+            raw = piece.tobytes() if isinstance(piece, np.ndarray) else piece
+            size = len(raw) if not isinstance(raw, memoryview) else raw.nbytes
+            view[offset:offset + size] = raw
+            offset += size
+        return offset
+
+    entries_off = sd + L.STRING_DICT_HEADER.size
+    bytes_off = entries_off + 16 * n_strings
+    L.STRING_DICT_HEADER.pack_into(out, sd, n_strings, entries_off, bytes_off, blob_len)
+    put(entries_off, entries)
+    put(bytes_off, blob)
+    L.CHUNK_TABLE_HEADER.pack_into(out, ct, n_records, ct + L.CHUNK_TABLE_HEADER.size)
+    put(ct + L.CHUNK_TABLE_HEADER.size, records)
+    if n_rels:
+        L.RELATIONSHIPS_HEADER.pack_into(out, rl, n_rels, rl + L.RELATIONSHIPS_HEADER.size)
+        put(rl + L.RELATIONSHIPS_HEADER.size, rels)
+    if mblob is not None:
+        L.LAYER_METADATA_HEADER.pack_into(out, md, 1, L.LAYER_METADATA_JSON, md + 24,
+                                          len(mblob))
+        put(md + 24, [mblob])
+    data_off = em + L.EMBEDDING_HEADER.size
+    L.EMBEDDING_HEADER.pack_into(out, em, p.rows, p.dim, p.etype, data_off, matrix_len,
+                                 p.scale, 0.0)
+    put(data_off, matrix)
     L.FILE_HEADER.pack_into(out, 0, L.MAGIC, L.VERSION_MAJOR, L.VERSION_MINOR, len(out),
                             section_count, L.FILE_HEADER.size, 0)
-    for i, (kind, off, length) in enumerate(table):
+    for i, (kind, off, length) in enumerate(layout):
         L.SECTION_ENTRY.pack_into(out, L.FILE_HEADER.size + i * L.SECTION_ENTRY.size,
                                   kind, 0, off, length)
     return bytes(out)
+
+
+def _bytes_view(array: npt.NDArray[Any]) -> memoryview:
+    """The bytes of a C-contiguous array without copying them (also for empty arrays)."""
+    return np.ascontiguousarray(array).reshape(-1).view(np.uint8).data

@@ -31,6 +31,7 @@ from sediment.errors import (
     ValidationError,
 )
 from sediment.format import Chunk, LayerFile, Source, encode_layer
+from sediment.format.writer import encode_append
 from sediment.store.atomic import atomic_write
 from sediment.store.events import Event, iter_events
 from sediment.store.layers import AGENT_WRITABLE, PRECEDENCE, LayerName
@@ -292,8 +293,9 @@ class LayerSet:
                     f"({describe_profile(profile)} vs {describe_profile(schema.profile)}: "
                     f"{'; '.join(diff)})")
         target = self.layer(name)
-        existing: list[Chunk] = list(target.file.chunks()) if target else []
-        existing_ids = {c.id for c in existing}
+        existing_ids = set(np.intersect1d(
+            np.asarray([i.id for i in items if i.id is not None], dtype=np.int64),
+            target.file.ids.astype(np.int64)).tolist()) if target else set()
         next_id = self.high_water() + 1
         now = int(time.time() * 1000)
         new: list[Chunk] = []
@@ -326,27 +328,16 @@ class LayerSet:
         metadata["id_high_water"] = max(next_id - 1, max(c.id for c in new),
                                         int(metadata.get("id_high_water") or 0))
         metadata.setdefault("tool_name", "sediment")
-        if target is not None and target.file.chunk_count:
-            f = target.file
-            old = np.asarray(f.embeddings)[f.rows]
-            etype = f.element_type
-            if etype == "i8":
-                from sediment.format.writer import quantize
-
-                q, scale = quantize(vecs, f.quant_scale)
-                matrix: npt.NDArray[Any] = np.concatenate([old, q])
-            else:
-                scale = 1.0
-                matrix = np.concatenate([old, vecs])
+        if target is not None and (target.file.chunk_count or target.file.dim == dim):
+            data = encode_append(target.file, new, vecs, metadata=metadata)
         else:
             etype = schema.element_type if schema is not None else element_type
             scale = None
             if etype == "i8":
                 norm = (profile or {}).get("output_norm")
                 scale = 1.0 / 127.0 if norm == "l2" else None
-            matrix = vecs
-        data = encode_layer(existing + new, matrix, dim=dim, element_type=etype,
-                            quant_scale=scale if etype == "i8" else None, metadata=metadata)
+            data = encode_layer(new, vecs, dim=dim, element_type=etype, quant_scale=scale,
+                                metadata=metadata)
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, data)
         self._refresh(name)
