@@ -1,3 +1,1 @@
-"""The real ``sediment`` console script fixture, shared with the CLI tests."""
-
-from tests.cli.conftest import sediment  # noqa: F401  (a fixture)
+"""KCP tests share the root conftest's fixtures (the ``sediment`` runner among them)."""

@@ -26,13 +26,16 @@ from sediment.cli._review import signature_option
               help="Bearer token clients must send (http; env SEDIMENT_TOKEN).")
 @click.option("--embedder", "embedder_name", default=None,
               help="Embedder for text queries and writes (minilm, hash, openai).")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Project root holding knowledge.yaml manifests (default: the layer "
+                   "directory, else the project root).")
 @click.option("--no-warm-up", is_flag=True,
               help="Load the embedding model on the first query instead of at start.")
 @layer_options
 @signature_option
 @click.pass_context
 def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path: str,
-          token: str | None, embedder_name: str | None, no_warm_up: bool,
+          token: str | None, embedder_name: str | None, root: Path | None, no_warm_up: bool,
           layer_dir: Path | None, **paths: Path | None) -> None:
     """Serve the layers to agents over MCP (tools agents_search, agents_context_write,
     agents_context_propose; chunks and layers as agentsdb:// resources).
@@ -45,7 +48,8 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
     cfg = get_config(ctx)
     layerset = open_layerset(cfg, layer_dir, **paths)
     layerset.schema()
-    service = ContextService(layerset, build_embedder(cfg, embedder_name))
+    service = ContextService(layerset, build_embedder(cfg, embedder_name),
+                             root=root or layer_dir or cfg.root)
     server = build_server(service)
     if transport == "stdio":
         if not no_warm_up:

@@ -68,7 +68,7 @@ def run_search(layerset: LayerSet, request: SearchRequest, *,
         vec = embedder.embed([request.text])[0]
     if query_vec is not None and request.mode == "hybrid" and not request.text:
         request = replace(request, mode="vector")
-    if request.text:
+    if request.text and not any(isinstance(r, KcpReranker) for r in request.rerankers):
         kcp = KcpIndex.from_layerset(layerset, names)
         if kcp.units:
             request = replace(request, rerankers=(*request.rerankers,

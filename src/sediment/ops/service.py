@@ -11,10 +11,12 @@ import contextlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sediment.embed import Embedder
 from sediment.errors import NotFoundError, ValidationError
+from sediment.kcp import KnowledgeService
 from sediment.ops.propose import propose
 from sediment.ops.query import run_search
 from sediment.ops.write import WriteRequest, write_context
@@ -47,9 +49,13 @@ def _bad_layer(v: Any) -> LayerName:
 
 
 class ContextService:
-    def __init__(self, layerset: LayerSet, embedder: Embedder) -> None:
+    def __init__(self, layerset: LayerSet, embedder: Embedder, *,
+                 root: Path | None = None) -> None:
         self.layerset = layerset
         self.embedder = embedder
+        self.knowledge = KnowledgeService(
+            root or Path.cwd(), layerset,
+            searcher=lambda r: run_search(layerset, r, embedder=embedder))
         self._write_lock = threading.Lock()
         self._warm: threading.Thread | None = None
 
@@ -134,3 +140,12 @@ class ContextService:
         top_layer, top = versions[0]
         return {"layer": top_layer.value, **top.to_dict(),
                 "hidden_versions": [{"layer": n.value, **c.to_dict()} for n, c in versions[1:]]}
+
+    def search_knowledge(self, query: Any, audience: Any = None, scope: Any = None,
+                         exclude_superseded: Any = True, k: Any = 10) -> dict[str, Any]:
+        if audience is not None and not isinstance(audience, str):
+            raise ValidationError("audience must be a string, e.g. 'agent' or 'developer'")
+        if not isinstance(exclude_superseded, bool):
+            raise ValidationError("exclude_superseded must be true or false")
+        units = self.knowledge.search_knowledge(query, audience, scope, exclude_superseded, k)
+        return {"query": query, "units": units}

@@ -9,6 +9,7 @@ Resource URIs (documented in the README):
 - ``agentsdb://layers/{layer}``: a layer's summary (path, counts, profile, first ids)
 - ``agentsdb://chunks/{id}``: a chunk as precedence resolves it, with hidden versions
 - ``agentsdb://layers/{layer}/chunks/{id}``: one layer's version of a chunk
+- ``knowledge://{project}``: a KCP manifest; ``knowledge://{project}/{unit_id}``: a unit's file
 """
 
 from __future__ import annotations
@@ -199,7 +200,83 @@ def build_server(service: ContextService, *, name: str = "sediment") -> MCPServe
 
     for layer_name in ("base", "user", "delta", "local"):
         _add_layer_resource(server, service, layer_name)
+    _add_knowledge(server, service)
     return server
+
+
+class KnowledgeOut(BaseModel):
+    query: str
+    units: list[dict[str, Any]]
+
+
+def _render_units(out: dict[str, Any]) -> str:
+    if not out["units"]:
+        return "No knowledge units match."
+    lines = []
+    for i, u in enumerate(out["units"], 1):
+        lines.append(f"{i}. {u.get('uri')} ({u.get('path')}): {u.get('intent')}")
+        if u.get("load_first"):
+            lines.append(f"   read first: {', '.join(u['load_first'])}")
+    return "\n".join(lines)
+
+
+def _add_knowledge(server: MCPServer, service: ContextService) -> None:
+    """KCP: ``search_knowledge`` and the manifests' units as ``knowledge://`` resources."""
+
+    def search_knowledge(
+        query: Annotated[str, Field(description="What to look for (non-empty).")],
+        audience: Annotated[str | None, Field(
+            description="Only units for this audience, e.g. agent, developer")] = None,
+        scope: Annotated[str | None, Field(
+            description="Only units of this scope: global, project or module")] = None,
+        exclude_superseded: Annotated[bool, Field(
+            description="Leave out units another unit supersedes")] = True,
+        k: Annotated[int, Field(description="Number of units, 1 to 100.")] = 10,
+    ) -> Annotated[CallToolResult, KnowledgeOut]:
+        """Find knowledge units (KCP knowledge.yaml) by intent, trigger and content. Each
+        result names the unit's resource URI, its intent, the best matching chunk, and the
+        units to read first (depends_on, in order)."""
+        out = _tool_call(service.search_knowledge, query, audience, scope,
+                         exclude_superseded, k)
+        return _result(out, _render_units(out))
+
+    server.add_tool(search_knowledge, name="search_knowledge",
+                    description=" ".join((search_knowledge.__doc__ or "").split()),
+                    annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False,
+                                                idempotent_hint=True, open_world_hint=False))
+
+    def read(uri: str) -> str:
+        try:
+            return service.knowledge.read_resource(uri).text
+        except SedimentError as exc:
+            raise ResourceError(str(exc)) from exc
+
+    @server.resource("knowledge://{project}", name="knowledge manifest",
+                     description="A project's KCP manifest (knowledge.yaml)",
+                     mime_type="application/yaml")
+    def manifest_resource(project: str) -> str:
+        return read(f"knowledge://{project}")
+
+    @server.resource("knowledge://{project}/{unit_id}", name="knowledge unit",
+                     description="The file of one KCP knowledge unit")
+    def unit_resource(project: str, unit_id: str) -> str:
+        return read(f"knowledge://{project}/{unit_id}")
+
+    try:
+        listed = service.knowledge.list_resources()
+    except SedimentError:
+        listed = []
+    for res in listed:
+        _add_static(server, res.uri, res.name, res.description, res.mime_type, read)
+
+
+def _add_static(server: MCPServer, uri: str, name: str, description: str, mime: str,
+                read: Any) -> None:
+    def fn() -> str:
+        return str(read(uri))
+
+    fn.__name__ = "knowledge_" + "".join(ch if ch.isalnum() else "_" for ch in uri)
+    server.resource(uri, name=name, description=description, mime_type=mime)(fn)
 
 
 def _chunk_id(raw: str) -> int:
