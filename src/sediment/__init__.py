@@ -9,6 +9,7 @@ from sediment.errors import (
     PermissionDeniedError,
     SchemaMismatchError,
     SedimentError,
+    SignatureError,
     ValidationError,
 )
 
@@ -23,6 +24,7 @@ __all__ = [
     "PermissionDeniedError",
     "SchemaMismatchError",
     "SedimentError",
+    "SignatureError",
     "ValidationError",
     "__version__",
 ]

@@ -7,9 +7,12 @@ the boundary with ``raise ... from exc`` so the message names what was wrong and
     SedimentError
     ├── FormatError            a layer file breaks a rule of RFC section 8
     ├── ValidationError        user input breaks a rule (bad kind, confidence, glob, ...)
+    │   ├── ManifestError      a knowledge.yaml cannot be read (sediment.kcp)
+    │   └── RemoteRefused      a remote manifest fetch broke the federation policy
     ├── NotFoundError          a file, layer or chunk id that does not exist
     ├── SchemaMismatchError    layers (or a layer and the embedder) do not share a schema
     ├── PermissionDeniedError  a write the trust model forbids (base, user from an agent)
+    │   └── SignatureError     a layer's signature is missing, malformed or does not verify
     ├── EmbeddingError         the embedder failed (model missing, HTTP error, bad reply)
     ├── ConfigError            sediment.toml or an environment override is invalid
     └── LockTimeoutError       another writer held the layer lock for too long
@@ -26,6 +29,7 @@ __all__ = [
     "PermissionDeniedError",
     "SchemaMismatchError",
     "SedimentError",
+    "SignatureError",
     "ValidationError",
 ]
 
@@ -80,6 +84,10 @@ class SchemaMismatchError(SedimentError):
 
 class PermissionDeniedError(SedimentError):
     """A write the trust model forbids, such as any write to the base layer."""
+
+
+class SignatureError(PermissionDeniedError):
+    """A layer's signature is missing, malformed, or does not verify with the given key."""
 
 
 class EmbeddingError(SedimentError):

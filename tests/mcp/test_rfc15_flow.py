@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import anyio
-from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from mcp import Client
 from tests.conftest import Runner
 from tests.mcp.conftest import SEDIMENT
 

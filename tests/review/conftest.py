@@ -1,7 +1,1 @@
-"""Fixtures for the review workflow: the real ``sediment`` command, and small layer sets."""
-
-from __future__ import annotations
-
-from tests.cli.conftest import sediment
-
-__all__ = ["sediment"]
+"""The review tests use the root conftest's fixtures (the ``sediment`` runner among them)."""

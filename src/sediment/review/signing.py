@@ -27,14 +27,10 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from sediment.errors import NotFoundError, PermissionDeniedError, ValidationError
+from sediment.errors import NotFoundError, SignatureError, ValidationError
 from sediment.format import LayerFile
 
 SIGNATURE_BYTES = 64
-
-
-class SignatureError(PermissionDeniedError):
-    """A layer's signature is missing, malformed, or does not verify with the given key."""
 
 
 def signature_path(path: Path) -> Path:
