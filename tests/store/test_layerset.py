@@ -192,3 +192,42 @@ def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
     assert len(set(ids)) == len(ids) == 100 and min(ids) == 4
     leftovers = [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
     assert leftovers == []
+
+
+def _proposer(directory: str, chunk_id: int, out: object) -> None:
+    from sediment.ops.propose import propose
+
+    result = propose(LayerSet.from_directory(directory), chunk_id)
+    out.put(result.proposal_id)  # type: ignore[attr-defined]
+
+
+def test_concurrent_proposals_of_one_chunk_record_one(tmp_path: Path) -> None:
+    """The pending check and the append share one lock (LayerSet.transaction)."""
+    write_base(tmp_path)
+    ls = LayerSet.from_directory(tmp_path)
+    (cid,) = ls.append(LayerName.DELTA, [note("worth keeping")], vec(1), profile=PROFILE)
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    procs = [ctx.Process(target=_proposer, args=(str(tmp_path), cid, results))
+             for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    ids = {results.get(timeout=10) for _ in procs}
+    assert len(ids) == 1
+    from sediment.store.events import PROPOSAL
+
+    assert sum(1 for e in ls.events() if e.kind == PROPOSAL) == 1
+
+
+def test_transaction_nests_and_blocks_other_writers(tmp_path: Path) -> None:
+    write_base(tmp_path)
+    ls = LayerSet.from_directory(tmp_path)
+    other = LayerSet.from_directory(tmp_path, lock_timeout=0.2)
+    with ls.transaction(), ls.transaction():
+        ls.append(LayerName.LOCAL, [note("inside")], vec(1), profile=PROFILE)
+        with pytest.raises(LockTimeoutError):
+            other.append(LayerName.DELTA, [note("blocked")], vec(1), profile=PROFILE)
+    assert other.append(LayerName.DELTA, [note("after")], vec(1), profile=PROFILE) == [5]

@@ -29,6 +29,12 @@ class Proposal:
 
 
 def propose(layerset: LayerSet, context_id: Any, target: Any = "user") -> Proposal:
+    """Record a proposal; the pending check and the append happen under one lock."""
+    with layerset.transaction():
+        return _propose_locked(layerset, context_id, target)
+
+
+def _propose_locked(layerset: LayerSet, context_id: Any, target: Any) -> Proposal:
     if target != "user":
         raise ValidationError(f"target must be 'user' (RFC 11.2), got {target!r}")
     if isinstance(context_id, bool) or not isinstance(context_id, int) or context_id <= 0:

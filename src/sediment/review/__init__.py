@@ -6,6 +6,7 @@ layers above it), sign and verify layer files, export and import JSON Lines. Eve
 change is an appended event; nothing is deleted, and base is never written.
 """
 
+from sediment.errors import SignatureError
 from sediment.review.compact import CompactReport, compact, merge
 from sediment.review.decisions import (
     DecisionView,
@@ -30,7 +31,6 @@ from sediment.review.jsonl import (
 from sediment.review.provenance import ChunkReport, EventRecord, ResolvedSource, inspect_chunk
 from sediment.review.rotate import Rotation, archive_and_reset
 from sediment.review.signing import (
-    SignatureError,
     keygen,
     require_signature,
     sign,

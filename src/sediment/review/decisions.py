@@ -203,6 +203,12 @@ def _commit(layerset: LayerSet, plan: _Plan) -> list[Outcome]:
 
 def _decide(layerset: LayerSet, proposal_ids: Sequence[int], verdict: str,
             reason: str) -> list[Outcome]:
+    with layerset.transaction():
+        return _decide_locked(layerset, proposal_ids, verdict, reason)
+
+
+def _decide_locked(layerset: LayerSet, proposal_ids: Sequence[int], verdict: str,
+                   reason: str) -> list[Outcome]:
     states = fold_proposals(layerset.events())
     plan = _Plan()
     action = {"accept": "accepted", "reject": "rejected"}[verdict]
@@ -275,6 +281,12 @@ def promote(layerset: LayerSet, ids: Sequence[int], *, source: LayerName = Layer
     chunk is closed by it. Unknown ids are an error listing all of them, before any write;
     a chunk already identical in user is a no-op.
     """
+    with layerset.transaction():
+        return _promote_locked(layerset, ids, source, reason)
+
+
+def _promote_locked(layerset: LayerSet, ids: Sequence[int], source: LayerName,
+                    reason: str) -> list[Outcome]:
     chunks = promotable(layerset, ids, source)
     pending = {s.context_id: s.id for s in fold_proposals(layerset.events()).values()
                if s.status == "pending"}

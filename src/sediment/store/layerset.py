@@ -10,10 +10,12 @@ and renamed over it (copy-on-write; ``atomic_write``).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import time
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,6 +124,7 @@ class LayerSet:
                 self.paths[LayerName.parse(str(key))] = Path(value)
         self.lock_timeout = lock_timeout
         self._open: dict[LayerName, OpenLayer] = {}
+        self._held = threading.local()
 
     @classmethod
     def from_directory(cls, directory: str | os.PathLike[str], **kw: Any) -> LayerSet:
@@ -225,6 +228,37 @@ class LayerSet:
         return top
 
     # -- writing -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Hold every writable layer's lock for a read-check-write sequence.
+
+        Appends inside run without re-locking, so a decision that reads the proposals'
+        state and then writes to user and delta cannot interleave with another writer.
+        Nests; other threads and processes wait.
+        """
+        depth = getattr(self._held, "depth", 0)
+        if depth:
+            self._held.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._held.depth -= 1
+            return
+        with ExitStack() as stack:
+            for lock_path in self._lock_paths():
+                lock = FileLock(str(lock_path), timeout=self.lock_timeout)
+                try:
+                    stack.enter_context(lock)
+                except Timeout as exc:
+                    raise LockTimeoutError(
+                        f"{lock_path}: another writer held the lock for more than "
+                        f"{self.lock_timeout:g}s") from exc
+            self._held.depth = 1
+            try:
+                yield
+            finally:
+                self._held.depth = 0
+
     def _lock_paths(self) -> list[Path]:
         paths = {self.paths[n] for n in (LayerName.USER, LayerName.DELTA, LayerName.LOCAL)
                  if n in self.paths}
@@ -263,15 +297,7 @@ class LayerSet:
                                   f"shape {vecs.shape}")
         if not items:
             return []
-        with ExitStack() as stack:
-            for lock_path in self._lock_paths():
-                lock = FileLock(str(lock_path), timeout=self.lock_timeout)
-                try:
-                    stack.enter_context(lock)
-                except Timeout as exc:
-                    raise LockTimeoutError(
-                        f"{lock_path}: another writer held the lock for more than "
-                        f"{self.lock_timeout:g}s") from exc
+        with self.transaction():
             return self._append_locked(name, path, items, vecs, profile, embedder_metadata,
                                        element_type)
 
