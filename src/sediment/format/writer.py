@@ -80,7 +80,7 @@ def encode_layer(
     element_type: str = "f32",
     quant_scale: float | None = None,
     metadata: dict[str, Any] | None = None,
-) -> bytes:
+) -> bytearray:
     """Encode a whole layer file.
 
     ``embeddings`` holds one row per chunk, in chunk order. For ``element_type="i8"`` it may
@@ -135,7 +135,7 @@ def encode_append(
     embeddings: npt.NDArray[Any],
     *,
     metadata: dict[str, Any] | None,
-) -> bytes:
+) -> bytearray:
     """``base`` with ``chunks`` appended, copying its sections as bytes.
 
     The cost is a memory copy of the old file plus the work for the new chunks: existing
@@ -282,8 +282,11 @@ def _nbytes(piece: Any) -> int:
     return int(piece.nbytes) if isinstance(piece, np.ndarray | memoryview) else len(piece)
 
 
-def _assemble(p: _Parts) -> bytes:
-    """Lay the sections out once, in a buffer allocated at its final size (no regrowth)."""
+def _assemble(p: _Parts) -> bytearray:
+    """Lay the sections out once, in a buffer allocated at its final size.
+
+    The buffer itself is returned (no ``bytes`` copy): a 1M-chunk f32 file is 1.6 GB.
+    """
     entries, blob = _pieces(p.entries), _pieces(p.blob)
     records, rels, matrix = _pieces(p.records), _pieces(p.rels), _pieces(p.matrix)
     n_strings = sum(len(e) for e in entries)
@@ -346,7 +349,7 @@ def _assemble(p: _Parts) -> bytes:
     for i, (kind, off, length) in enumerate(layout):
         L.SECTION_ENTRY.pack_into(out, L.FILE_HEADER.size + i * L.SECTION_ENTRY.size,
                                   kind, 0, off, length)
-    return bytes(out)
+    return out
 
 
 def _bytes_view(array: npt.NDArray[Any]) -> memoryview:

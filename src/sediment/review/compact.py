@@ -99,7 +99,7 @@ def check_schema(base: LayerFile, user: LayerFile) -> None:
 
 
 def merge(base: LayerFile, user: LayerFile, *, keep_events: bool = False,
-          provenance: dict[str, str] | None = None) -> tuple[bytes, dict[str, int]]:
+          provenance: dict[str, str] | None = None) -> tuple[bytearray, dict[str, int]]:
     """The bytes of the merged base and what went into it. Pure: reads, never writes."""
     check_schema(base, user)
     files = {LayerName.BASE: base, LayerName.USER: user}

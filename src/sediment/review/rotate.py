@@ -86,7 +86,7 @@ def high_water(f: LayerFile) -> int:
     return top
 
 
-def empty_layer(like: LayerFile, id_high_water: int) -> bytes:
+def empty_layer(like: LayerFile, id_high_water: int) -> bytearray:
     """An empty layer with ``like``'s schema and metadata, and the given high-water mark."""
     metadata = dict(like.metadata or {})
     metadata.setdefault("v", 1)

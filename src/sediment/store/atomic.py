@@ -18,7 +18,8 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+def atomic_write(path: Path, data: bytes | bytearray | memoryview, *,
+                 mode: int = 0o644) -> None:
     """Write ``data`` to a temporary file beside ``path``, fsync it, rename it over ``path``,
     then fsync the directory so the rename itself is durable."""
     directory = path.parent if str(path.parent) else Path(".")
