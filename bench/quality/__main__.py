@@ -16,7 +16,8 @@ from pathlib import Path
 from bench.quality import locomo, project, report
 from bench.quality.evaluate import MODES, ModeResult, run_questions
 from sediment.embed import CachedEmbedder, Embedder, EmbeddingCache, HashEmbedder, MiniLMEmbedder
-from sediment.search import SearchRequest, make_fusion
+from sediment.search import ANALYZERS, FUSIONS, BM25Params, SearchRequest, make_fusion
+from sediment.store import LayerSet
 
 DEFAULT_CACHE = locomo.REPO / "build" / "quality" / "minilm-cache.sqlite"
 
@@ -24,9 +25,13 @@ DEFAULT_CACHE = locomo.REPO / "build" / "quality" / "minilm-cache.sqlite"
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.quality", description=__doc__)
     p.add_argument("dataset", nargs="?", default="all", choices=("locomo", "project", "all"))
-    p.add_argument("--fusion", default=None,
+    p.add_argument("--fusion", default=None, choices=FUSIONS,
                    help="fusion strategy for hybrid (default: Sediment's default)")
-    p.add_argument("--memory-text", default="speaker", choices=("speaker", "dated", "plain"),
+    p.add_argument("--analyzer", default=None, choices=sorted(ANALYZERS),
+                   help="BM25 analyzer (default: Sediment's default)")
+    p.add_argument("--k1", type=float, default=None, help="BM25 k1 (default: Sediment's)")
+    p.add_argument("--b", type=float, default=None, help="BM25 b (default: Sediment's)")
+    p.add_argument("--memory-text", default="dated", choices=("dated", "speaker", "plain"),
                    help="how a LoCoMo turn is written as a memory")
     p.add_argument("--conversations", type=int, default=None,
                    help="only the first N LoCoMo conversations (quick runs)")
@@ -50,8 +55,6 @@ def run_locomo(opts: argparse.Namespace, embedder: Embedder, base: SearchRequest
     for conv in locomo.load(limit=opts.conversations):
         with tempfile.TemporaryDirectory(prefix="sediment-locomo-") as tmp:
             labels = locomo.write_memories(conv, Path(tmp), embedder, opts.memory_text)
-            from sediment.store import LayerSet
-
             ls = LayerSet.from_directory(tmp)
             qs = [(q.text, q.category, q.evidence) for q in conv.questions]
             run_questions(ls, embedder, qs, labels, base, results, modes)
@@ -60,12 +63,21 @@ def run_locomo(opts: argparse.Namespace, embedder: Embedder, base: SearchRequest
     return results
 
 
+def request_template(opts: argparse.Namespace) -> SearchRequest:
+    """The SearchRequest every question starts from: defaults unless an option says else."""
+    params = BM25Params()
+    params = BM25Params(opts.analyzer or params.analyzer,
+                        params.k1 if opts.k1 is None else opts.k1,
+                        params.b if opts.b is None else opts.b)
+    if opts.fusion:
+        return SearchRequest(text="x", bm25=params, fusion=make_fusion(opts.fusion))
+    return SearchRequest(text="x", bm25=params)
+
+
 def main(argv: list[str] | None = None) -> int:
     opts = parse(argv)
     embedder = make_embedder(opts.embedder, opts.cache)
-    base = SearchRequest(text="x")
-    if opts.fusion:
-        base = SearchRequest(text="x", fusion=make_fusion(opts.fusion))
+    base = request_template(opts)
     out: dict[str, object] = {"options": {k: str(v) for k, v in vars(opts).items()}}
     if opts.dataset in ("locomo", "all"):
         res = run_locomo(opts, embedder, base)

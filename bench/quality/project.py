@@ -39,7 +39,8 @@ def _labels(root: Path) -> dict[str, str]:
     for rel in SOURCES:
         chunks, _ = chunk_file(rel, (root / rel).read_text(), max_chars=DEFAULT_MAX_CHARS)
         for c in chunks:
-            out[f"{c.path}:{c.start_line}"] = f"{c.path}#{c.heading_path[-1] if c.heading_path else ''}"
+            heading = c.heading_path[-1] if c.heading_path else ""
+            out[f"{c.path}:{c.start_line}"] = f"{c.path}#{heading}"
     return out
 
 

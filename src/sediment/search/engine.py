@@ -1,180 +1,51 @@
 """Hybrid search over a layer set: vector + BM25 -> fusion -> filters -> precedence -> top k.
 
-Per layer, each retriever returns its best candidates (exact scan, no Python loop over
-chunks). Candidates from all layers are ranked together per retriever, fused, and grouped
-by chunk id: the version in the highest layer wins (local > user > delta > base, RFC 6.2)
-and the versions it hides travel with the hit; hidden versions whose content differs are
-conflicts (RFC 12). A logical chunk ranks by its best-matching version, so an override
-that rewords a base chunk is still found by the words of the chunk it overrides.
+Per layer, each retriever proposes its best candidates: the vector side by an exact scan of
+the mapped matrix, or, for a layer of at least ``ann.ANN_MIN_ROWS`` rows with a matching
+approximate index, by that index (over-fetching when a kind filter applies, and scanning
+exactly when too few candidates pass); the lexical side by BM25. Every candidate is then
+scored by *both* retrievers (exactly), so fusion sees complete evidence. Candidates from
+all layers are ranked together, fused, and grouped by chunk id: the version in the highest
+layer wins (local > user > delta > base, RFC 6.2) and the versions it hides travel with the
+hit; hidden versions whose content differs are conflicts (RFC 12). A logical chunk ranks by
+its best-matching version, so an override that rewords a base chunk is still found by the
+words of the chunk it overrides.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from sediment.errors import ValidationError
-from sediment.format import Chunk, LayerFile
-from sediment.search.bm25 import BM25Index, tokenize
-from sediment.search.fusion import Fusion, ReciprocalRankFusion
-from sediment.search.vector import Metric, dot_scores, row_norms, top_k
-from sediment.store import PRECEDENCE, LayerName, LayerSet
+from sediment.format import LayerFile
+from sediment.search import ann
+from sediment.search.analysis import analyzer
+from sediment.search.fusion import ConvexFusion, Fusion, Pool
+from sediment.search.hits import HiddenVersion, Hit, Reranker
+from sediment.search.layer_index import I64, LayerIndex, Mask, layer_index
+from sediment.search.params import BM25Params
+from sediment.search.vector import F32, Metric, top_k
+from sediment.store import PRECEDENCE, LayerName, LayerSet, OpenLayer
 from sediment.store.events import hidden_ids
 
 Mode = Literal["hybrid", "vector", "lexical"]
 MAX_K = 1000
-
-
-class _LayerIndex:
-    """Derived per-file data, built on first use and dropped with the file."""
-
-    def __init__(self, f: LayerFile) -> None:
-        self.file = f
-        self._kind_names: dict[int, str] | None = None
-        self._norms: npt.NDArray[np.float32] | None = None
-        self._bm25: BM25Index | None = None
-        self._sorted: tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64] | None] | None = None
-        self._bm25_lock = threading.Lock()
-        self._identity_rows: bool | None = None
-
-    def kind_names(self) -> dict[int, str]:
-        if self._kind_names is None:
-            sids = np.unique(self.file.records["kind"])
-            self._kind_names = {int(s): self.file.string(int(s)) for s in sids.tolist()}
-        return self._kind_names
-
-    def kind_mask(self, kinds: Sequence[str] | None, include_meta: bool
-                  ) -> npt.NDArray[np.bool_] | None:
-        """Chunks allowed by the kind filter (None: all allowed)."""
-        names = self.kind_names()
-        if kinds:
-            wanted = set(kinds)
-            allowed = [s for s, n in names.items() if n in wanted]
-        elif not include_meta and any(n.startswith("meta.") for n in names.values()):
-            allowed = [s for s, n in names.items() if not n.startswith("meta.")]
-        else:
-            return None
-        return np.isin(self.file.records["kind"], np.asarray(allowed, dtype=np.uint32))
-
-    def identity_rows(self) -> bool:
-        if self._identity_rows is None:
-            rows = self.file.rows
-            self._identity_rows = bool(
-                len(rows) == self.file.embedding_info.rows
-                and np.array_equal(rows, np.arange(len(rows))))
-        return self._identity_rows
-
-    def vector_scores(self, q: npt.NDArray[np.float32], metric: Metric,
-                      normalised: bool) -> npt.NDArray[np.float32]:
-        f = self.file
-        scores = dot_scores(f.embeddings, q, f.quant_scale)
-        if metric == "cosine" and not normalised:
-            if self._norms is None:
-                self._norms = row_norms(f.embeddings, f.quant_scale)
-            qn = float(np.linalg.norm(q)) or 1.0
-            scores = (scores / (np.maximum(self._norms, 1e-12) * qn)).astype(np.float32)
-        if not self.identity_rows():
-            scores = scores[f.rows]
-        return scores
-
-    def bm25(self) -> BM25Index:
-        with self._bm25_lock:
-            if self._bm25 is None:
-                f = self.file
-                contents = f.records["content"].tolist()
-                self._bm25 = BM25Index(f.string(int(s)) for s in contents)
-            return self._bm25
-
-    def positions(self, ids: npt.NDArray[np.uint32]) -> npt.NDArray[np.int64]:
-        """Chunk-table position of each id, or -1 when this file lacks it."""
-        if self._sorted is None:
-            all_ids = self.file.ids
-            if len(all_ids) < 2 or bool(np.all(all_ids[1:] > all_ids[:-1])):
-                self._sorted = (all_ids, None)
-            else:
-                order = np.argsort(all_ids, kind="stable")
-                self._sorted = (all_ids[order], order.astype(np.int64))
-        sorted_ids, order_or_none = self._sorted
-        if len(sorted_ids) == 0:
-            return np.full(len(ids), -1, dtype=np.int64)
-        pos = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1).astype(np.int64)
-        found = sorted_ids[pos] == ids
-        result = pos if order_or_none is None else order_or_none[pos]
-        return np.where(found, result, -1).astype(np.int64)
-
-
-_INDEXES: weakref.WeakKeyDictionary[LayerFile, _LayerIndex] = weakref.WeakKeyDictionary()
-
-
-def layer_index(f: LayerFile) -> _LayerIndex:
-    idx = _INDEXES.get(f)
-    if idx is None:
-        idx = _INDEXES[f] = _LayerIndex(f)
-    return idx
-
-
-@dataclass(frozen=True, slots=True)
-class HiddenVersion:
-    layer: LayerName
-    chunk: Chunk
-    conflict: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"layer": self.layer.value, "conflict": self.conflict, **self.chunk.to_dict()}
-
-
-@dataclass(slots=True)
-class Hit:
-    layer: LayerName
-    chunk: Chunk
-    score: float
-    vector_score: float | None = None
-    vector_rank: int | None = None
-    lexical_score: float | None = None
-    lexical_rank: int | None = None
-    matched_layer: LayerName | None = None
-    hidden: list[HiddenVersion] = field(default_factory=list)
-    boosts: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def conflicts(self) -> list[HiddenVersion]:
-        return [h for h in self.hidden if h.conflict]
-
-    def explanation(self) -> dict[str, Any]:
-        return {
-            "layer": self.layer.value,
-            "matched_layer": (self.matched_layer or self.layer).value,
-            "vector_score": self.vector_score,
-            "vector_rank": self.vector_rank,
-            "bm25_score": self.lexical_score,
-            "bm25_rank": self.lexical_rank,
-            "fused_score": self.score,
-            "boosts": dict(self.boosts),
-            "hidden_versions": [f"{h.layer.value}:{h.chunk.id}" for h in self.hidden],
-        }
-
-    def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
-        out: dict[str, Any] = {"layer": self.layer.value, "score": self.score,
-                               **self.chunk.to_dict()}
-        out["conflicts"] = [h.to_dict() for h in self.conflicts]
-        if explain:
-            out["explain"] = self.explanation()
-        return out
-
-
-Reranker = Callable[[list[Hit]], list[Hit]]
-"""A domain hook (memory recency, KCP triggers) that may re-score and reorder hits."""
+ANN_OVERFETCH = 1.5
+"""With a kind filter, ask the approximate index for c / (fraction allowed) x this many."""
 
 
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
+    """One search. ``exact`` forces exact vector scans even where an approximate index
+    exists; ``candidates`` is how many chunks each retriever proposes per layer (default
+    max(5k, 50)); ``bm25`` chooses the analyzer and constants of the lexical side."""
+
     text: str | None = None
     k: int = 10
     kinds: tuple[str, ...] | None = None
@@ -182,9 +53,11 @@ class SearchRequest:
     include_meta: bool = False
     mode: Mode = "hybrid"
     metric: Metric = "cosine"
-    fusion: Fusion = field(default_factory=ReciprocalRankFusion)
+    fusion: Fusion = field(default_factory=ConvexFusion)
     candidates: int | None = None
     rerankers: tuple[Reranker, ...] = ()
+    bm25: BM25Params = field(default_factory=BM25Params)
+    exact: bool = False
 
     def validate(self, has_vector: bool) -> None:
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
@@ -199,6 +72,7 @@ class SearchRequest:
             raise ValidationError("a lexical or hybrid search needs a non-empty query text")
         if self.mode != "lexical" and not has_vector:
             raise ValidationError("a vector or hybrid search needs a query vector")
+        analyzer(self.bm25.analyzer)
 
 
 @dataclass(slots=True)
@@ -209,14 +83,107 @@ class SearchResult:
 
 
 @dataclass(slots=True)
-class _Cand:
+class _Part:
+    """One layer's candidates: chunk-table positions and both scores of each."""
+
     layer: LayerName
-    pos: int
-    vec: float | None = None
-    lex: float | None = None
-    vrank: int | None = None
-    lrank: int | None = None
-    fused: float = 0.0
+    pos: I64
+    vec: F32
+    lex: F32
+    approximate: bool
+
+
+def _ann_candidates(idx: LayerIndex, q: F32, c: int, mask: Mask | None, metric: Metric,
+                    normalised: bool) -> I64 | None:
+    """Positions of the ``c`` best allowed chunks by the approximate index, or None when
+    the layer has no usable index or too few candidates pass the filter."""
+    if metric == "dot" and not normalised:
+        return None
+    index = idx.ann_index()
+    if index is None:
+        return None
+    n = idx.file.chunk_count
+    allowed = n if mask is None else int(mask.sum())
+    if allowed == 0:
+        return np.zeros(0, dtype=np.int64)
+    want = min(c, allowed)
+    fetch = want if mask is None else int(want * ANN_OVERFETCH * n / allowed) + 1
+    if fetch > ann.MAX_FETCH:
+        return None
+    pos = idx.positions_of_rows(index.search(q, fetch))
+    pos = pos[pos >= 0]
+    if mask is not None:
+        pos = pos[mask[pos]]
+    if len(pos) < want:
+        return None
+    return pos
+
+
+def _layer_part(layer: OpenLayer, request: SearchRequest, q: F32 | None, terms: list[str],
+                c: int, normalised: bool, timings: dict[str, float]) -> _Part | None:
+    f = layer.file
+    if f.chunk_count == 0:
+        return None
+    idx = layer_index(f)
+    mask = idx.kind_mask(request.kinds, request.include_meta)
+    vec_all: F32 | None = None
+    lex_all: F32 | None = None
+    vpos = lpos = np.zeros(0, dtype=np.int64)
+    approximate = False
+    if q is not None:
+        t = time.perf_counter()
+        got = None if request.exact else _ann_candidates(idx, q, c, mask, request.metric,
+                                                         normalised)
+        if got is None:
+            vec_all = idx.vector_scores(q, request.metric, normalised)
+            masked = vec_all if mask is None else np.where(mask, vec_all, -np.inf)
+            vpos = top_k(masked.astype(np.float32, copy=False), c)
+        else:
+            approximate = True
+            scores = idx.score_positions(got, q, request.metric, normalised)
+            vpos = got[top_k(scores, c)]
+        _add(timings, "vector", t)
+    if request.mode != "vector" and terms:
+        t = time.perf_counter()
+        lex_all = idx.bm25(request.bm25).scores(terms)
+        ok = lex_all > 0 if mask is None else (lex_all > 0) & mask
+        lpos = top_k(np.where(ok, lex_all, -np.inf).astype(np.float32), c)
+        _add(timings, "bm25", t)
+    pos = np.union1d(vpos, lpos).astype(np.int64)
+    if len(pos) == 0:
+        return None
+    if q is None:
+        vec = np.full(len(pos), np.nan, dtype=np.float32)
+    elif vec_all is not None:
+        vec = vec_all[pos]
+    else:
+        vec = idx.score_positions(pos, q, request.metric, normalised)
+    lex = lex_all[pos] if lex_all is not None else np.zeros(len(pos), dtype=np.float32)
+    return _Part(layer.name, pos, vec.astype(np.float32), lex.astype(np.float32), approximate)
+
+
+def _default_candidates(request: SearchRequest) -> int:
+    """Per retriever and layer: a deep pool for fusion, a shallow one for one retriever
+    (it only has to survive precedence and filters; an approximate index then searches
+    less, which is most of its cost)."""
+    if request.mode == "hybrid":
+        return max(request.k * 5, 50)
+    return max(request.k * 2, 20)
+
+
+def _add(timings: dict[str, float], key: str, since: float) -> None:
+    timings[key] = timings.get(key, 0.0) + (time.perf_counter() - since) * 1e3
+
+
+def _ranks(score: F32, valid: npt.NDArray[np.bool_], tiebreak: Sequence[I64]) -> I64:
+    """1-based rank of each valid entry by descending score (ties by ``tiebreak``); 0 else."""
+    ranks = np.zeros(len(score), dtype=np.int64)
+    idx = np.flatnonzero(valid)
+    if len(idx):
+        keys = [t[idx] for t in reversed(tiebreak)] + [-score[idx]]
+        order = idx[np.lexsort(keys)]
+        ranks[order] = np.arange(1, len(order) + 1)
+    return ranks
 
 
 def search(layerset: LayerSet, request: SearchRequest,
@@ -227,8 +194,8 @@ def search(layerset: LayerSet, request: SearchRequest,
     t0 = time.perf_counter()
     names = request.layers if request.layers is not None else PRECEDENCE
     layers = layerset.layers(names)
-    if request.mode != "lexical":
-        layerset.schema(names)
+    if request.mode != "lexical" and len(layers) > 1:
+        layerset.schema(names)  # one layer always agrees with itself
     q = None
     if query_vec is not None and request.mode != "lexical":
         q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
@@ -236,107 +203,90 @@ def search(layerset: LayerSet, request: SearchRequest,
             if layer.file.chunk_count and layer.file.dim != len(q):
                 raise ValidationError(f"query vector has {len(q)} dims but layer "
                                       f"{layer.name.value} has {layer.file.dim}")
-    c = request.candidates or max(request.k * 5, 50)
-    cands: dict[tuple[LayerName, int], _Cand] = {}
+    c = request.candidates or _default_candidates(request)
     timings: dict[str, float] = {}
-    terms = tokenize(request.text) if request.text else []
-    for layer in layers:
-        f = layer.file
-        if f.chunk_count == 0:
-            continue
-        idx = layer_index(f)
-        mask = idx.kind_mask(request.kinds, request.include_meta)
-        if q is not None:
-            t = time.perf_counter()
-            scores = idx.vector_scores(q, request.metric, normalised)
-            if mask is not None:
-                scores = np.where(mask, scores, -np.inf).astype(np.float32)
-            for p in top_k(scores, c).tolist():
-                cands.setdefault((layer.name, p), _Cand(layer.name, p)).vec = float(scores[p])
-            timings["vector"] = timings.get("vector", 0.0) + (time.perf_counter() - t) * 1e3
-        if request.mode != "vector" and terms:
-            t = time.perf_counter()
-            lex = idx.bm25().scores(terms)
-            lex = np.where(lex > 0, lex, -np.inf).astype(np.float32)
-            if mask is not None:
-                lex = np.where(mask, lex, -np.inf).astype(np.float32)
-            for p in top_k(lex, c).tolist():
-                cands.setdefault((layer.name, p), _Cand(layer.name, p)).lex = float(lex[p])
-            timings["bm25"] = timings.get("bm25", 0.0) + (time.perf_counter() - t) * 1e3
-
-    pool = list(cands.values())
-    for attr, rank_attr in (("vec", "vrank"), ("lex", "lrank")):
-        scored = [x for x in pool if getattr(x, attr) is not None]
-        scored.sort(key=lambda x: (-getattr(x, attr), -x.layer.rank, x.pos))
-        for r, x in enumerate(scored, 1):
-            setattr(x, rank_attr, r)
-    fusion = request.fusion
-    if request.mode == "lexical":
-        fusion = ReciprocalRankFusion(vector_weight=0.0)
-    elif request.mode == "vector":
-        fusion = ReciprocalRankFusion(lexical_weight=0.0)
-    if hasattr(fusion, "lexical_max"):
-        best = max((x.lex for x in pool if x.lex is not None), default=1.0)
-        from dataclasses import replace
-        fusion = replace(fusion, lexical_max=best)  # type: ignore[type-var]
-    for x in pool:
-        x.fused = fusion.fuse(x.vrank, x.vec, x.lrank, x.lex)
-
-    hidden = hidden_ids(layerset.events(names))
-    hits = _apply_precedence(layers, pool, request, q, normalised, hidden)
+    terms = analyzer(request.bm25.analyzer)(request.text) if request.text else []
+    parts = [p for layer in layers
+             if (p := _layer_part(layer, request, q, terms, c, normalised, timings))]
+    t = time.perf_counter()
+    hits = _fuse_and_resolve(layers, parts, request, q, normalised,
+                             hidden_ids(layerset.events(names)))
     for rerank in request.rerankers:
         hits = rerank(hits)
+    _add(timings, "fusion", t)
     timings["total"] = (time.perf_counter() - t0) * 1e3
     return SearchResult(hits[: request.k], [layer.name for layer in layers], timings)
 
 
-def _apply_precedence(layers: list[Any], pool: list[_Cand], request: SearchRequest,
-                      q: npt.NDArray[np.float32] | None, normalised: bool,
-                      hidden: set[int]) -> list[Hit]:
-    """Group candidates by id, keep the highest layer's version, drop superseded and
-    forgotten ids, and filter on the version that is shown."""
+def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: SearchRequest,
+                      q: F32 | None, normalised: bool, hidden: set[int]) -> list[Hit]:
+    """Fuse the pool, group it by chunk id, keep the highest layer's version, drop
+    superseded and forgotten ids, and filter on the version that is shown."""
+    if not parts:
+        return []
     files = {layer.name: layer.file for layer in layers}
-    best: dict[int, _Cand] = {}
-    for x in pool:
-        cid = int(files[x.layer].ids[x.pos])
-        cur = best.get(cid)
-        if cur is None or (x.fused, x.layer.rank) > (cur.fused, cur.layer.rank):
-            best[cid] = x
-    ordered = sorted(best.items(), key=lambda kv: (-kv[1].fused, -kv[1].layer.rank, kv[0]))
+    which = np.concatenate([np.full(len(p.pos), n, dtype=np.int64) for n, p in enumerate(parts)])
+    pos = np.concatenate([p.pos for p in parts])
+    vec = np.concatenate([p.vec for p in parts])
+    lex = np.concatenate([p.lex for p in parts])
+    lrank_of_layer = np.asarray([p.layer.rank for p in parts], dtype=np.int64)[which]
+    ids = np.concatenate([files[p.layer].ids[p.pos] for p in parts]).astype(np.int64)
+    tie = [-lrank_of_layer, pos]
+    no_rank = np.zeros(len(pos), dtype=np.int64)
+    vrank = _ranks(vec, np.isfinite(vec), tie) if q is not None else no_rank
+    lrank = _ranks(lex, lex > 0, tie) if request.mode != "vector" else no_rank
+    if request.mode == "lexical":
+        fused = lex.copy()
+    elif request.mode == "vector":
+        fused = np.nan_to_num(vec, nan=-np.inf)
+    else:
+        fused = request.fusion.combine(Pool(vec, lex, vrank, lrank))
+    order = np.lexsort((ids, -lrank_of_layer, -fused))
+    _, first = np.unique(ids[order], return_index=True)
+    best = order[np.sort(first)]  # one candidate per id, in fused order
+    if request.mode == "lexical":
+        best = best[lex[best] > 0]
+    id_arr = ids[best].astype(np.uint32)
+    if len(parts) == 1 and len(files) == 1:
+        where = {parts[0].layer: pos[best]}  # one file: the candidates' own positions
+    else:
+        where = {name: layer_index(f).positions(id_arr) for name, f in files.items()}
     hits: list[Hit] = []
-    want = request.k
-    id_arr = np.asarray([cid for cid, _ in ordered], dtype=np.uint32)
-    where = {name: layer_index(f).positions(id_arr) for name, f in files.items()}
-    for n, (cid, cand) in enumerate(ordered):
+    for n, b in enumerate(best.tolist()):
+        cid = int(ids[b])
         if cid in hidden:
             continue
         versions = [(name, int(where[name][n])) for name in PRECEDENCE
                     if name in files and where[name][n] >= 0]
         top_name, top_pos = versions[0]
-        top = files[top_name].chunk_at(top_pos)
+        top_file = files[top_name]
+        top_kind = top_file.kind_at(top_pos)
         if request.kinds:
-            if top.kind not in request.kinds:
+            if top_kind not in request.kinds:
                 continue
-        elif not request.include_meta and top.kind.startswith("meta."):
+        elif not request.include_meta and top_kind.startswith("meta."):
             continue
-        lower_versions = []
-        for name, pos in versions[1:]:
-            lower = files[name].chunk_at(pos)
+        top = top_file.chunk_at(top_pos)
+        shadowed = []
+        for name, p in versions[1:]:
+            lower = files[name].chunk_at(p)
             differs = (lower.content, lower.kind) != (top.content, top.kind)
-            lower_versions.append(HiddenVersion(name, lower, differs))
-        hit = Hit(top_name, top, cand.fused, cand.vec, cand.vrank, cand.lex, cand.lrank,
-                  cand.layer, lower_versions)
-        if top_name != cand.layer and q is not None:
-            hit.vector_score = float(_score_one(files[top_name], top_pos, q, request.metric,
-                                                normalised))
+            shadowed.append(HiddenVersion(name, lower, differs))
+        part = parts[int(which[b])]
+        hit = Hit(top_name, top, float(fused[b]),
+                  None if not np.isfinite(vec[b]) else float(vec[b]),
+                  int(vrank[b]) or None, float(lex[b]) if lex[b] > 0 else None,
+                  int(lrank[b]) or None, part.layer, shadowed,
+                  approximate=part.approximate)
+        if top_name != part.layer and q is not None:
+            hit.vector_score = _score_one(top_file, top_pos, q, request.metric, normalised)
         hits.append(hit)
-        if len(hits) >= want and not request.rerankers:
+        if len(hits) >= request.k and not request.rerankers:
             break
     return hits
 
 
-def _score_one(f: LayerFile, pos: int, q: npt.NDArray[np.float32], metric: Metric,
-               normalised: bool) -> float:
+def _score_one(f: LayerFile, pos: int, q: F32, metric: Metric, normalised: bool) -> float:
     v = f.vector(pos)
     s = float(v @ q)
     if metric == "cosine" and not normalised:

@@ -1,14 +1,43 @@
 """Ways to merge a vector ranking and a lexical ranking into one score.
 
-Each strategy maps per-candidate (vector rank, vector score, lexical rank, lexical score) to
-one fused score; ranks are 1-based, ``None`` means the retriever did not return the
-candidate. New strategies only need a ``fuse`` method.
+The engine gathers a candidate pool (the best chunks of each retriever) and scores every
+candidate with both retrievers, so a strategy sees, per candidate, both scores and both
+ranks (1-based; 0 when the retriever does not rank it). ``combine`` scores the whole pool
+at once; ``fuse`` scores one candidate and exists for explanations and tests.
+
+The default is :class:`ConvexFusion`. On LoCoMo, plain RRF (k = 60) scores *below* BM25 alone
+at recall@5 (0.521 vs 0.623) because the weaker dense ranker drags the head of the list down;
+the convex combination of min-max normalised scores reaches 0.657 (docs/quality.md). This
+matches Bruch, Gai and Ingber ("An Analysis of Fusion Functions for Hybrid Retrieval", ACM
+TOIS 2023): a convex combination of normalised scores beats RRF in and out of domain, and
+RRF is sensitive to its k. Scores carry information that ranks throw away: how far ahead
+the leader is.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+F32 = npt.NDArray[np.float32]
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """Every candidate's vector and BM25 score and rank (rank 0: not ranked by that side).
+
+    A vector score is NaN when the search has no query vector; a BM25 score is 0 when no
+    query term occurs in the chunk.
+    """
+
+    vec: F32
+    lex: F32
+    vrank: I64
+    lrank: I64
 
 
 class Fusion(Protocol):
@@ -17,6 +46,50 @@ class Fusion(Protocol):
 
     def fuse(self, vec_rank: int | None, vec_score: float | None,
              lex_rank: int | None, lex_score: float | None) -> float: ...
+
+    def combine(self, pool: Pool) -> F32: ...
+
+
+def _minmax(x: npt.NDArray[np.float64], valid: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+    """(x - min) / (max - min) over the valid entries; 0 where invalid; 1 if all are equal."""
+    out = np.zeros(len(x), dtype=np.float64)
+    if not valid.any():
+        return out
+    lo, hi = float(x[valid].min()), float(x[valid].max())
+    out[valid] = (x[valid] - lo) / (hi - lo) if hi > lo else 1.0
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ConvexFusion:
+    """``w * minmax(bm25) + (1 - w) * minmax(cosine)`` over the candidate pool (default).
+
+    Min-max over the pool puts both scores on 0..1 per query without any calibration
+    constant; ``lexical_weight`` 0.5 weighs the two sides equally (not tuned: 0.6 would
+    score 0.003 higher on LoCoMo, within noise). Chunks no query term matches get BM25 0.
+    """
+
+    lexical_weight: float = 0.5
+    name: str = "convex"
+
+    def fuse(self, vec_rank: int | None, vec_score: float | None,
+             lex_rank: int | None, lex_score: float | None) -> float:
+        """Only meaningful inside a pool: alone, a candidate is its own min and max."""
+        pool = Pool(np.asarray([np.nan if vec_score is None else vec_score], np.float32),
+                    np.asarray([lex_score or 0.0], np.float32),
+                    np.asarray([vec_rank or 0]), np.asarray([lex_rank or 0]))
+        return float(self.combine(pool)[0])
+
+    def combine(self, pool: Pool) -> F32:
+        w = self.lexical_weight
+        vec = pool.vec.astype(np.float64)
+        lex = pool.lex.astype(np.float64)
+        v = _minmax(vec, np.isfinite(vec))
+        has_lex = len(lex) > 0 and float(lex.max()) > 0
+        lx = _minmax(lex, np.ones(len(lex), dtype=bool)) if has_lex else np.zeros(len(lex))
+        if not np.isfinite(vec).any():
+            return lx.astype(np.float32)
+        return (w * lx + (1.0 - w) * v).astype(np.float32)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,17 +109,24 @@ class ReciprocalRankFusion:
     def fuse(self, vec_rank: int | None, vec_score: float | None,
              lex_rank: int | None, lex_score: float | None) -> float:
         total = 0.0
-        if vec_rank is not None:
+        if vec_rank:
             total += self.vector_weight / (self.k + vec_rank)
-        if lex_rank is not None:
+        if lex_rank:
             total += self.lexical_weight / (self.k + lex_rank)
         return total
+
+    def combine(self, pool: Pool) -> F32:
+        def part(rank: I64, weight: float) -> npt.NDArray[np.float64]:
+            return np.where(rank > 0, weight / (self.k + np.maximum(rank, 1)), 0.0)
+
+        out = part(pool.vrank, self.vector_weight) + part(pool.lrank, self.lexical_weight)
+        return out.astype(np.float32)
 
 
 @dataclass(frozen=True, slots=True)
 class WeightedFusion:
-    """Linear combination of normalised scores: cosine as is, BM25 divided by the best
-    BM25 score of the query (set through ``lexical_max``) so both lie in 0..1."""
+    """Linear combination of cosine as is and BM25 divided by the pool's best BM25 score
+    (``lexical_max`` is that best score when ``fuse`` is called alone)."""
 
     vector_weight: float = 0.7
     lexical_weight: float = 0.3
@@ -59,11 +139,30 @@ class WeightedFusion:
         lex = (lex_score or 0.0) / self.lexical_max if self.lexical_max > 0 else 0.0
         return self.vector_weight * v + self.lexical_weight * lex
 
+    def combine(self, pool: Pool) -> F32:
+        best = float(pool.lex.max()) if len(pool.lex) else 0.0
+        lex = pool.lex / best if best > 0 else np.zeros_like(pool.lex)
+        vec = np.maximum(np.nan_to_num(pool.vec, nan=0.0), 0.0)
+        return (self.vector_weight * vec + self.lexical_weight * lex).astype(np.float32)
 
-def make_fusion(name: str = "rrf", *, k: float = 60.0, vector_weight: float | None = None,
+
+FUSIONS = ("convex", "rrf", "weighted")
+DEFAULT_FUSION = "convex"
+
+
+def make_fusion(name: str = DEFAULT_FUSION, *, k: float = 60.0,
+                vector_weight: float | None = None,
                 lexical_weight: float | None = None) -> Fusion:
+    """A strategy by name; weights left None take each strategy's documented default."""
     from sediment.errors import ValidationError
 
+    if name == "convex":
+        if vector_weight is not None and lexical_weight is not None:
+            total = vector_weight + lexical_weight
+            return ConvexFusion(lexical_weight / total if total > 0 else 0.5)
+        if vector_weight is not None:
+            return ConvexFusion(1.0 - vector_weight)
+        return ConvexFusion(0.5 if lexical_weight is None else lexical_weight)
     if name == "rrf":
         return ReciprocalRankFusion(k=k, vector_weight=1.0 if vector_weight is None
                                     else vector_weight,
@@ -72,4 +171,4 @@ def make_fusion(name: str = "rrf", *, k: float = 60.0, vector_weight: float | No
     if name == "weighted":
         return WeightedFusion(vector_weight=0.7 if vector_weight is None else vector_weight,
                               lexical_weight=0.3 if lexical_weight is None else lexical_weight)
-    raise ValidationError(f"unknown fusion {name!r}: expected 'rrf' or 'weighted'")
+    raise ValidationError(f"unknown fusion {name!r}: expected one of {', '.join(FUSIONS)}")

@@ -1,0 +1,201 @@
+"""One adapter per system and mode: build from the shared vectors, open, search top-10.
+
+Settings are each library's documented way to get exact or HNSW search over inner
+product (unit vectors, so inner product = cosine). HNSW everywhere: M = 16, construction
+ef = 128; search ef 64 for FAISS and Chroma (their common default), Sediment's own default
+(128, with 50 candidates re-scored exactly) for Sediment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+F32 = npt.NDArray[np.float32]
+Searcher = Callable[[F32], list[int]]
+K = 10
+M, EF_CONSTRUCTION, EF_SEARCH = 16, 128, 64
+
+
+@dataclass(frozen=True, slots=True)
+class System:
+    name: str
+    mode: str  # "exact" or "approximate"
+    build: Callable[[Path, F32], None]
+    open: Callable[[Path], Searcher]
+
+
+# -- Sediment --------------------------------------------------------------------------------
+def _sediment_build(element_type: str, ann_index: bool) -> Callable[[Path, F32], None]:
+    def build(d: Path, x: F32) -> None:
+        from sediment.format import Chunk, encode_layer
+        from sediment.search import ann
+
+        profile = {"backend": "bench", "model": "mixture", "revision": "1", "dim": x.shape[1],
+                   "output_norm": "l2"}
+        chunks = [Chunk(i + 1, "note", f"chunk {i}", "human", 1.0, 0) for i in range(len(x))]
+        data = encode_layer(chunks, x, element_type=element_type,
+                            quant_scale=1 / 127 if element_type == "i8" else None,
+                            metadata={"v": 1, "embedding_profile": profile})
+        (d / "AGENTS.db").write_bytes(data)
+        if ann_index:
+            ann.ensure_index(d / "AGENTS.db", min_rows=1)
+
+    return build
+
+
+def _sediment_open(exact: bool) -> Callable[[Path], Searcher]:
+    def open_(d: Path) -> Searcher:
+        from sediment.search import SearchRequest, ann, search
+        from sediment.store import LayerSet
+
+        ann.index.ANN_MIN_ROWS = 1  # the benchmark decides per system, not per size
+        ls = LayerSet({"base": d / "AGENTS.db"})
+        request = SearchRequest(k=K, mode="vector", exact=exact)
+
+        def run(q: F32) -> list[int]:
+            return [h.chunk.id - 1 for h in search(ls, request, q, normalised=True).hits]
+
+        return run
+
+    return open_
+
+
+# -- FAISS -------------------------------------------------------------------------------------
+def _faiss_build(hnsw: bool) -> Callable[[Path, F32], None]:
+    def build(d: Path, x: F32) -> None:
+        import faiss
+
+        if hnsw:
+            index = faiss.IndexHNSWFlat(x.shape[1], M, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = EF_CONSTRUCTION
+        else:
+            index = faiss.IndexFlatIP(x.shape[1])
+        index.add(x)
+        faiss.write_index(index, str(d / "index.faiss"))
+
+    return build
+
+
+def _faiss_open(d: Path) -> Searcher:
+    import faiss
+
+    index = faiss.read_index(str(d / "index.faiss"))
+    if hasattr(index, "hnsw"):
+        index.hnsw.efSearch = EF_SEARCH
+
+    def run(q: F32) -> list[int]:
+        _, ids = index.search(q[None, :], K)
+        return [int(i) for i in ids[0]]
+
+    return run
+
+
+# -- LanceDB -----------------------------------------------------------------------------------
+def _lance_build(index: bool) -> Callable[[Path, F32], None]:
+    def build(d: Path, x: F32) -> None:
+        import lancedb
+        import pyarrow as pa
+
+        db = lancedb.connect(str(d / "lance"))
+        vec = pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), x.shape[1])
+        table = db.create_table("v", pa.table({"id": pa.array(np.arange(len(x))),
+                                               "vector": vec}))
+        if index:
+            table.create_index(metric="dot", index_type="IVF_HNSW_SQ", m=M,
+                               ef_construction=EF_CONSTRUCTION)
+
+    return build
+
+
+def _lance_open(exact: bool) -> Callable[[Path], Searcher]:
+    def open_(d: Path) -> Searcher:
+        import lancedb
+
+        table = lancedb.connect(str(d / "lance")).open_table("v")
+
+        def run(q: F32) -> list[int]:
+            s = table.search(q).metric("dot").limit(K).select(["id"])
+            s = s.bypass_vector_index() if exact else s.ef(EF_SEARCH)
+            return [int(i) for i in s.to_arrow()["id"].to_pylist()]
+
+        return run
+
+    return open_
+
+
+# -- Chroma ------------------------------------------------------------------------------------
+def _chroma_build(d: Path, x: F32) -> None:
+    import chromadb
+
+    client = chromadb.PersistentClient(path=str(d / "chroma"))
+    col = client.create_collection("vectors", metadata={
+        "hnsw:space": "ip", "hnsw:M": M, "hnsw:construction_ef": EF_CONSTRUCTION,
+        "hnsw:search_ef": EF_SEARCH})
+    batch = min(5000, client.get_max_batch_size())
+    for start in range(0, len(x), batch):
+        stop = min(start + batch, len(x))
+        col.add(ids=[str(i) for i in range(start, stop)], embeddings=x[start:stop])
+
+
+def _chroma_open(d: Path) -> Searcher:
+    import chromadb
+
+    col = chromadb.PersistentClient(path=str(d / "chroma")).get_collection("vectors")
+
+    def run(q: F32) -> list[int]:
+        res = col.query(query_embeddings=q[None, :], n_results=K, include=[])
+        return [int(i) for i in res["ids"][0]]
+
+    return run
+
+
+# -- sqlite-vec --------------------------------------------------------------------------------
+def _sqlite_connect(path: Path):  # type: ignore[no-untyped-def]
+    """apsw, because CPython's sqlite3 is often built without extension loading."""
+    import apsw
+    import sqlite_vec
+
+    db = apsw.Connection(str(path))
+    db.enable_load_extension(True)
+    db.load_extension(sqlite_vec.loadable_path())
+    db.enable_load_extension(False)
+    return db
+
+
+def _sqlite_build(d: Path, x: F32) -> None:
+    db = _sqlite_connect(d / "vec.sqlite")
+    db.execute(f"CREATE VIRTUAL TABLE v USING vec0(embedding float[{x.shape[1]}] "
+               "distance_metric=cosine)")
+    for start in range(0, len(x), 10000):
+        rows = [(i + 1, x[i].tobytes()) for i in range(start, min(start + 10000, len(x)))]
+        with db:
+            db.executemany("INSERT INTO v(rowid, embedding) VALUES (?, ?)", rows)
+    db.close()
+
+
+def _sqlite_open(d: Path) -> Searcher:
+    db = _sqlite_connect(d / "vec.sqlite")
+    sql = "SELECT rowid FROM v WHERE embedding MATCH ? AND k = ? ORDER BY distance"
+
+    def run(q: F32) -> list[int]:
+        return [int(r[0]) - 1 for r in db.execute(sql, (q.astype(np.float32).tobytes(), K))]
+
+    return run
+
+
+SYSTEMS = {s.name: s for s in [
+    System("sediment", "exact", _sediment_build("f32", False), _sediment_open(True)),
+    System("sediment-i8", "exact", _sediment_build("i8", False), _sediment_open(True)),
+    System("faiss-flat", "exact", _faiss_build(False), _faiss_open),
+    System("lancedb", "exact", _lance_build(False), _lance_open(True)),
+    System("sqlite-vec", "exact", _sqlite_build, _sqlite_open),
+    System("sediment-ann", "approximate", _sediment_build("f32", True), _sediment_open(False)),
+    System("faiss-hnsw", "approximate", _faiss_build(True), _faiss_open),
+    System("lancedb-hnsw", "approximate", _lance_build(True), _lance_open(False)),
+    System("chroma", "approximate", _chroma_build, _chroma_open),
+]}

@@ -1,0 +1,95 @@
+"""Run in a fresh process: ``python -m bench.peers.worker build|query SYSTEM DIR DATA``.
+
+``build`` makes the system's files in DIR from DATA/vectors.npy; ``query`` opens them,
+runs the queries of DATA/queries.npy (up to ``--queries``, stopping after ``--seconds``)
+and scores recall@10 against DATA/truth.npy. Prints one JSON object, including this
+process's peak RSS (``VmHWM``; see ``peak_rss``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench.peers.systems import SYSTEMS, K
+
+
+def disk_bytes(d: Path) -> int:
+    return sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
+
+
+def peak_rss() -> int:
+    """This process's peak RSS: ``VmHWM``, which starts afresh at exec. ``getrusage``'s
+    maxrss does not on Linux (it keeps the parent's peak across fork + exec), so it is only
+    the fallback where /proc is missing."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def build(system: str, d: Path, data: Path) -> dict[str, float]:
+    x = np.load(data / "vectors.npy")
+    rss_data = peak_rss()
+    t = time.perf_counter()
+    SYSTEMS[system].build(d, x)
+    return {"build_s": time.perf_counter() - t, "build_rss": peak_rss(),
+            "data_rss": rss_data, "disk_bytes": disk_bytes(d)}
+
+
+def query(system: str, d: Path, data: Path, n: int, seconds: float) -> dict[str, float]:
+    queries = np.load(data / "queries.npy")
+    truth = np.load(data / "truth.npy")
+    t = time.perf_counter()
+    run = SYSTEMS[system].open(d)
+    open_s = time.perf_counter() - t
+    t = time.perf_counter()
+    run(queries[0])
+    first_s = time.perf_counter() - t
+    for q in queries[1:3]:
+        run(q)
+    samples: list[float] = []
+    found = 0
+    start = time.perf_counter()
+    for i in range(min(n, len(queries))):
+        q = queries[i]
+        t = time.perf_counter()
+        got = run(q)
+        samples.append(time.perf_counter() - t)
+        found += len(set(got[:K]) & set(truth[i].tolist()))
+        if time.perf_counter() - start > seconds and len(samples) >= 10:
+            break
+    s = np.asarray(samples)
+    return {"open_s": open_s, "first_query_s": first_s, "queries": len(s),
+            "p50_ms": float(np.median(s) * 1e3), "p99_ms": float(np.percentile(s, 99) * 1e3),
+            "qps": float(len(s) / s.sum()), "recall_at_10": found / (K * len(s)),
+            "query_rss": peak_rss()}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("action", choices=("build", "query"))
+    p.add_argument("system", choices=sorted(SYSTEMS))
+    p.add_argument("dir", type=Path)
+    p.add_argument("data", type=Path)
+    p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--seconds", type=float, default=20.0)
+    a = p.parse_args()
+    a.dir.mkdir(parents=True, exist_ok=True)
+    out = (build(a.system, a.dir, a.data) if a.action == "build"
+           else query(a.system, a.dir, a.data, a.queries, a.seconds))
+    out["pid"] = os.getpid()
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

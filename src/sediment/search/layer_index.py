@@ -1,0 +1,163 @@
+"""Derived per-file search data, built on first use and dropped with the file.
+
+Kind names, row norms, BM25 indexes (one per analyzer and parameters), the id -> position
+map, and the approximate index when the layer is large enough to have one.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from sediment.format import LayerFile
+from sediment.search import ann
+from sediment.search.bm25 import BM25Index
+from sediment.search.params import BM25Params
+from sediment.search.vector import F32, Metric, dot_scores, row_norms
+
+I64 = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
+
+
+class LayerIndex:
+    def __init__(self, f: LayerFile) -> None:
+        self.file = f
+        self._kind_names: dict[int, str] | None = None
+        self._norms: F32 | None = None
+        self._bm25: dict[BM25Params, BM25Index] = {}
+        self._sorted: tuple[npt.NDArray[np.uint32], I64 | None] | None = None
+        self._row_pos: I64 | None = None
+        self._lock = threading.Lock()
+        self._identity_rows: bool | None = None
+        self._ann_key: str | None = None
+        self._ann: ann.AnnIndex | None = None
+
+    # -- filters -------------------------------------------------------------------------
+    def kind_names(self) -> dict[int, str]:
+        if self._kind_names is None:
+            sids = np.unique(self.file.records["kind"])
+            self._kind_names = {int(s): self.file.string(int(s)) for s in sids.tolist()}
+        return self._kind_names
+
+    def kind_mask(self, kinds: Sequence[str] | None, include_meta: bool) -> Mask | None:
+        """Chunks allowed by the kind filter (None: all allowed)."""
+        names = self.kind_names()
+        if kinds:
+            wanted = set(kinds)
+            allowed = [s for s, n in names.items() if n in wanted]
+        elif not include_meta and any(n.startswith("meta.") for n in names.values()):
+            allowed = [s for s, n in names.items() if not n.startswith("meta.")]
+        else:
+            return None
+        return np.isin(self.file.records["kind"], np.asarray(allowed, dtype=np.uint32))
+
+    # -- vectors ---------------------------------------------------------------------------
+    def identity_rows(self) -> bool:
+        if self._identity_rows is None:
+            rows = self.file.rows
+            self._identity_rows = bool(
+                len(rows) == self.file.embedding_info.rows
+                and np.array_equal(rows, np.arange(len(rows))))
+        return self._identity_rows
+
+    def _cosine(self, scores: F32, rows: I64 | None, q: F32) -> F32:
+        if self._norms is None:
+            self._norms = row_norms(self.file.embeddings, self.file.quant_scale)
+        norms = self._norms if rows is None else self._norms[rows]
+        qn = float(np.linalg.norm(q)) or 1.0
+        return (scores / (np.maximum(norms, 1e-12) * qn)).astype(np.float32)
+
+    def vector_scores(self, q: F32, metric: Metric, normalised: bool) -> F32:
+        """The score of every chunk, in chunk-table order (an exact scan)."""
+        f = self.file
+        scores = dot_scores(f.embeddings, q, f.quant_scale)
+        if metric == "cosine" and not normalised:
+            scores = self._cosine(scores, None, q)
+        if not self.identity_rows():
+            scores = scores[f.rows]
+        return scores
+
+    def score_positions(self, positions: I64, q: F32, metric: Metric,
+                        normalised: bool) -> F32:
+        """Exact scores of a few chunks (by chunk-table position)."""
+        f = self.file
+        rows = positions if self.identity_rows() else f.rows[positions]
+        if len(rows) == 0:
+            return np.zeros(0, dtype=np.float32)
+        sub = np.asarray(f.embeddings[rows])
+        scores = dot_scores(sub, q, f.quant_scale)
+        if metric == "cosine" and not normalised:
+            scores = self._cosine(scores, rows, q)
+        return scores
+
+    # -- approximate -------------------------------------------------------------------------
+    def ann_index(self) -> ann.AnnIndex | None:
+        """The layer's approximate index if it is large enough and has a matching one."""
+        f = self.file
+        if self._ann is not None:
+            return self._ann
+        if f.path is None or not ann.eligible(f.embedding_info.rows):
+            return None
+        with self._lock:
+            if self._ann_key is None:
+                self._ann_key = ann.content_key(f)
+            self._ann = ann.find_index(f, self._ann_key)
+        return self._ann
+
+    def positions_of_rows(self, rows: I64) -> I64:
+        """Chunk-table position of each embedding row (-1 for rows no chunk uses)."""
+        if self.identity_rows():
+            return rows
+        if self._row_pos is None:
+            inv = np.full(self.file.embedding_info.rows, -1, dtype=np.int64)
+            inv[self.file.rows] = np.arange(self.file.chunk_count, dtype=np.int64)
+            self._row_pos = inv
+        return self._row_pos[rows]
+
+    # -- lexical -------------------------------------------------------------------------------
+    def bm25(self, params: BM25Params) -> BM25Index:
+        with self._lock:
+            index = self._bm25.get(params)
+            if index is None:
+                f = self.file
+                contents = f.records["content"].tolist()
+                index = self._bm25[params] = BM25Index(
+                    (f.string(int(s)) for s in contents), k1=params.k1, b=params.b,
+                    analyzer_name=params.analyzer)
+            return index
+
+    # -- ids -------------------------------------------------------------------------------------
+    def positions(self, ids: npt.NDArray[np.uint32]) -> I64:
+        """Chunk-table position of each id, or -1 when this file lacks it."""
+        if self._sorted is None:
+            all_ids = self.file.ids
+            if len(all_ids) < 2 or bool(np.all(all_ids[1:] > all_ids[:-1])):
+                self._sorted = (all_ids, None)
+            else:
+                order = np.argsort(all_ids, kind="stable")
+                self._sorted = (all_ids[order], order.astype(np.int64))
+        sorted_ids, order_or_none = self._sorted
+        if len(sorted_ids) == 0:
+            return np.full(len(ids), -1, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1).astype(np.int64)
+        found = sorted_ids[pos] == ids
+        result = pos if order_or_none is None else order_or_none[pos]
+        return np.where(found, result, -1).astype(np.int64)
+
+
+_INDEXES: weakref.WeakKeyDictionary[LayerFile, LayerIndex] = weakref.WeakKeyDictionary()
+_INDEXES_LOCK = threading.Lock()
+
+
+def layer_index(f: LayerFile) -> LayerIndex:
+    idx = _INDEXES.get(f)
+    if idx is None:
+        with _INDEXES_LOCK:
+            idx = _INDEXES.get(f)
+            if idx is None:
+                idx = _INDEXES[f] = LayerIndex(f)
+    return idx
