@@ -17,6 +17,7 @@ from sediment.errors import FormatError, ValidationError
 from sediment.format import LayerFile
 from sediment.ops.query import run_search
 from sediment.search import MAX_K, SearchRequest, make_fusion
+from sediment.search.fusion import DEFAULT_FUSION, FUSIONS
 from sediment.store import LayerName
 
 
@@ -44,8 +45,9 @@ def _snippet(text: str, width: int = 90) -> str:
               show_default=True, help="Retrievers to use.")
 @click.option("--metric", type=click.Choice(["cosine", "dot"]), default="cosine",
               show_default=True)
-@click.option("--fusion", type=click.Choice(["rrf", "weighted"]), default="rrf",
-              show_default=True, help="How vector and BM25 rankings are merged.")
+@click.option("--fusion", type=click.Choice(list(FUSIONS)), default=DEFAULT_FUSION,
+              show_default=True, help="How vector and BM25 scores are merged (convex: "
+                                      "0.5 x min-max BM25 + 0.5 x min-max cosine).")
 @click.option("--rrf-k", type=click.FloatRange(min=1.0), default=60.0, show_default=True,
               help="The k constant of reciprocal rank fusion.")
 @click.option("--vector-weight", type=float, default=None, help="Weight of the vector side.")
@@ -53,6 +55,8 @@ def _snippet(text: str, width: int = 90) -> str:
 @click.option("--query-vec", default=None,
               help="A query vector as a JSON list of numbers, instead of embedding the text.")
 @click.option("--include-meta", is_flag=True, help="Also return meta.* event chunks.")
+@click.option("--exact", is_flag=True,
+              help="Scan every vector even where an approximate index exists.")
 @click.option("--embedder", "embedder_name", default=None,
               help="Embedder to use for the query (minilm, hash, openai).")
 @click.option("--explain", is_flag=True, help="Show how each score was made.")
@@ -63,7 +67,8 @@ def _snippet(text: str, width: int = 90) -> str:
 def search(ctx: click.Context, /, query: str | None, k: int, kinds: tuple[str, ...],
            layers_csv: str | None, mode: str, metric: str, fusion: str, rrf_k: float,
            vector_weight: float | None, lexical_weight: float | None, query_vec: str | None,
-           include_meta: bool, embedder_name: str | None, explain: bool, as_json: bool,
+           include_meta: bool, exact: bool, embedder_name: str | None, explain: bool,
+           as_json: bool,
            layer_dir: Path | None, **paths: Path | None) -> None:
     """Search the layers with hybrid vector + BM25 retrieval."""
     cfg = get_config(ctx)
@@ -84,6 +89,7 @@ def search(ctx: click.Context, /, query: str | None, k: int, kinds: tuple[str, .
         raise click.UsageError("give a QUERY (non-empty), or --query-vec")
     request = SearchRequest(
         text=query, k=k, kinds=tuple(kinds) or None, layers=layers, include_meta=include_meta,
+        exact=exact,
         mode=mode,  # type: ignore[arg-type]
         metric=metric,  # type: ignore[arg-type]
         fusion=make_fusion(fusion, k=rrf_k, vector_weight=vector_weight,

@@ -64,6 +64,8 @@ def _progress(enabled: bool) -> Iterator[Any]:
               help="Store embeddings as f32 (default) or int8.")
 @click.option("--embedder", "embedder_name", default=None,
               help="Embedder (minilm, hash, openai); default from config.")
+@click.option("--no-index", is_flag=True,
+              help="Do not build the approximate-search index (built at 100,000+ chunks).")
 @click.option("--no-kcp", is_flag=True,
               help="Ignore knowledge.yaml manifests (by default their units are ingested).")
 @json_option
@@ -71,7 +73,8 @@ def _progress(enabled: bool) -> Iterator[Any]:
 def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ...],
                 exclude: tuple[str, ...], out: Path | None, max_chars: int | None,
                 kind_rules: tuple[str, ...], default_kind: str | None,
-                element_type: str | None, embedder_name: str | None, no_kcp: bool,
+                element_type: str | None, embedder_name: str | None, no_index: bool,
+                no_kcp: bool,
                 as_json: bool) -> None:
     """Compile documents into an immutable base layer (RFC 15.1).
 
@@ -102,6 +105,7 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
         default_kind=default_kind or cfg.compile.default_kind,
         element_type=element_type or cfg.compile.element_type,
         annotator=annotator,
+        build_index=not no_index,
     )
     embedder = build_embedder(cfg, embedder_name)
     with _progress(is_terminal() and not as_json) as progress:
@@ -117,7 +121,7 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
         f"compiled {report.chunks} chunks from {report.files} files into {report.out} "
         f"({report.bytes} bytes, sha256 {report.sha256[:16]}); {len(report.skipped)} skipped; "
         f"embedded {report.embedded} new, {report.cached} from cache; "
-        f"{report.seconds:.2f}s")
+        f"{report.seconds:.2f}s" + (f"; index {report.index.name}" if report.index else ""))
 
 
 @cli.command()

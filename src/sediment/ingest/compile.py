@@ -28,6 +28,7 @@ from sediment.ingest.discover import discover
 from sediment.ingest.kinds import KindRule
 from sediment.ingest.model import DocChunk, Skipped, source_ref
 from sediment.ingest.sources import read_text_file
+from sediment.search.ann import eligible, ensure_index
 from sediment.store.atomic import atomic_write
 
 Progress = Callable[[str, int, int], None]
@@ -66,6 +67,8 @@ class CompileOptions:
     default_kind: str = "canonical"
     element_type: str = "f32"
     annotator: Annotator | None = None
+    build_index: bool = True
+    """Build the approximate-search index when the layer reaches ANN_MIN_ROWS chunks."""
 
 
 @dataclass(slots=True)
@@ -80,6 +83,7 @@ class CompileReport:
     seconds: float
     skipped: list[Skipped] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    index: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +92,7 @@ class CompileReport:
             "cached": self.cached, "seconds": round(self.seconds, 3),
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
             "warnings": list(self.warnings),
+            "index": str(self.index) if self.index else None,
         }
 
 
@@ -191,8 +196,12 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
                         element_type=opts.element_type, quant_scale=scale, metadata=metadata)
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(opts.out, data)
+    index = None
+    if opts.build_index and eligible(len(chunks)):
+        index = ensure_index(opts.out, progress=(lambda d, t: progress("indexing", d, t))
+                             if progress else None)
     return CompileReport(
         out=opts.out, files=len({p for p, _ in pieces}), chunks=len(chunks), bytes=len(data),
         sha256=hashlib.sha256(data).hexdigest(), embedded=embedded,
         cached=len(wanted) - embedded, seconds=time.perf_counter() - t0, skipped=skipped,
-        warnings=warnings)
+        warnings=warnings, index=index)

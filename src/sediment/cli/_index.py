@@ -1,0 +1,137 @@
+"""``sediment index build|status|clean``: the derived approximate-search index files."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sediment.cli._app import (
+    cli,
+    emit_json,
+    get_config,
+    is_terminal,
+    json_option,
+    layer_options,
+    open_layerset,
+)
+from sediment.cli._write import _progress
+from sediment.errors import SedimentError
+from sediment.format import LayerFile
+from sediment.search.ann import (
+    ANN_MIN_ROWS,
+    content_key,
+    ensure_index,
+    find_index,
+    index_metric,
+    index_path,
+    stale_indexes,
+)
+
+
+def _targets(ctx: click.Context, paths: tuple[Path, ...], layer_dir: Path | None,
+             layer_paths: dict[str, Path | None]) -> list[Path]:
+    if paths:
+        return list(paths)
+    layerset = open_layerset(get_config(ctx), layer_dir, **layer_paths)
+    return [layer.path for layer in layerset.layers()]
+
+
+@cli.group()
+def index() -> None:
+    """Approximate-search (HNSW) index files for large layers.
+
+    An index is derived data beside its layer (`.AGENTS.db.<key>.<metric>.usearch`), named by
+    a hash of the layer's content, so a changed layer never uses a stale index. Searches use
+    it for layers of at least 100,000 rows and scan exactly otherwise or with --exact.
+    """
+
+
+@index.command(name="build")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--min-rows", type=click.IntRange(min=1), default=ANN_MIN_ROWS,
+              show_default=True, help="Skip layers with fewer rows than this.")
+@layer_options
+@json_option
+@click.pass_context
+def build_cmd(ctx: click.Context, /, paths: tuple[Path, ...], min_rows: int, as_json: bool,
+              layer_dir: Path | None, **layer_paths: Path | None) -> None:
+    """Build the index of each layer (default: every layer of the set) that is large enough."""
+    report: list[dict[str, Any]] = []
+    for path in _targets(ctx, paths, layer_dir, layer_paths):
+        start = time.perf_counter()
+        with _progress(is_terminal() and not as_json) as progress:
+            label = f"indexing {path.name}"
+            cb = (lambda done, total, p=progress, lb=label: p(lb, done, total)) \
+                if progress else None
+            built = ensure_index(path, min_rows=min_rows, progress=cb)
+        report.append({"layer": str(path), "index": str(built) if built else None,
+                       "seconds": round(time.perf_counter() - start, 2)})
+    if as_json:
+        emit_json(report)
+        return
+    for r in report:
+        if r["index"]:
+            click.echo(f"{r['layer']}: index {r['index']} ({r['seconds']}s)")
+        else:
+            click.echo(f"{r['layer']}: fewer than {min_rows} rows, no index needed")
+
+
+@index.command(name="status")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
+@layer_options
+@json_option
+@click.pass_context
+def status_cmd(ctx: click.Context, /, paths: tuple[Path, ...], as_json: bool,
+               layer_dir: Path | None, **layer_paths: Path | None) -> None:
+    """Show which layers have a current index, which need one, and stale index files."""
+    report: list[dict[str, Any]] = []
+    for path in _targets(ctx, paths, layer_dir, layer_paths):
+        f = LayerFile.open(path)
+        key = content_key(f)
+        current = index_path(path, key, index_metric(f))
+        usable = find_index(f, key) is not None
+        report.append({"layer": str(path), "rows": f.embedding_info.rows,
+                       "needs_index": f.embedding_info.rows >= ANN_MIN_ROWS,
+                       "index": str(current) if usable else None,
+                       "stale": [str(p) for p in stale_indexes(path, keep=current)]})
+    if as_json:
+        emit_json(report)
+        return
+    for r in report:
+        state = "current index" if r["index"] else (
+            "no index (run `sediment index build`)" if r["needs_index"] else
+            "small enough for exact scans")
+        click.echo(f"{r['layer']}: {r['rows']} rows, {state}"
+                   + (f"; {len(r['stale'])} stale file(s)" if r["stale"] else ""))
+
+
+@index.command(name="clean")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--all", "remove_all", is_flag=True, help="Also remove current indexes.")
+@layer_options
+@json_option
+@click.pass_context
+def clean_cmd(ctx: click.Context, /, paths: tuple[Path, ...], remove_all: bool, as_json: bool,
+              layer_dir: Path | None, **layer_paths: Path | None) -> None:
+    """Remove index files of older layer versions (with --all, every index file)."""
+    removed: list[str] = []
+    for path in _targets(ctx, paths, layer_dir, layer_paths):
+        keep = None
+        if not remove_all:
+            try:
+                f = LayerFile.open(path)
+                keep = index_path(path, content_key(f), index_metric(f))
+            except SedimentError:
+                keep = None
+        for old in stale_indexes(path, keep=keep):
+            with contextlib.suppress(FileNotFoundError):
+                old.unlink()
+                removed.append(str(old))
+    if as_json:
+        emit_json({"removed": removed})
+    else:
+        click.echo(f"removed {len(removed)} index file(s)")
