@@ -4,8 +4,10 @@ It runs after precedence, on every surviving hit (the engine does not cut to k b
 rerankers), and changes scores additively, recording each change in ``Hit.boosts``:
 
 - ``kcp.trigger``: a hit whose unit has a trigger the query contains gains
-  ``trigger_weight`` times the best score among the hits (0.5 by default: scale-free, since
-  fused scores are tiny under RRF and larger under weighted fusion). Matching is
+  ``trigger_weight`` times the best score among the hits. The default 1.0 ranks it above
+  every hit without a trigger match: a trigger is the manifest author saying "this query
+  is for this unit", stronger evidence than word overlap (scale-free, since fused scores
+  are tiny under RRF and near 1 under convex fusion). Matching is
   case-insensitive (KCP 4.9) and on whole words, with hyphens, underscores and spaces alike,
   so the trigger ``bearer-token`` matches "how do I get a bearer token".
 - ``kcp.superseded``: a hit all of whose units are superseded (KCP 4.8) drops just below the
@@ -47,7 +49,7 @@ def trigger_hits(query: str, triggers: Iterable[str]) -> list[str]:
 class KcpReranker:
     index: KcpIndex
     query: str
-    trigger_weight: float = 0.5
+    trigger_weight: float = 1.0
     superseded_factor: float = 0.5
 
     def __call__(self, hits: list[Hit]) -> list[Hit]:
