@@ -73,9 +73,11 @@ def render(res: Results) -> str:
         "at the start and end of the run is in the machine table. Trust numbers from a quiet "
         "machine (load average well under the core count).",
     ]
-    busy = max(m.load_start[0], m.load_end[0])
+    # The run itself keeps both cores busy, so only the load before it says whether
+    # something else was competing.
+    busy = m.load_start[0]
     if busy > 0.5 * m.cores:
-        head.append(f"- **This run was taken under load** (1-minute load average up to "
+        head.append(f"- **This run was taken under load** (1-minute load average at the start "
                     f"{busy:.2f} on {m.cores} cores): treat these as smoke numbers and "
                     "re-run on a quiet machine.")
     if res.skipped:
