@@ -12,6 +12,7 @@ sha256 (no timestamps). ``meta.*`` events are dropped by default, and the chunks
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ from sediment.errors import NotFoundError, SchemaMismatchError, ValidationError
 from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.format.writer import quantize
 from sediment.review._common import is_event
-from sediment.review.rotate import Rotation, archive_and_reset, high_water, hold_locks, utc_stamp
+from sediment.review.rotate import Rotation, archive_and_reset, high_water, utc_stamp
 from sediment.store import LayerName, LayerSet
 from sediment.store.atomic import atomic_write
 from sediment.store.events import fold_proposals, hidden_ids, iter_events
@@ -179,7 +180,9 @@ def compact(base: Path, user: Path, out: Path, *, keep_events: bool = False,
             raise NotFoundError(f"{p}: no such layer file (the {what} layer to compact)")
     resets = [user, *([delta] if delta is not None else [])] if rotate else []
     _check_out(out, [base, user, *resets], force)
-    with hold_locks(resets or [], lock_timeout):
+    lock_set = LayerSet({LayerName.USER: user, LayerName.DELTA: delta}, lock_timeout=lock_timeout)
+    locked = lock_set.transaction() if resets else contextlib.nullcontext()
+    with locked:
         base_f, user_f = LayerFile.open(base), LayerFile.open(user)
         data, stats = merge(base_f, user_f, keep_events=keep_events,
                             provenance={"base_sha256": _sha256(base),

@@ -6,26 +6,22 @@ metadata, which stays reproducible); the reset layer is an empty file that keeps
 embedding profile, the schema and an ``id_high_water`` at least as high as any id ever
 used, so no id is ever handed out twice.
 
-Callers hold the layers' write locks (``hold_locks``) for the whole operation, the same
-lock files ``LayerSet.append`` takes, so no concurrent append is lost between reading a
+Callers hold the layers' write locks (``LayerSet.transaction``) for the whole operation, the
+same lock files ``LayerSet.append`` takes, so no concurrent append is lost between reading a
 layer and resetting it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from filelock import FileLock, Timeout
 
-from sediment.errors import LockTimeoutError, SedimentError
+from sediment.errors import SedimentError
 from sediment.format import LayerFile, encode_layer
 from sediment.store.atomic import atomic_write, fsync_dir
 
@@ -42,24 +38,6 @@ class Rotation:
     def to_dict(self) -> dict[str, Any]:
         return {"layer": self.layer, "archive": self.archive, "chunks": self.chunks,
                 "id_high_water": self.id_high_water}
-
-
-def lock_path(layer: Path) -> Path:
-    """The lock file ``LayerSet.append`` takes for ``layer`` (same name, same place)."""
-    return layer.parent / f".{layer.name}.lock"
-
-
-@contextlib.contextmanager
-def hold_locks(layers: Iterable[Path], timeout: float = 30.0) -> Iterator[None]:
-    """Hold the write locks of ``layers``, in the same sorted order appends use."""
-    with ExitStack() as stack:
-        for lp in sorted({lock_path(p) for p in layers}):
-            try:
-                stack.enter_context(FileLock(str(lp), timeout=timeout))
-            except Timeout as exc:
-                raise LockTimeoutError(f"{lp}: another writer held the lock for more than "
-                                       f"{timeout:g}s") from exc
-        yield
 
 
 def utc_stamp() -> str:
@@ -102,7 +80,7 @@ def archive_and_reset(layer: Path, *, id_high_water: int, stamp: str) -> Rotatio
 
     The archive is a hard link to the old file (a copy where links are unsupported), and
     the reset is an atomic rename, so readers never see the layer missing. Returns None
-    when the layer does not exist. The caller holds the lock (``hold_locks``).
+    when the layer does not exist. The caller holds the lock (``LayerSet.transaction``).
     """
     if not layer.exists():
         return None
