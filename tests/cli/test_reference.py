@@ -13,3 +13,15 @@ def test_cli_reference_is_current() -> None:
                  "diff", "proposals accept", "promote", "compact", "sign", "verify",
                  "export", "import", "kcp validate"):
         assert f"## sediment {name}\n" in doc
+
+
+def test_every_command_but_serve_takes_json() -> None:
+    import click
+
+    from sediment.cli import cli
+    from sediment.cli.reference import _walk
+
+    missing = [" ".join(path) for path, cmd in _walk(cli, ["sediment"])
+               if not isinstance(cmd, click.Group) and path[-1] != "serve"
+               and "--json" not in {o for p in cmd.params for o in getattr(p, "opts", [])}]
+    assert missing == []
