@@ -108,6 +108,7 @@ def _ann_candidates(idx: LayerIndex, q: F32, c: int, mask: Mask | None, metric: 
         return np.zeros(0, dtype=np.int64)
     want = min(c, allowed)
     fetch = want if mask is None else int(want * ANN_OVERFETCH * n / allowed) + 1
+    fetch = max(fetch, min(ann.MIN_FETCH, n))
     if fetch > ann.MAX_FETCH:
         return None
     pos = idx.positions_of_rows(index.search(q, fetch))

@@ -8,6 +8,7 @@ matches, and scans exactly otherwise (or when ``SearchRequest(exact=True)``).
 from sediment.search.ann.index import (
     ANN_MIN_ROWS,
     MAX_FETCH,
+    MIN_FETCH,
     AnnIndex,
     build_index,
     eligible,
@@ -22,6 +23,7 @@ from sediment.search.ann.key import content_key
 __all__ = [
     "ANN_MIN_ROWS",
     "MAX_FETCH",
+    "MIN_FETCH",
     "AnnIndex",
     "build_index",
     "content_key",
