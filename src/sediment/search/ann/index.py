@@ -42,7 +42,7 @@ ANN_MIN_ROWS = 100_000
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 128
-MIN_FETCH = 64
+MIN_FETCH = 128
 """Fewest candidates asked of the index; all are re-scored exactly, so asking for more than
 k repairs the graph's near misses (measured at 1M in docs/peers.md)."""
 MAX_FETCH = 4096
