@@ -11,8 +11,8 @@ import sediment
 
 SRC = Path(sediment.__file__).parent
 
-RANK = {"format": 0, "store": 1, "embed": 2, "search": 2, "ingest": 3, "review": 3, "kcp": 3,
-        "ops": 4, "server": 5, "cli": 6}
+RANK = {"format": 0, "store": 1, "embed": 2, "search": 2, "ingest": 3, "review": 3, "kcp": 4,
+        "ops": 5, "server": 6, "cli": 7}
 ASIDE = {"errors", "config", "__init__", "__main__", "py"}
 
 

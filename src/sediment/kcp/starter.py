@@ -11,14 +11,14 @@ are written.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 from sediment.errors import ValidationError
-from sediment.kcp.discover import MANIFEST_NAME, SKIPPED_DIRS
+from sediment.ingest.discover import discover
+from sediment.kcp.discover import MANIFEST_NAME
 from sediment.kcp.validate import TARGET_VERSION
 from sediment.store.atomic import atomic_write
 
@@ -88,22 +88,10 @@ def write_starter(root: Path, *, force: bool = False, project: str | None = None
 
 
 def _markdown_files(root: Path) -> list[str]:
-    out: list[str] = []
-    pending = [""]
-    while pending:
-        rel_dir = pending.pop()
-        try:
-            with os.scandir(root / rel_dir) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        for entry in entries:
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            if entry.is_dir(follow_symlinks=False):
-                if not entry.name.startswith(".") and entry.name not in SKIPPED_DIRS:
-                    pending.append(rel)
-            elif entry.is_file(follow_symlinks=False) and entry.name.lower().endswith(_SUFFIXES):
-                out.append(rel)
+    """Markdown files as compile would find them (same walk, junk directories skipped),
+    README.md first, then shallow before deep."""
+    out = [p.as_posix() for p in discover(root, ["**"])
+           if p.name.lower().endswith(_SUFFIXES)]
     return sorted(out, key=lambda p: (p.lower() != "readme.md", p.count("/"), p))
 
 
