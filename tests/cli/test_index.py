@@ -24,7 +24,8 @@ def test_index_build_status_clean(sediment: Runner, tmp_path: Path) -> None:
     assert built.code == 0, built.err
     path = Path(built.json()[0]["index"])
     assert path.exists() and path.name.startswith(".AGENTS.db.")
-    assert sediment("index", "status", "--dir", str(tmp_path), "--json").json()[0]["index"]
+    status = sediment("index", "status", "--dir", str(tmp_path), "--json").json()[0]
+    assert status["index"] == str(path) and status["indexed_rows"] == 600
     r = sediment("search", "topic 5", "--dir", str(tmp_path), "--exact", "--json")
     assert r.code == 0 and r.json()["results"]
     stale = path.with_name(path.name.replace(".AGENTS.db.", ".AGENTS.db.0000000000000000x"))

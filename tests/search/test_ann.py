@@ -31,10 +31,10 @@ def _low_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ann.index, "ANN_MIN_ROWS", 1000)
 
 
-def make_layer(tmp_path: Path) -> tuple[LayerSet, Path]:
+def make_layer(tmp_path: Path, name: str = "AGENTS.db") -> tuple[LayerSet, Path]:
     kinds = ["rare" if i % 100 == 0 else "note" for i in range(N)]
     chunks = [Chunk(i + 1, kinds[i], f"chunk {i}", "human", 1.0, 0) for i in range(N)]
-    path = tmp_path / "AGENTS.db"
+    path = tmp_path / name
     path.write_bytes(encode_layer(chunks, clustered(N, 1), metadata={
         "v": 1, "embedding_profile": PROFILE}))
     return LayerSet.from_directory(tmp_path), path
@@ -48,8 +48,10 @@ def ids(ls: LayerSet, q: npt.NDArray[np.float32], **kw: object) -> tuple[list[in
 
 def test_recall_against_exact(tmp_path: Path) -> None:
     ls, path = make_layer(tmp_path)
+    path.chmod(0o640)
     built = ann.ensure_index(path)
     assert built is not None and built.parent == tmp_path and built.name.startswith(".AGENTS.db.")
+    assert built.name.endswith(f".{N}.ip.usearch") and built.stat().st_mode & 0o777 == 0o640
     found = total = 0
     for q in clustered(30, 7):
         got, approximate = ids(ls, q)
@@ -73,36 +75,70 @@ def test_small_layers_and_exact_requests_scan(tmp_path: Path,
     assert ann.ensure_index(path) is None
 
 
-def test_a_changed_layer_ignores_its_old_index_until_rebuilt(tmp_path: Path) -> None:
+def test_rewording_keeps_the_index_and_new_vectors_retire_it(tmp_path: Path) -> None:
     ls, path = make_layer(tmp_path)
     base = ls.layer(LayerName.BASE)
     assert base is not None
     old = ann.ensure_index(path)
     assert old is not None
-    # A new version of the layer: same rows but one chunk's content differs.
     chunks = list(base.file.chunks())
-    chunks[5] = Chunk(6, "note", "changed", "human", 1.0, 0)
-    path.write_bytes(encode_layer(chunks, np.asarray(base.file.embeddings), metadata={
-        "v": 1, "embedding_profile": PROFILE}))
-    ls2 = LayerSet.from_directory(tmp_path)
+    vectors = np.array(base.file.embeddings)
     q = clustered(1, 3)[0]
-    assert not ids(ls2, q)[1]  # the old index no longer matches: exact scan
+    # Same rows, one chunk reworded: the index maps rows to vectors, so it still holds.
+    chunks[5] = Chunk(6, "note", "changed", "human", 1.0, 0)
+    path.write_bytes(encode_layer(chunks, vectors, metadata={
+        "v": 1, "embedding_profile": PROFILE}))
+    assert ids(LayerSet.from_directory(tmp_path), q)[1]
+    assert ann.ensure_index(path) == old
+    # One vector changed: the index no longer matches and search scans exactly.
+    vectors[7] = clustered(1, 11)[0]
+    path.write_bytes(encode_layer(chunks, vectors, metadata={
+        "v": 1, "embedding_profile": PROFILE}))
+    assert not ids(LayerSet.from_directory(tmp_path), q)[1]
     new = ann.ensure_index(path)
     assert new is not None and new != old and not old.exists()
     assert ids(LayerSet.from_directory(tmp_path), q)[1]
 
 
-def test_appends_change_the_key(tmp_path: Path) -> None:
+def test_an_append_keeps_the_index_for_old_rows_and_scans_new_ones(tmp_path: Path) -> None:
     from sediment.format import LayerFile
 
-    ls, _ = make_layer(tmp_path)
-    local = tmp_path / "AGENTS.local.db"
-    v = clustered(1, 4)
-    ls.append(LayerName.LOCAL, [NewChunk("note", "x", "mcp", 0.5)], v, profile=PROFILE)
-    first = ann.content_key(LayerFile.open(local))
-    assert first == ann.content_key(LayerFile.open(local))  # deterministic
-    ls.append(LayerName.LOCAL, [NewChunk("note", "y", "mcp", 0.5)], v, profile=PROFILE)
-    assert ann.content_key(LayerFile.open(local)) != first
+    ls, path = make_layer(tmp_path, "AGENTS.local.db")  # an agent-written layer that grows
+    built = ann.ensure_index(path)
+    assert built is not None
+    before = ann.rows_key(LayerFile.open(path), N)
+    q = clustered(1, 12)[0]
+    # The appended chunk is the query itself: only the exact scan of the tail can find it.
+    ls.append(LayerName.LOCAL, [NewChunk("note", "appended", "mcp", 1.0)], q[None, :],
+              profile=PROFILE)
+    grown = LayerFile.open(path)
+    assert grown.embedding_info.rows == N + 1
+    assert ann.rows_key(grown, N) == before != ann.rows_key(grown, N + 1)
+    fresh = LayerSet.from_directory(tmp_path)
+    res = search(fresh, SearchRequest(k=10, mode="vector"), q, normalised=True)
+    assert res.hits[0].chunk.content == "appended" and res.hits[0].approximate
+    found, approximate = ids(fresh, q)
+    want, _ = ids(fresh, q, exact=True)
+    assert approximate and len(set(found) & set(want)) >= 9
+    # index build extends the old index by the tail instead of starting again.
+    extended = ann.ensure_index(path)
+    assert extended is not None and extended != built and not built.exists()
+    index = ann.find_index(LayerFile.open(path))
+    assert index is not None and index.rows == N + 1
+    res = search(LayerSet.from_directory(tmp_path), SearchRequest(k=1, mode="vector"), q,
+                 normalised=True)
+    assert res.hits[0].chunk.content == "appended" and res.hits[0].approximate
+
+
+def test_rows_key_is_deterministic_and_covers_the_rows(tmp_path: Path) -> None:
+    from sediment.format import LayerFile
+
+    _, path = make_layer(tmp_path)
+    f = LayerFile.open(path)
+    assert ann.rows_key(f, N) == ann.rows_key(LayerFile.open(path), N)
+    assert len({ann.rows_key(f, n) for n in (0, 1, N - 1, N)}) == 4
+    with pytest.raises(ValueError, match="rows"):
+        ann.rows_key(f, N + 1)
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "empty"])
@@ -158,3 +194,34 @@ def test_hybrid_uses_the_index_and_scores_exactly(tmp_path: Path) -> None:
     for h in res.hits:
         if h.chunk.id in by_id:
             assert h.vector_score == pytest.approx(by_id[h.chunk.id], abs=1e-6)
+
+
+def test_expansion_trades_time_for_recall_and_is_checked(tmp_path: Path) -> None:
+    from sediment.errors import ValidationError
+
+    ls, path = make_layer(tmp_path)
+    ann.ensure_index(path)
+    queries = clustered(20, 13)
+
+    def recall(ef: int) -> float:
+        found = 0
+        for q in queries:
+            got, approximate = ids(ls, q, ann_expansion=ef)
+            assert approximate
+            found += len(set(got) & set(ids(ls, q, exact=True)[0]))
+        return found / (10 * len(queries))
+
+    assert recall(1) <= recall(256) and recall(256) >= 0.95
+    from sediment.search.layer_index import layer_index
+
+    base = ls.layer(LayerName.BASE)
+    assert base is not None
+    index = layer_index(base.file).ann_index()
+    assert index is not None
+    ids(ls, queries[0], ann_expansion=300)
+    assert index._index.expansion_search == 300  # the breadth reaches usearch
+    ids(ls, queries[0])
+    assert index._index.expansion_search == ann.EXPANSION_SEARCH
+    for bad in (0, -3, True, 2.5, ann.MAX_FETCH + 1):
+        with pytest.raises(ValidationError, match="ann_expansion"):
+            ids(ls, queries[0], ann_expansion=bad)

@@ -21,15 +21,7 @@ from sediment.cli._app import (
 from sediment.cli._write import _progress
 from sediment.errors import SedimentError
 from sediment.format import LayerFile
-from sediment.search.ann import (
-    ANN_MIN_ROWS,
-    content_key,
-    ensure_index,
-    find_index,
-    index_metric,
-    index_path,
-    stale_indexes,
-)
+from sediment.search.ann import ANN_MIN_ROWS, ensure_index, find_index, index_files, stale_indexes
 
 
 def _targets(ctx: click.Context, paths: tuple[Path, ...], layer_dir: Path | None,
@@ -44,9 +36,12 @@ def _targets(ctx: click.Context, paths: tuple[Path, ...], layer_dir: Path | None
 def index() -> None:
     """Approximate-search (HNSW) index files for large layers.
 
-    An index is derived data beside its layer (`.AGENTS.db.<key>.<metric>.usearch`), named by
-    a hash of the layer's content, so a changed layer never uses a stale index. Searches use
-    it for layers of at least 100,000 rows and scan exactly otherwise or with --exact.
+    An index is derived data beside its layer (`.AGENTS.db.<key>.<rows>.<metric>.usearch`),
+    named by a hash of the embedding rows it covers, so a changed layer never uses a stale
+    index. After an append the index still covers the layer's first rows: searches use it
+    for those and scan the new rows exactly, and `index build` extends it rather than
+    starting again. Searches use an index for layers of at least 100,000 rows and scan
+    exactly otherwise or with --exact.
     """
 
 
@@ -91,20 +86,26 @@ def status_cmd(ctx: click.Context, /, paths: tuple[Path, ...], as_json: bool,
     report: list[dict[str, Any]] = []
     for path in _targets(ctx, paths, layer_dir, layer_paths):
         f = LayerFile.open(path)
-        key = content_key(f)
-        current = index_path(path, key, index_metric(f))
-        usable = find_index(f, key) is not None
-        report.append({"layer": str(path), "rows": f.embedding_info.rows,
-                       "needs_index": f.embedding_info.rows >= ANN_MIN_ROWS,
-                       "index": str(current) if usable else None,
-                       "stale": [str(p) for p in stale_indexes(path, keep=current)]})
+        rows = f.embedding_info.rows
+        found = find_index(f)
+        report.append({"layer": str(path), "rows": rows, "needs_index": rows >= ANN_MIN_ROWS,
+                       "index": str(found.path) if found else None,
+                       "indexed_rows": found.rows if found else 0,
+                       "stale": [str(p) for p in stale_indexes(
+                           f, keep=found.path if found else None)]})
     if as_json:
         emit_json(report)
         return
     for r in report:
-        state = "current index" if r["index"] else (
-            "no index (run `sediment index build`)" if r["needs_index"] else
-            "small enough for exact scans")
+        if r["index"] and r["indexed_rows"] == r["rows"]:
+            state = "current index"
+        elif r["index"]:
+            state = (f"index covers the first {r['indexed_rows']} rows; the rest are scanned "
+                     "exactly (`sediment index build` extends it)")
+        elif r["needs_index"]:
+            state = "no index (run `sediment index build`)"
+        else:
+            state = "small enough for exact scans"
         click.echo(f"{r['layer']}: {r['rows']} rows, {state}"
                    + (f"; {len(r['stale'])} stale file(s)" if r["stale"] else ""))
 
@@ -120,14 +121,16 @@ def clean_cmd(ctx: click.Context, /, paths: tuple[Path, ...], remove_all: bool, 
     """Remove index files of older layer versions (with --all, every index file)."""
     removed: list[str] = []
     for path in _targets(ctx, paths, layer_dir, layer_paths):
-        keep = None
-        if not remove_all:
+        if remove_all:
+            found, odd = index_files(path)
+            doomed = [x.path for x in found] + odd
+        else:
             try:
-                f = LayerFile.open(path)
-                keep = index_path(path, content_key(f), index_metric(f))
-            except SedimentError:
-                keep = None
-        for old in stale_indexes(path, keep=keep):
+                doomed = stale_indexes(LayerFile.open(path))
+            except SedimentError:  # an unreadable layer: none of its indexes is usable
+                found, odd = index_files(path)
+                doomed = [x.path for x in found] + odd
+        for old in doomed:
             with contextlib.suppress(FileNotFoundError):
                 old.unlink()
                 removed.append(str(old))

@@ -236,6 +236,10 @@ def _parse_structure(buf: memoryview | bytes | mmap.mmap, size: int) -> _Structu
     return s
 
 
+STRING_CACHE = 65536
+"""Most decoded strings a LayerFile keeps (see :meth:`LayerFile.string`)."""
+
+
 class LayerFile:
     """A read-only, memory-mapped layer file.
 
@@ -409,27 +413,32 @@ class LayerFile:
         return FormatError(msg, rule=rule, field=fld, offset=offset, path=self.path)
 
     def string(self, sid: int) -> str:
-        """Decode string ``sid`` (1-based, RFC 8.4.4)."""
+        """Decode string ``sid`` (1-based, RFC 8.4.4).
+
+        Up to :data:`STRING_CACHE` decoded strings are kept: the kinds, authors and sources
+        that every hit repeats are among the first asked for, while a long-running server
+        reading a million chunk contents must not keep them all.
+        """
         cached = self._strings.get(sid)
         if cached is not None:
             return cached
         if not 1 <= sid <= self._s.strings_count:
             raise self._fail(f"string id {sid} is outside 1..{self._s.strings_count}",
                              "8.4.4", "string_id", None)
-        e = self._string_entries[sid - 1]
-        off, length = int(e["offset"]), int(e["length"])
-        at = self._s.strings_entries + (sid - 1) * 16
-        if off > self._s.strings_bytes_len or length > self._s.strings_bytes_len - off:
+        off, length = self._string_entries[sid - 1].item()
+        blob_len = self._s.strings_bytes_len
+        if off > blob_len or length > blob_len - off:
             raise self._fail(f"string {sid} spans {off}..{off + length}, beyond the "
-                             f"{self._s.strings_bytes_len}-byte blob", "8.4.4",
-                             "StringEntry.byte_offset", at)
+                             f"{blob_len}-byte blob", "8.4.4", "StringEntry.byte_offset",
+                             self._s.strings_entries + (sid - 1) * 16)
         start = self._s.strings_bytes + off
         try:
-            text = bytes(self._buf[start:start + length]).decode("utf-8")
+            text = str(self._buf[start:start + length], "utf-8")
         except UnicodeDecodeError as exc:
             raise self._fail(f"string {sid} is not valid UTF-8", "8.4.4", "string bytes",
                              start + exc.start) from exc
-        self._strings[sid] = text
+        if len(self._strings) < STRING_CACHE:
+            self._strings[sid] = text
         return text
 
     def sources_at(self, index: int) -> tuple[Source, ...]:

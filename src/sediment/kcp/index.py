@@ -20,7 +20,7 @@ from sediment.format import Chunk, LayerFile
 from sediment.kcp.graph import load_order as _load_order
 from sediment.kcp.ingest import UNIT_KIND
 from sediment.store import PRECEDENCE, LayerName, LayerSet
-from sediment.store.events import hidden_ids, parse_event
+from sediment.store.events import parse_event
 
 __all__ = ["KcpIndex", "UnitKey", "UnitRecord"]
 
@@ -126,10 +126,11 @@ class KcpIndex:
     def from_layerset(cls, layerset: LayerSet,
                       layers: Sequence[LayerName] | None = None) -> KcpIndex:
         names = tuple(layers) if layers is not None else PRECEDENCE
-        hidden = hidden_ids(layerset.events(names))
+        present = layerset.layers(names)
+        hidden = layerset.hidden(present)
         seen: set[int] = set()
         found: list[UnitRecord] = []
-        for layer in layerset.layers(names):  # highest precedence first
+        for layer in present:  # highest precedence first
             for record in _file_records(layer.file, layer.name):
                 if record.event_id not in seen and record.event_id not in hidden:
                     seen.add(record.event_id)

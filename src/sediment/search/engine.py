@@ -14,8 +14,10 @@ words of the chunk it overrides.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -32,7 +34,6 @@ from sediment.search.layer_index import I64, LayerIndex, Mask, layer_index
 from sediment.search.params import BM25Params
 from sediment.search.vector import F32, Metric, top_k
 from sediment.store import PRECEDENCE, LayerName, LayerSet, OpenLayer
-from sediment.store.events import hidden_ids
 
 Mode = Literal["hybrid", "vector", "lexical"]
 MAX_K = 1000
@@ -44,7 +45,9 @@ ANN_OVERFETCH = 1.5
 class SearchRequest:
     """One search. ``exact`` forces exact vector scans even where an approximate index
     exists; ``candidates`` is how many chunks each retriever proposes per layer (default
-    max(5k, 50)); ``bm25`` chooses the analyzer and constants of the lexical side."""
+    max(5k, 50)); ``bm25`` chooses the analyzer and constants of the lexical side;
+    ``ann_expansion`` is how wide the approximate index searches (HNSW ef; None: the
+    index's default), trading time for recall."""
 
     text: str | None = None
     k: int = 10
@@ -58,6 +61,7 @@ class SearchRequest:
     rerankers: tuple[Reranker, ...] = ()
     bm25: BM25Params = field(default_factory=BM25Params)
     exact: bool = False
+    ann_expansion: int | None = None
 
     def validate(self, has_vector: bool) -> None:
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
@@ -72,6 +76,11 @@ class SearchRequest:
             raise ValidationError("a lexical or hybrid search needs a non-empty query text")
         if self.mode != "lexical" and not has_vector:
             raise ValidationError("a vector or hybrid search needs a query vector")
+        if self.ann_expansion is not None and (
+                isinstance(self.ann_expansion, bool) or not isinstance(self.ann_expansion, int)
+                or not 1 <= self.ann_expansion <= ann.MAX_FETCH):
+            raise ValidationError(f"ann_expansion must be an integer from 1 to "
+                                  f"{ann.MAX_FETCH}, got {self.ann_expansion!r}")
         analyzer(self.bm25.analyzer)
 
 
@@ -93,11 +102,11 @@ class _Part:
     approximate: bool
 
 
-def _ann_candidates(idx: LayerIndex, q: F32, c: int, mask: Mask | None, metric: Metric,
-                    normalised: bool) -> I64 | None:
+def _ann_candidates(idx: LayerIndex, q: F32, c: int, mask: Mask | None,
+                    request: SearchRequest, normalised: bool) -> I64 | None:
     """Positions of the ``c`` best allowed chunks by the approximate index, or None when
     the layer has no usable index or too few candidates pass the filter."""
-    if metric == "dot" and not normalised:
+    if request.metric == "dot" and not normalised:
         return None
     index = idx.ann_index()
     if index is None:
@@ -111,7 +120,11 @@ def _ann_candidates(idx: LayerIndex, q: F32, c: int, mask: Mask | None, metric: 
     fetch = max(fetch, min(ann.MIN_FETCH, n))
     if fetch > ann.MAX_FETCH:
         return None
-    pos = idx.positions_of_rows(index.search(q, fetch))
+    rows = index.search(q, fetch, request.ann_expansion)
+    if index.rows < idx.file.embedding_info.rows:  # appended since the index was built
+        tail = idx.tail_rows(q, index.rows, fetch, request.metric, normalised)
+        rows = np.concatenate([rows, tail])
+    pos = idx.positions_of_rows(rows)
     pos = pos[pos >= 0]
     if mask is not None:
         pos = pos[mask[pos]]
@@ -129,20 +142,22 @@ def _layer_part(layer: OpenLayer, request: SearchRequest, q: F32 | None, terms: 
     mask = idx.kind_mask(request.kinds, request.include_meta)
     vec_all: F32 | None = None
     lex_all: F32 | None = None
-    vpos = lpos = np.zeros(0, dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int64)
+    vpos, vval, lpos = empty, np.zeros(0, dtype=np.float32), empty
     approximate = False
     if q is not None:
         t = time.perf_counter()
-        got = None if request.exact else _ann_candidates(idx, q, c, mask, request.metric,
-                                                         normalised)
+        got = None if request.exact else _ann_candidates(idx, q, c, mask, request, normalised)
         if got is None:
             vec_all = idx.vector_scores(q, request.metric, normalised)
             masked = vec_all if mask is None else np.where(mask, vec_all, -np.inf)
             vpos = top_k(masked.astype(np.float32, copy=False), c)
+            vval = vec_all[vpos]
         else:
             approximate = True
             scores = idx.score_positions(got, q, request.metric, normalised)
-            vpos = got[top_k(scores, c)]
+            best = top_k(scores, c)
+            vpos, vval = got[best], scores[best]
         _add(timings, "vector", t)
     if request.mode != "vector" and terms:
         t = time.perf_counter()
@@ -150,17 +165,19 @@ def _layer_part(layer: OpenLayer, request: SearchRequest, q: F32 | None, terms: 
         ok = lex_all > 0 if mask is None else (lex_all > 0) & mask
         lpos = top_k(np.where(ok, lex_all, -np.inf).astype(np.float32), c)
         _add(timings, "bm25", t)
-    pos = np.union1d(vpos, lpos).astype(np.int64)
+    if len(lpos) == 0:  # the vector side alone (or nothing)
+        pos, vec = vpos, vval
+    elif q is None:
+        pos, vec = lpos, np.full(len(lpos), np.nan, dtype=np.float32)
+    else:
+        pos = np.union1d(vpos, lpos).astype(np.int64)
+        vec = (vec_all[pos] if vec_all is not None
+               else idx.score_positions(pos, q, request.metric, normalised))
     if len(pos) == 0:
         return None
-    if q is None:
-        vec = np.full(len(pos), np.nan, dtype=np.float32)
-    elif vec_all is not None:
-        vec = vec_all[pos]
-    else:
-        vec = idx.score_positions(pos, q, request.metric, normalised)
     lex = lex_all[pos] if lex_all is not None else np.zeros(len(pos), dtype=np.float32)
-    return _Part(layer.name, pos, vec.astype(np.float32), lex.astype(np.float32), approximate)
+    return _Part(layer.name, pos, vec.astype(np.float32, copy=False),
+                 lex.astype(np.float32, copy=False), approximate)
 
 
 def _default_candidates(request: SearchRequest) -> int:
@@ -210,8 +227,7 @@ def search(layerset: LayerSet, request: SearchRequest,
     parts = [p for layer in layers
              if (p := _layer_part(layer, request, q, terms, c, normalised, timings))]
     t = time.perf_counter()
-    hits = _fuse_and_resolve(layers, parts, request, q, normalised,
-                             hidden_ids(layerset.events(names)))
+    hits = _fuse_and_resolve(layers, parts, request, q, normalised, layerset.hidden(layers))
     for rerank in request.rerankers:
         hits = rerank(hits)
     _add(timings, "fusion", t)
@@ -220,45 +236,60 @@ def search(layerset: LayerSet, request: SearchRequest,
 
 
 def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: SearchRequest,
-                      q: F32 | None, normalised: bool, hidden: set[int]) -> list[Hit]:
+                      q: F32 | None, normalised: bool, hidden: AbstractSet[int]) -> list[Hit]:
     """Fuse the pool, group it by chunk id, keep the highest layer's version, drop
     superseded and forgotten ids, and filter on the version that is shown."""
     if not parts:
         return []
     files = {layer.name: layer.file for layer in layers}
-    which = np.concatenate([np.full(len(p.pos), n, dtype=np.int64) for n, p in enumerate(parts)])
-    pos = np.concatenate([p.pos for p in parts])
-    vec = np.concatenate([p.vec for p in parts])
-    lex = np.concatenate([p.lex for p in parts])
-    lrank_of_layer = np.asarray([p.layer.rank for p in parts], dtype=np.int64)[which]
-    ids = np.concatenate([files[p.layer].ids[p.pos] for p in parts]).astype(np.int64)
+    if len(parts) == 1:
+        p0 = parts[0]
+        which = np.zeros(len(p0.pos), dtype=np.int64)
+        pos, vec, lex = p0.pos, p0.vec, p0.lex
+        lrank_of_layer = np.full(len(pos), p0.layer.rank, dtype=np.int64)
+        ids = files[p0.layer].ids[pos].astype(np.int64)
+    else:
+        which = np.concatenate([np.full(len(p.pos), n, dtype=np.int64)
+                                for n, p in enumerate(parts)])
+        pos = np.concatenate([p.pos for p in parts])
+        vec = np.concatenate([p.vec for p in parts])
+        lex = np.concatenate([p.lex for p in parts])
+        lrank_of_layer = np.asarray([p.layer.rank for p in parts], dtype=np.int64)[which]
+        ids = np.concatenate([files[p.layer].ids[p.pos] for p in parts]).astype(np.int64)
     tie = [-lrank_of_layer, pos]
     no_rank = np.zeros(len(pos), dtype=np.int64)
     vrank = _ranks(vec, np.isfinite(vec), tie) if q is not None else no_rank
     lrank = _ranks(lex, lex > 0, tie) if request.mode != "vector" else no_rank
     if request.mode == "lexical":
-        fused = lex.copy()
+        fused = lex
     elif request.mode == "vector":
-        fused = np.nan_to_num(vec, nan=-np.inf)
+        fused = np.where(np.isnan(vec), -np.inf, vec)
     else:
         fused = request.fusion.combine(Pool(vec, lex, vrank, lrank))
     order = np.lexsort((ids, -lrank_of_layer, -fused))
-    _, first = np.unique(ids[order], return_index=True)
-    best = order[np.sort(first)]  # one candidate per id, in fused order
+    if len(files) == 1:
+        best = order  # one file: ids are unique already
+    else:
+        _, first = np.unique(ids[order], return_index=True)
+        best = order[np.sort(first)]  # one candidate per id, in fused order
     if request.mode == "lexical":
         best = best[lex[best] > 0]
-    id_arr = ids[best].astype(np.uint32)
-    if len(parts) == 1 and len(files) == 1:
+    if len(files) == 1:
         where = {parts[0].layer: pos[best]}  # one file: the candidates' own positions
     else:
+        id_arr = ids[best].astype(np.uint32)
         where = {name: layer_index(f).positions(id_arr) for name, f in files.items()}
+    order_names = [name for name in PRECEDENCE if name in files]
+    where_l = {name: w.tolist() for name, w in where.items()}
+    cols = zip(ids[best].tolist(), fused[best].tolist(), vec[best].tolist(),
+               lex[best].tolist(), vrank[best].tolist(), lrank[best].tolist(),
+               which[best].tolist(), strict=True)
     hits: list[Hit] = []
-    for n, b in enumerate(best.tolist()):
-        cid = int(ids[b])
+    for n, (cid, score, v, lx, vr, lr, part_no) in enumerate(cols):
         if cid in hidden:
             continue
-        versions = [(name, int(where[name][n])) for name in PRECEDENCE
-                    if name in files and where[name][n] >= 0]
+        versions = [(name, where_l[name][n]) for name in order_names
+                    if where_l[name][n] >= 0]
         top_name, top_pos = versions[0]
         top_file = files[top_name]
         top_kind = top_file.kind_at(top_pos)
@@ -273,11 +304,9 @@ def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: Sear
             lower = files[name].chunk_at(p)
             differs = (lower.content, lower.kind) != (top.content, top.kind)
             shadowed.append(HiddenVersion(name, lower, differs))
-        part = parts[int(which[b])]
-        hit = Hit(top_name, top, float(fused[b]),
-                  None if not np.isfinite(vec[b]) else float(vec[b]),
-                  int(vrank[b]) or None, float(lex[b]) if lex[b] > 0 else None,
-                  int(lrank[b]) or None, part.layer, shadowed,
+        part = parts[part_no]
+        hit = Hit(top_name, top, score, v if math.isfinite(v) else None, vr or None,
+                  lx if lx > 0 else None, lr or None, part.layer, shadowed,
                   approximate=part.approximate)
         if top_name != part.layer and q is not None:
             hit.vector_score = _score_one(top_file, top_pos, q, request.metric, normalised)

@@ -35,7 +35,7 @@ from sediment.errors import (
 from sediment.format import Chunk, LayerFile, Source, encode_layer
 from sediment.format.writer import encode_append
 from sediment.store.atomic import atomic_write
-from sediment.store.events import Event, iter_events
+from sediment.store.events import Event, hidden_ids, iter_events
 from sediment.store.layers import AGENT_WRITABLE, PRECEDENCE, LayerName
 
 U32_MAX = 2**32 - 1
@@ -125,6 +125,8 @@ class LayerSet:
         self.lock_timeout = lock_timeout
         self._open: dict[LayerName, OpenLayer] = {}
         self._held = threading.local()
+        self._hidden: tuple[tuple[tuple[LayerName, tuple[int, int, int]], ...],
+                            frozenset[int]] | None = None
 
     @classmethod
     def from_directory(cls, directory: str | os.PathLike[str], **kw: Any) -> LayerSet:
@@ -213,6 +215,17 @@ class LayerSet:
             if layer.file.chunk_count:
                 found.extend((layer.name, c) for c in _event_chunks(layer.file))
         return list(iter_events(found))
+
+    def hidden(self, layers: Sequence[OpenLayer]) -> frozenset[int]:
+        """Ids the events of ``layers`` supersede or forget, remembered for the exact file
+        versions given, so a search pays for it once per change rather than per query."""
+        key = tuple((layer.name, layer.stamp) for layer in layers)
+        cached = self._hidden
+        if cached is None or cached[0] != key:
+            found = [(layer.name, c) for layer in layers if layer.file.chunk_count
+                     for c in _event_chunks(layer.file)]
+            cached = self._hidden = (key, frozenset(hidden_ids(iter_events(found))))
+        return cached[1]
 
     def high_water(self) -> int:
         """The largest id any layer uses or ever used."""

@@ -1,36 +1,43 @@
 """Approximate nearest-neighbour search for very large layers (HNSW via usearch).
 
-The index is a derived cache beside the layer file, named by the layer's content key;
-the engine uses it for layers of at least :data:`ANN_MIN_ROWS` rows when it exists and
-matches, and scans exactly otherwise (or when ``SearchRequest(exact=True)``).
+The index is a derived cache beside the layer file, named by a hash of the embedding rows
+it covers; the engine uses it for layers of at least :data:`ANN_MIN_ROWS` rows when one
+matches all of the layer's rows or a prefix of them (the rest are scanned exactly), and
+scans exactly otherwise (or when ``SearchRequest(exact=True)``).
 """
 
 from sediment.search.ann.index import (
     ANN_MIN_ROWS,
+    EXPANSION_SEARCH,
     MAX_FETCH,
     MIN_FETCH,
     AnnIndex,
+    IndexFile,
     build_index,
     eligible,
     ensure_index,
     find_index,
+    index_files,
     index_metric,
     index_path,
     stale_indexes,
 )
-from sediment.search.ann.key import content_key
+from sediment.search.ann.key import rows_key
 
 __all__ = [
     "ANN_MIN_ROWS",
+    "EXPANSION_SEARCH",
     "MAX_FETCH",
     "MIN_FETCH",
     "AnnIndex",
+    "IndexFile",
     "build_index",
-    "content_key",
     "eligible",
     "ensure_index",
     "find_index",
+    "index_files",
     "index_metric",
     "index_path",
+    "rows_key",
     "stale_indexes",
 ]

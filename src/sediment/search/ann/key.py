@@ -1,40 +1,42 @@
-"""The content key that names a layer's approximate index: it changes when the layer does.
+"""The key that names an approximate index: a hash of the embedding rows it was built from.
 
-Every byte outside the embedding data (headers, chunk table, strings, relationships,
-metadata with the embedding profile) goes through BLAKE2b; the embedding data, which is
-most of a large file, goes through CRC-32 in 16 MiB blocks whose values are hashed too.
-CRC-32 runs at memory speed (about 3 GB/s here, against 0.3 GB/s for SHA-256 on this CPU
-without SHA extensions), so keying a 1M x 384 f32 layer costs about half a second, once per
-process and file version. CRC-32 detects any accidental change; it is not meant to resist a
-forger, and need not: whoever can rewrite the layer can rewrite its index too.
+An index maps embedding row numbers to vectors and nothing else, so its key covers exactly
+that: the dimension count, the element type and quantisation scale, the number of rows, and
+the bytes of those rows. Rewording a chunk leaves the key (and the index) valid; changing a
+vector does not. Because the key of the first ``n`` rows depends only on those rows, an
+index built before an append still matches the *prefix* of the grown layer, and search can
+use it for those rows while scanning the appended tail exactly (``index.find_index``).
+
+The rows go through CRC-32 in 16 MiB blocks whose values are hashed with BLAKE2b: CRC-32
+runs at memory speed (about 3 GB/s here, against 0.3 GB/s for SHA-256 on this CPU without
+SHA extensions), so keying 1M x 384 f32 rows costs about half a second, once per process,
+file version and prefix length. CRC-32 detects any accidental change; it is not meant to
+resist a forger, and need not: whoever can rewrite the layer can rewrite its index too.
 """
 
 from __future__ import annotations
 
 import hashlib
+import struct
 import zlib
-from typing import Any
+
+import numpy as np
 
 from sediment.format import LayerFile
 
 BLOCK = 16 << 20
 
 
-def layer_buffer(f: LayerFile) -> Any:
-    """The bytes a LayerFile maps (its mmap, or the bytes it was built from)."""
-    return f._buf
-
-
-def content_key(f: LayerFile) -> str:
-    """32 hex digits identifying the content of ``f``."""
-    buf = memoryview(layer_buffer(f))
+def rows_key(f: LayerFile, rows: int) -> str:
+    """32 hex digits identifying the first ``rows`` embedding rows of ``f``."""
     info = f.embedding_info
-    start = info.data_offset
-    end = start + info.data_length
-    h = hashlib.blake2b(digest_size=16, person=b"sediment-ann-v1")
-    h.update(len(buf).to_bytes(8, "little"))
-    h.update(buf[:start])
-    for at in range(start, end, BLOCK):
-        h.update(zlib.crc32(buf[at:min(at + BLOCK, end)]).to_bytes(4, "little"))
-    h.update(buf[end:])
+    if not 0 <= rows <= info.rows:
+        raise ValueError(f"{rows} rows asked of a matrix of {info.rows}")
+    flat = f.embeddings.reshape(-1).view(np.uint8)
+    matrix = memoryview(flat.data) if rows else memoryview(b"")
+    end = rows * f.dim * f.embeddings.itemsize
+    h = hashlib.blake2b(digest_size=16, person=b"sediment-ann-v2")
+    h.update(struct.pack("<IQ8sf", f.dim, rows, f.element_type.encode(), f.quant_scale))
+    for at in range(0, end, BLOCK):
+        h.update(zlib.crc32(matrix[at:min(at + BLOCK, end)]).to_bytes(4, "little"))
     return h.hexdigest()
