@@ -7,7 +7,10 @@ are rewritten from it (``--out``, default docs/peers.md and docs/peers.png).
 
 Approximate (HNSW) builds take minutes per million vectors on two cores, so by default
 they run only at sizes up to ``--approx-max`` (100,000); Chroma, whose inserts build its
-HNSW graph, follows the same cap.
+HNSW graph, follows the same cap. ``--keep`` leaves each system's files in the work
+directory and ``--reuse`` queries kept files instead of building again (the build figures
+come from the kept build). ``--sweep`` queries every HNSW system again at each search
+breadth of ``--efforts``, for the recall-against-latency curves and the equal-recall table.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import time
 from pathlib import Path
 
 from bench.peers import data, report
-from bench.peers.systems import SYSTEMS
+from bench.peers.systems import EFFORTS, SYSTEMS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,6 +44,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--workdir", type=Path, default=REPO / "build" / "peers")
     p.add_argument("--out", type=Path, default=REPO / "docs" / "peers.md")
     p.add_argument("--timeout", type=float, default=1800.0, help="per subprocess, seconds")
+    p.add_argument("--keep", action="store_true", help="keep each system's built files")
+    p.add_argument("--reuse", action="store_true", help="query kept builds, do not rebuild")
+    p.add_argument("--sweep", action="store_true",
+                   help="also query HNSW systems at every search breadth of --efforts")
+    p.add_argument("--efforts", default=",".join(map(str, EFFORTS)))
     a = p.parse_args(argv)
     if a.quick:
         a.sizes, a.queries, a.seconds = "100000", 50, 5.0
@@ -77,20 +85,28 @@ def main(argv: list[str] | None = None) -> int:
                                 "skipped": f"approximate builds capped at {a.approx_max:,}"}
                 continue
             sysdir = a.workdir / f"{n}" / name
-            shutil.rmtree(sysdir, ignore_errors=True)
+            kept = sysdir / "build.json"
             row: dict[str, object] = {"size": n, "system": name, "mode": system.mode}
-            built = worker(["build", name, str(sysdir), str(d)], a.timeout)
+            built: dict[str, float] | str
+            if a.reuse and kept.exists():
+                built = json.loads(kept.read_text())
+            else:
+                shutil.rmtree(sysdir, ignore_errors=True)
+                built = worker(["build", name, str(sysdir), str(d)], a.timeout)
             if isinstance(built, str):
                 row["skipped"] = built
             else:
                 row.update(built)
+                efforts = a.efforts if a.sweep and system.sweeps else ""
                 asked = worker(["query", name, str(sysdir), str(d), "--queries",
-                                str(a.queries), "--seconds", str(a.seconds)], a.timeout)
+                                str(a.queries), "--seconds", str(a.seconds),
+                                "--efforts", efforts], a.timeout)
                 if isinstance(asked, str):
                     row["skipped"] = asked
                 else:
                     row.update(asked)
-            shutil.rmtree(sysdir, ignore_errors=True)
+            if not (a.keep or a.reuse):
+                shutil.rmtree(sysdir, ignore_errors=True)
             results[key] = row
             print(f"  {name}: {report.one_line(row)} ({time.perf_counter() - t0:.0f} s)",
                   file=sys.stderr)

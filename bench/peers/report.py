@@ -41,6 +41,52 @@ def table(results: Mapping[str, Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+TARGETS = (0.90, 0.95, 0.98, 0.99)
+"""Recall@10 levels at which the equal-recall table compares the HNSW systems."""
+
+
+def points(row: Mapping[str, Any]) -> list[tuple[int | None, float, float]]:
+    """(search breadth, p50 ms, recall@10) of a row's default run and its sweep."""
+    if "skipped" in row:
+        return []
+    out: list[tuple[int | None, float, float]] = [(None, row["p50_ms"], row["recall_at_10"])]
+    out += [(p["effort"], p["p50_ms"], p["recall_at_10"]) for p in row.get("sweep", [])]
+    return out
+
+
+def fastest_at(row: Mapping[str, Any], target: float) -> tuple[float, int | None] | None:
+    """The lowest p50 (and its breadth) among a row's runs reaching ``target`` recall."""
+    ok = [(ms, ef) for ef, ms, r in points(row) if r >= target]
+    return min(ok, key=lambda x: x[0]) if ok else None
+
+
+def equal_recall(results: Mapping[str, Mapping[str, Any]]) -> str:
+    """For each size and recall level: every HNSW system's fastest run that reaches it."""
+    rows = [r for r in results.values() if r["mode"] == "approximate" and r.get("sweep")]
+    if not rows:
+        return ""
+    names = sorted({str(r["system"]) for r in rows})
+    lines = ["| vectors | recall@10 at least | " + " | ".join(names) + " | fastest |",
+             "|---:|---:|" + "---:|" * len(names) + "---|"]
+    for n in sorted({int(r["size"]) for r in rows}):
+        by_name = {str(r["system"]): r for r in rows if r["size"] == n}
+        for target in TARGETS:
+            cells: list[str] = []
+            best: tuple[float, str] | None = None
+            for name in names:
+                got = fastest_at(by_name[name], target) if name in by_name else None
+                if got is None:
+                    cells.append("-" if name not in by_name else "not reached")
+                    continue
+                ms, ef = got
+                cells.append(f"{ms:.2f} ms (ef {ef if ef is not None else 'default'})")
+                if best is None or ms < best[0]:
+                    best = (ms, name)
+            lead = best[1] if best else "-"
+            lines.append(f"| {n:,} | {target:.2f} | " + " | ".join(cells) + f" | {lead} |")
+    return "\n".join(lines)
+
+
 def machine() -> str:
     cpu = "unknown"
     try:
@@ -76,13 +122,18 @@ def plot(results: Mapping[str, Mapping[str, Any]], out: Path) -> None:
         rows = [r for r in results.values() if r["size"] == n and "skipped" not in r]
         for r in rows:
             marker = "o" if r["mode"] == "exact" else "^"
-            ax.scatter(r["p50_ms"], r["recall_at_10"], marker=marker, s=50)
+            dots = ax.scatter(r["p50_ms"], r["recall_at_10"], marker=marker, s=50)
             ax.annotate(str(r["system"]), (r["p50_ms"], r["recall_at_10"]), fontsize=8,
                         xytext=(4, 3), textcoords="offset points")
+            sweep = sorted(r.get("sweep", []), key=lambda p: p["effort"])
+            if sweep:
+                ax.plot([p["p50_ms"] for p in sweep], [p["recall_at_10"] for p in sweep],
+                        marker=".", color=dots.get_facecolor()[0], alpha=0.7, lw=1)
         ax.set_xscale("log")
         ax.set_xlabel("p50 latency, ms (log scale)")
         ax.set_ylabel("recall@10 against exact search")
-        ax.set_title(f"{n:,} vectors x 384 dims, top-10 (o exact, ^ HNSW)")
+        ax.set_title(f"{n:,} vectors x 384 dims, top-10\n(o exact, ^ HNSW default; "
+                     "lines: HNSW ef sweep)", fontsize=10)
         ax.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
@@ -92,8 +143,12 @@ def plot(results: Mapping[str, Mapping[str, Any]], out: Path) -> None:
 def write(results: Mapping[str, Mapping[str, Any]], out: Path, command: str) -> None:
     png = out.with_suffix(".png")
     plot(results, png)
-    block = "\n".join([BEGIN, "", f"Command: `{command}`. Machine: {machine()}.", "",
-                       table(results), "", f"![latency against recall]({png.name})", "", END])
+    sweep = equal_recall(results)
+    parts = [BEGIN, "", f"Command: `{command}`. Machine: {machine()}.", "", table(results), ""]
+    if sweep:
+        parts += ["Equal recall: the fastest p50 of each HNSW system over its sweep of search "
+                  "breadths (ef) that reaches each recall@10.", "", sweep, ""]
+    block = "\n".join([*parts, f"![latency against recall]({png.name})", "", END])
     text = out.read_text() if out.exists() else f"# Peers\n\n{BEGIN}\n{END}\n"
     if BEGIN in text and END in text:
         text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END):]

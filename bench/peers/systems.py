@@ -2,8 +2,9 @@
 
 Settings are each library's documented way to get exact or HNSW search over inner
 product (unit vectors, so inner product = cosine). HNSW everywhere: M = 16, construction
-ef = 128; search ef 64 for FAISS and Chroma (their common default), Sediment's own default
-(128, with 50 candidates re-scored exactly) for Sediment.
+ef = 128. Search breadth: the table row uses each system's default (ef 64 for FAISS, Chroma
+and LanceDB, their common default; Sediment's own default for Sediment); the sweep opens
+each HNSW system again at every ef of ``EFFORTS`` to compare them at equal recall.
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ import numpy.typing as npt
 
 F32 = npt.NDArray[np.float32]
 Searcher = Callable[[F32], list[int]]
+Opener = Callable[[Path, "int | None"], Searcher]
 K = 10
 M, EF_CONSTRUCTION, EF_SEARCH = 16, 128, 64
+EFFORTS = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384)
+"""HNSW search breadths (ef) of the sweep."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +30,12 @@ class System:
     name: str
     mode: str  # "exact" or "approximate"
     build: Callable[[Path, F32], None]
-    open: Callable[[Path], Searcher]
+    open: Opener
+    """Open for searching; the int is the search breadth (None: the system's default)."""
+
+    @property
+    def sweeps(self) -> bool:
+        return self.mode == "approximate"
 
 
 # -- Sediment --------------------------------------------------------------------------------
@@ -39,7 +48,6 @@ def _sediment_build(element_type: str, ann_index: bool) -> Callable[[Path, F32],
                    "output_norm": "l2"}
         chunks = [Chunk(i + 1, "note", f"chunk {i}", "human", 1.0, 0) for i in range(len(x))]
         data = encode_layer(chunks, x, element_type=element_type,
-                            quant_scale=1 / 127 if element_type == "i8" else None,
                             metadata={"v": 1, "embedding_profile": profile})
         (d / "AGENTS.db").write_bytes(data)
         if ann_index:
@@ -48,14 +56,14 @@ def _sediment_build(element_type: str, ann_index: bool) -> Callable[[Path, F32],
     return build
 
 
-def _sediment_open(exact: bool) -> Callable[[Path], Searcher]:
-    def open_(d: Path) -> Searcher:
+def _sediment_open(exact: bool) -> Opener:
+    def open_(d: Path, effort: int | None) -> Searcher:
         from sediment.search import SearchRequest, ann, search
         from sediment.store import LayerSet
 
         ann.index.ANN_MIN_ROWS = 1  # the benchmark decides per system, not per size
         ls = LayerSet({"base": d / "AGENTS.db"})
-        request = SearchRequest(k=K, mode="vector", exact=exact)
+        request = SearchRequest(k=K, mode="vector", exact=exact, ann_expansion=effort)
 
         def run(q: F32) -> list[int]:
             return [h.chunk.id - 1 for h in search(ls, request, q, normalised=True).hits]
@@ -81,12 +89,12 @@ def _faiss_build(hnsw: bool) -> Callable[[Path, F32], None]:
     return build
 
 
-def _faiss_open(d: Path) -> Searcher:
+def _faiss_open(d: Path, effort: int | None) -> Searcher:
     import faiss
 
     index = faiss.read_index(str(d / "index.faiss"))
     if hasattr(index, "hnsw"):
-        index.hnsw.efSearch = EF_SEARCH
+        index.hnsw.efSearch = effort or EF_SEARCH
 
     def run(q: F32) -> list[int]:
         _, ids = index.search(q[None, :], K)
@@ -112,15 +120,15 @@ def _lance_build(index: bool) -> Callable[[Path, F32], None]:
     return build
 
 
-def _lance_open(exact: bool) -> Callable[[Path], Searcher]:
-    def open_(d: Path) -> Searcher:
+def _lance_open(exact: bool) -> Opener:
+    def open_(d: Path, effort: int | None) -> Searcher:
         import lancedb
 
         table = lancedb.connect(str(d / "lance")).open_table("v")
 
         def run(q: F32) -> list[int]:
             s = table.search(q).metric("dot").limit(K).select(["id"])
-            s = s.bypass_vector_index() if exact else s.ef(EF_SEARCH)
+            s = s.bypass_vector_index() if exact else s.ef(effort or EF_SEARCH)
             return [int(i) for i in s.to_arrow()["id"].to_pylist()]
 
         return run
@@ -142,10 +150,11 @@ def _chroma_build(d: Path, x: F32) -> None:
         col.add(ids=[str(i) for i in range(start, stop)], embeddings=x[start:stop])
 
 
-def _chroma_open(d: Path) -> Searcher:
+def _chroma_open(d: Path, effort: int | None) -> Searcher:
     import chromadb
 
     col = chromadb.PersistentClient(path=str(d / "chroma")).get_collection("vectors")
+    col.modify(configuration={"hnsw": {"ef_search": effort or EF_SEARCH}})  # persisted
 
     def run(q: F32) -> list[int]:
         res = col.query(query_embeddings=q[None, :], n_results=K, include=[])
@@ -178,7 +187,7 @@ def _sqlite_build(d: Path, x: F32) -> None:
     db.close()
 
 
-def _sqlite_open(d: Path) -> Searcher:
+def _sqlite_open(d: Path, effort: int | None) -> Searcher:
     db = _sqlite_connect(d / "vec.sqlite")
     sql = "SELECT rowid FROM v WHERE embedding MATCH ? AND k = ? ORDER BY distance"
 

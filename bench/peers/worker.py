@@ -1,9 +1,11 @@
 """Run in a fresh process: ``python -m bench.peers.worker build|query SYSTEM DIR DATA``.
 
-``build`` makes the system's files in DIR from DATA/vectors.npy; ``query`` opens them,
-runs the queries of DATA/queries.npy (up to ``--queries``, stopping after ``--seconds``)
-and scores recall@10 against DATA/truth.npy. Prints one JSON object, including this
-process's peak RSS (``VmHWM``; see ``peak_rss``).
+``build`` makes the system's files in DIR from DATA/vectors.npy (and records its figures in
+DIR/build.json, so a kept build can be queried again); ``query`` opens them, runs the
+queries of DATA/queries.npy (up to ``--queries``, stopping after ``--seconds``) and scores
+recall@10 against DATA/truth.npy, then, given ``--efforts``, does the same again at each
+search breadth. Prints one JSON object, including this process's peak RSS (``VmHWM``, read
+before the sweep; see ``peak_rss``).
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ import os
 import resource
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from bench.peers.systems import SYSTEMS, K
+from bench.peers.systems import F32, SYSTEMS, K, Searcher
 
 
 def disk_bytes(d: Path) -> int:
@@ -42,20 +46,35 @@ def build(system: str, d: Path, data: Path) -> dict[str, float]:
     rss_data = peak_rss()
     t = time.perf_counter()
     SYSTEMS[system].build(d, x)
-    return {"build_s": time.perf_counter() - t, "build_rss": peak_rss(),
-            "data_rss": rss_data, "disk_bytes": disk_bytes(d)}
+    out = {"build_s": time.perf_counter() - t, "build_rss": peak_rss(),
+           "data_rss": rss_data, "disk_bytes": disk_bytes(d)}
+    (d / "build.json").write_text(json.dumps(out))
+    return out
 
 
-def query(system: str, d: Path, data: Path, n: int, seconds: float) -> dict[str, float]:
+def query(system: str, d: Path, data: Path, n: int, seconds: float,
+          efforts: list[int]) -> dict[str, Any]:
     queries = np.load(data / "queries.npy")
     truth = np.load(data / "truth.npy")
     t = time.perf_counter()
-    run = SYSTEMS[system].open(d)
+    run = SYSTEMS[system].open(d, None)
     open_s = time.perf_counter() - t
     t = time.perf_counter()
     run(queries[0])
     first_s = time.perf_counter() - t
-    for q in queries[1:3]:
+    out: dict[str, Any] = {"open_s": open_s, "first_query_s": first_s,
+                           **measure(run, queries, truth, n, seconds),
+                           "query_rss": peak_rss()}
+    if efforts:
+        out["sweep"] = [{"effort": e, **measure(SYSTEMS[system].open(d, e), queries, truth,
+                                                n, seconds)} for e in efforts]
+    return out
+
+
+def measure(run: Searcher, queries: F32, truth: npt.NDArray[np.int64], n: int,
+            seconds: float) -> dict[str, float]:
+    """Latency and recall@10 of ``run`` over the queries, after three warm-up queries."""
+    for q in queries[1:4]:
         run(q)
     samples: list[float] = []
     found = 0
@@ -69,10 +88,9 @@ def query(system: str, d: Path, data: Path, n: int, seconds: float) -> dict[str,
         if time.perf_counter() - start > seconds and len(samples) >= 10:
             break
     s = np.asarray(samples)
-    return {"open_s": open_s, "first_query_s": first_s, "queries": len(s),
-            "p50_ms": float(np.median(s) * 1e3), "p99_ms": float(np.percentile(s, 99) * 1e3),
-            "qps": float(len(s) / s.sum()), "recall_at_10": found / (K * len(s)),
-            "query_rss": peak_rss()}
+    return {"queries": len(s), "p50_ms": float(np.median(s) * 1e3),
+            "p99_ms": float(np.percentile(s, 99) * 1e3), "qps": float(len(s) / s.sum()),
+            "recall_at_10": found / (K * len(s))}
 
 
 def main() -> None:
@@ -83,10 +101,12 @@ def main() -> None:
     p.add_argument("data", type=Path)
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument("--efforts", default="", help="comma-separated search breadths to sweep")
     a = p.parse_args()
     a.dir.mkdir(parents=True, exist_ok=True)
+    efforts = [int(e) for e in a.efforts.split(",") if e]
     out = (build(a.system, a.dir, a.data) if a.action == "build"
-           else query(a.system, a.dir, a.data, a.queries, a.seconds))
+           else query(a.system, a.dir, a.data, a.queries, a.seconds, efforts))
     out["pid"] = os.getpid()
     print(json.dumps(out))
 
