@@ -32,10 +32,12 @@ class System:
     build: Callable[[Path, F32], None]
     open: Opener
     """Open for searching; the int is the search breadth (None: the system's default)."""
+    tunable: bool = True
+    """Whether its search breadth can be set when opening (for the sweep)."""
 
     @property
     def sweeps(self) -> bool:
-        return self.mode == "approximate"
+        return self.mode == "approximate" and self.tunable
 
 
 # -- Sediment --------------------------------------------------------------------------------
@@ -71,6 +73,34 @@ def _sediment_open(exact: bool) -> Opener:
         return run
 
     return open_
+
+
+# -- usearch -------------------------------------------------------------------------------
+def _usearch_build(d: Path, x: F32) -> None:
+    """The library under Sediment's index, alone: the same int8 graph (rows scaled so the
+    largest component is 127), searched and ranked by usearch with no exact re-scoring."""
+    from usearch.index import Index
+
+    index = Index(ndim=x.shape[1], metric="ip", dtype="i8", connectivity=M,
+                  expansion_add=EF_CONSTRUCTION)
+    scale = np.float32(127.0 / float(np.abs(x).max()))
+    for start in range(0, len(x), 65536):
+        part = np.rint(x[start:start + 65536] * scale).astype(np.int8)
+        index.add(np.arange(start, start + len(part), dtype=np.uint64), part)
+    index.save(str(d / "index.usearch"))
+
+
+def _usearch_open(d: Path, effort: int | None) -> Searcher:
+    from usearch.index import Index
+
+    index = Index.restore(str(d / "index.usearch"), view=True)
+    index.expansion_search = effort or EF_SEARCH
+
+    def run(q: F32) -> list[int]:
+        qi = np.rint(q * np.float32(127.0 / float(np.abs(q).max()))).astype(np.int8)
+        return [int(k) for k in index.search(qi, K, threads=1).keys]
+
+    return run
 
 
 # -- FAISS -------------------------------------------------------------------------------------
@@ -154,7 +184,6 @@ def _chroma_open(d: Path, effort: int | None) -> Searcher:
     import chromadb
 
     col = chromadb.PersistentClient(path=str(d / "chroma")).get_collection("vectors")
-    col.modify(configuration={"hnsw": {"ef_search": effort or EF_SEARCH}})  # persisted
 
     def run(q: F32) -> list[int]:
         res = col.query(query_embeddings=q[None, :], n_results=K, include=[])
@@ -205,6 +234,9 @@ SYSTEMS = {s.name: s for s in [
     System("sqlite-vec", "exact", _sqlite_build, _sqlite_open),
     System("sediment-ann", "approximate", _sediment_build("f32", True), _sediment_open(False)),
     System("faiss-hnsw", "approximate", _faiss_build(True), _faiss_open),
+    System("usearch", "approximate", _usearch_build, _usearch_open),
     System("lancedb-hnsw", "approximate", _lance_build(True), _lance_open(False)),
-    System("chroma", "approximate", _chroma_build, _chroma_open),
+    # Chroma 1.5 records modify(configuration={"hnsw": {"ef_search": ...}}) but its loaded
+    # index keeps the build's ef: a sweep gave the same recall at every breadth.
+    System("chroma", "approximate", _chroma_build, _chroma_open, tunable=False),
 ]}
