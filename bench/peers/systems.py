@@ -77,8 +77,8 @@ def _sediment_open(exact: bool) -> Opener:
 
 # -- usearch -------------------------------------------------------------------------------
 def _usearch_build(d: Path, x: F32) -> None:
-    """The library under Sediment's index, alone: the same int8 graph (rows scaled so the
-    largest component is 127), searched and ranked by usearch with no exact re-scoring."""
+    """usearch alone (Sediment's first index library): an int8 graph of rows scaled so the
+    largest component is 127, searched and ranked by usearch with no exact re-scoring."""
     from usearch.index import Index
 
     index = Index(ndim=x.shape[1], metric="ip", dtype="i8", connectivity=M,

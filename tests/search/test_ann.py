@@ -51,7 +51,7 @@ def test_recall_against_exact(tmp_path: Path) -> None:
     path.chmod(0o640)
     built = ann.ensure_index(path)
     assert built is not None and built.parent == tmp_path and built.name.startswith(".AGENTS.db.")
-    assert built.name.endswith(f".{N}.ip.usearch") and built.stat().st_mode & 0o777 == 0o640
+    assert built.name.endswith(f".{N}.ip.faiss") and built.stat().st_mode & 0o777 == 0o640
     found = total = 0
     for q in clustered(30, 7):
         got, approximate = ids(ls, q)
@@ -196,7 +196,8 @@ def test_hybrid_uses_the_index_and_scores_exactly(tmp_path: Path) -> None:
             assert h.vector_score == pytest.approx(by_id[h.chunk.id], abs=1e-6)
 
 
-def test_expansion_trades_time_for_recall_and_is_checked(tmp_path: Path) -> None:
+def test_expansion_trades_time_for_recall_and_is_checked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from sediment.errors import ValidationError
 
     ls, path = make_layer(tmp_path)
@@ -212,16 +213,18 @@ def test_expansion_trades_time_for_recall_and_is_checked(tmp_path: Path) -> None
         return found / (10 * len(queries))
 
     assert recall(1) <= recall(256) and recall(256) >= 0.95
-    from sediment.search.layer_index import layer_index
+    asked: list[int | None] = []
+    real = ann.AnnIndex.search
 
-    base = ls.layer(LayerName.BASE)
-    assert base is not None
-    index = layer_index(base.file).ann_index()
-    assert index is not None
+    def spy(self: ann.AnnIndex, query: npt.NDArray[np.float32], count: int,
+            expansion: int | None = None) -> npt.NDArray[np.int64]:
+        asked.append(expansion)
+        return real(self, query, count, expansion)
+
+    monkeypatch.setattr(ann.AnnIndex, "search", spy)
     ids(ls, queries[0], ann_expansion=300)
-    assert index._index.expansion_search == 300  # the breadth reaches usearch
     ids(ls, queries[0])
-    assert index._index.expansion_search == ann.EXPANSION_SEARCH
+    assert asked == [300, None]  # the breadth reaches the index; None means its default
     for bad in (0, -3, True, 2.5, ann.MAX_FETCH + 1):
         with pytest.raises(ValidationError, match="ann_expansion"):
             ids(ls, queries[0], ann_expansion=bad)

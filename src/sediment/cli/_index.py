@@ -36,7 +36,7 @@ def _targets(ctx: click.Context, paths: tuple[Path, ...], layer_dir: Path | None
 def index() -> None:
     """Approximate-search (HNSW) index files for large layers.
 
-    An index is derived data beside its layer (`.AGENTS.db.<key>.<rows>.<metric>.usearch`),
+    An index is derived data beside its layer (`.AGENTS.db.<key>.<rows>.<metric>.faiss`),
     named by a hash of the embedding rows it covers, so a changed layer never uses a stale
     index. After an append the index still covers the layer's first rows: searches use it
     for those and scan the new rows exactly, and `index build` extends it rather than

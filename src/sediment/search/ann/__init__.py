@@ -1,4 +1,4 @@
-"""Approximate nearest-neighbour search for very large layers (HNSW via usearch).
+"""Approximate nearest-neighbour search for very large layers (HNSW via FAISS).
 
 The index is a derived cache beside the layer file, named by a hash of the embedding rows
 it covers; the engine uses it for layers of at least :data:`ANN_MIN_ROWS` rows when one
