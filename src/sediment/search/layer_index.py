@@ -65,7 +65,7 @@ class LayerIndex:
                 and np.array_equal(rows, np.arange(len(rows))))
         return self._identity_rows
 
-    def _cosine(self, scores: F32, rows: I64 | None, q: F32) -> F32:
+    def _cosine(self, scores: F32, rows: I64 | slice | None, q: F32) -> F32:
         if self._norms is None:
             self._norms = row_norms(self.file.embeddings, self.file.quant_scale)
         norms = self._norms if rows is None else self._norms[rows]
@@ -127,10 +127,7 @@ class LayerIndex:
         f = self.file
         scores = dot_scores(f.embeddings[start:], q, f.quant_scale)
         if metric == "cosine" and not normalised:
-            if self._norms is None:
-                self._norms = row_norms(f.embeddings, f.quant_scale)
-            qn = float(np.linalg.norm(q)) or 1.0
-            scores = (scores / (np.maximum(self._norms[start:], 1e-12) * qn)).astype(np.float32)
+            scores = self._cosine(scores, slice(start, None), q)
         return top_k(scores, count) + start
 
     def positions_of_rows(self, rows: I64) -> I64:

@@ -30,7 +30,6 @@ import logging
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +40,7 @@ import numpy.typing as npt
 
 from sediment.format import LayerFile
 from sediment.search.ann.key import rows_key
+from sediment.store.atomic import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,8 @@ k repairs the graph's near misses."""
 MAX_FETCH = 4096
 """Most candidates asked of the index; a filter that needs more falls back to exact."""
 SUFFIX = ".faiss"
+LEGACY_SUFFIXES = (".usearch",)
+"""Index files of earlier versions: never used, removed by builds and ``index clean``."""
 ADD_BLOCK = 65536
 
 AnnMetric = Literal["ip", "cos"]
@@ -99,6 +101,7 @@ def index_files(layer_path: str | os.PathLike[str]) -> tuple[list[IndexFile], li
     p = Path(layer_path)
     good: list[IndexFile] = []
     odd: list[Path] = []
+    odd += sorted(x for suffix in LEGACY_SUFFIXES for x in p.parent.glob(f".{p.name}.*{suffix}"))
     for x in sorted(p.parent.glob(f".{p.name}.*{SUFFIX}")):
         m = _NAME.fullmatch(x.name[len(p.name) + 1:])
         if m is None:
@@ -157,9 +160,10 @@ class AnnIndex:
         return found[found >= 0]
 
 
-def _rows(f: LayerFile, start: int, stop: int, metric: AnnMetric) -> npt.NDArray[np.float32]:
-    """Rows ``start:stop`` as float32, normalised for the ``cos`` metric."""
-    part: npt.NDArray[np.float32] = np.asarray(f.embeddings[start:stop], dtype=np.float32)
+def _rows(f: LayerFile, which: slice | npt.NDArray[np.int64],
+          metric: AnnMetric) -> npt.NDArray[np.float32]:
+    """The rows ``which`` selects, as the index takes them: float32, normalised for ``cos``."""
+    part: npt.NDArray[np.float32] = np.asarray(f.embeddings[which], dtype=np.float32)
     if f.element_type == "i8":
         part = part * np.float32(f.quant_scale)
     if metric == "cos":
@@ -170,13 +174,7 @@ def _rows(f: LayerFile, start: int, stop: int, metric: AnnMetric) -> npt.NDArray
 
 def _training_rows(f: LayerFile, rows: int, metric: AnnMetric) -> npt.NDArray[np.float32]:
     pick = np.unique(np.linspace(0, rows - 1, min(rows, TRAIN_ROWS)).astype(np.int64))
-    part: npt.NDArray[np.float32] = np.asarray(f.embeddings[pick], dtype=np.float32)
-    if f.element_type == "i8":
-        part = part * np.float32(f.quant_scale)
-    if metric == "cos":
-        norms = np.sqrt(np.einsum("ij,ij->i", part, part))
-        part = part / np.maximum(norms, 1e-12)[:, None]
-    return np.ascontiguousarray(part, dtype=np.float32)
+    return _rows(f, pick, metric)
 
 
 def find_index(f: LayerFile, keys: dict[int, str] | None = None) -> AnnIndex | None:
@@ -241,21 +239,14 @@ def build_index(f: LayerFile, *, threads: int = 0, progress: Progress | None = N
                 start = 0
             for at in range(start, rows, ADD_BLOCK):
                 stop = min(at + ADD_BLOCK, rows)
-                index.add(_rows(f, at, stop, metric))
+                index.add(_rows(f, slice(at, stop), metric))
                 if progress:
                     progress(stop, rows)
         finally:
             faiss.omp_set_num_threads(before)
-        fd, tmp = tempfile.mkstemp(prefix=out.name + ".", suffix=".tmp", dir=out.parent)
-        os.close(fd)
-        try:
-            # Readable by whoever can read the layer (mkstemp creates files 0600).
-            os.chmod(tmp, stat.S_IMODE(os.stat(f.path).st_mode) & 0o666)
-            faiss.write_index(index, tmp)
-            os.replace(tmp, out)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+        # Readable by whoever can read the layer.
+        atomic_write(out, faiss.serialize_index(index).data,
+                     mode=stat.S_IMODE(os.stat(f.path).st_mode) & 0o666)
     for old in stale_indexes(f, keep=out):
         with contextlib.suppress(OSError):
             old.unlink()
