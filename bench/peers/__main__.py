@@ -47,7 +47,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--keep", action="store_true", help="keep each system's built files")
     p.add_argument("--reuse", action="store_true", help="query kept builds, do not rebuild")
     p.add_argument("--sweep", action="store_true",
-                   help="also query HNSW systems at every search breadth of --efforts")
+                   help="also query approximate systems at every search breadth of --efforts "
+                        "(HNSW ef; Sediment sweeps its own nprobe values)")
     p.add_argument("--efforts", default=",".join(map(str, EFFORTS)))
     a = p.parse_args(argv)
     if a.quick:
@@ -97,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
                 row["skipped"] = built
             else:
                 row.update(built)
-                efforts = a.efforts if a.sweep and system.sweeps else ""
+                own = ",".join(map(str, system.efforts)) if system.efforts else a.efforts
+                efforts = own if a.sweep and system.sweeps else ""
                 asked = worker(["query", name, str(sysdir), str(d), "--queries",
                                 str(a.queries), "--seconds", str(a.seconds),
                                 "--efforts", efforts], a.timeout)

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from bench.peers.systems import SYSTEMS
+
 BEGIN = "<!-- peers:begin -->"
 END = "<!-- peers:end -->"
 
@@ -42,7 +44,7 @@ def table(results: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 TARGETS = (0.90, 0.95, 0.98, 0.99)
-"""Recall@10 levels at which the equal-recall table compares the HNSW systems."""
+"""Recall@10 levels at which the equal-recall table compares the approximate systems."""
 
 
 def points(row: Mapping[str, Any]) -> list[tuple[int | None, float, float]]:
@@ -61,7 +63,8 @@ def fastest_at(row: Mapping[str, Any], target: float) -> tuple[float, int | None
 
 
 def equal_recall(results: Mapping[str, Mapping[str, Any]]) -> str:
-    """For each size and recall level: every HNSW system's fastest run that reaches it."""
+    """For each size and recall level: every approximate system's fastest run that
+    reaches it."""
     rows = [r for r in results.values() if r["mode"] == "approximate" and r.get("sweep")]
     if not rows:
         return ""
@@ -79,7 +82,8 @@ def equal_recall(results: Mapping[str, Mapping[str, Any]]) -> str:
                     cells.append("-" if name not in by_name else "not reached")
                     continue
                 ms, ef = got
-                cells.append(f"{ms:.2f} ms (ef {ef if ef is not None else 'default'})")
+                label = SYSTEMS[name].breadth if name in SYSTEMS else "ef"
+                cells.append(f"{ms:.2f} ms ({label} {ef if ef is not None else 'default'})")
                 if best is None or ms < best[0]:
                     best = (ms, name)
             lead = best[1] if best else "-"
@@ -132,8 +136,8 @@ def plot(results: Mapping[str, Mapping[str, Any]], out: Path) -> None:
         ax.set_xscale("log")
         ax.set_xlabel("p50 latency, ms (log scale)")
         ax.set_ylabel("recall@10 against exact search")
-        ax.set_title(f"{n:,} vectors x 384 dims, top-10\n(o exact, ^ HNSW default; "
-                     "lines: HNSW ef sweep)", fontsize=10)
+        ax.set_title(f"{n:,} vectors x 384 dims, top-10\n(o exact, ^ approximate default; "
+                     "lines: breadth sweep)", fontsize=10)
         ax.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
@@ -146,8 +150,9 @@ def write(results: Mapping[str, Mapping[str, Any]], out: Path, command: str) -> 
     sweep = equal_recall(results)
     parts = [BEGIN, "", f"Command: `{command}`. Machine: {machine()}.", "", table(results), ""]
     if sweep:
-        parts += ["Equal recall: the fastest p50 of each HNSW system over its sweep of search "
-                  "breadths (ef) that reaches each recall@10.", "", sweep, ""]
+        parts += ["Equal recall: the fastest p50 of each approximate system over its sweep of "
+                  "search breadths (HNSW ef; nprobe for Sediment) that reaches each recall@10.",
+                  "", sweep, ""]
     block = "\n".join([*parts, f"![latency against recall]({png.name})", "", END])
     text = out.read_text() if out.exists() else f"# Peers\n\n{BEGIN}\n{END}\n"
     if BEGIN in text and END in text:

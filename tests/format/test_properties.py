@@ -55,6 +55,24 @@ def test_any_chunk_set_round_trips(layer: tuple[list[Chunk], np.ndarray, str, di
                         metadata=md) == data
 
 
+
+@settings(max_examples=100, deadline=None)
+@given(layers(), st.data())
+def test_batch_decoding_matches_one_by_one(
+        layer: tuple[list[Chunk], np.ndarray, str, dict | None], data: st.DataObject) -> None:
+    """``chunks_at`` (search hits) decodes what ``chunk_at`` does, in the order asked,
+    repeats included, whatever the string cache already holds."""
+    chunks, matrix, etype, md = layer
+    f = LayerFile.from_bytes(encode_layer(chunks, matrix, dim=matrix.shape[1],
+                                          element_type=etype, metadata=md))
+    n = len(chunks)
+    warm = data.draw(st.lists(st.integers(0, max(n - 1, 0)), max_size=n)) if n else []
+    for i in warm:
+        f.chunk_at(i)
+    asked = data.draw(st.lists(st.integers(0, n - 1), max_size=20)) if n else []
+    assert f.chunks_at(asked) == [chunks[i] for i in asked]
+
+
 def _read_everything(data: bytes) -> None:
     f = LayerFile.from_bytes(data)
     for c in f.chunks():

@@ -34,7 +34,7 @@ def _targets(ctx: click.Context, paths: tuple[Path, ...], layer_dir: Path | None
 
 @cli.group()
 def index() -> None:
-    """Approximate-search (HNSW) index files for large layers.
+    """Approximate-search index files for large layers.
 
     An index is derived data beside its layer (`.AGENTS.db.<key>.<rows>.<metric>.faiss`),
     named by a hash of the embedding rows it covers, so a changed layer never uses a stale

@@ -14,7 +14,7 @@ import itertools
 import json
 import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -426,6 +426,9 @@ class LayerFile:
             raise self._fail(f"string id {sid} is outside 1..{self._s.strings_count}",
                              "8.4.4", "string_id", None)
         off, length = self._string_entries[sid - 1].item()
+        return self._decode(sid, off, length)
+
+    def _decode(self, sid: int, off: int, length: int) -> str:
         blob_len = self._s.strings_bytes_len
         if off > blob_len or length > blob_len - off:
             raise self._fail(f"string {sid} spans {off}..{off + length}, beyond the "
@@ -477,6 +480,36 @@ class LayerFile:
     def get(self, chunk_id: int) -> Chunk | None:
         index = self.id_index.get(chunk_id)
         return None if index is None else self.chunk_at(index)
+
+    def chunks_at(self, positions: Sequence[int] | npt.NDArray[np.int64]) -> list[Chunk]:
+        """The chunks at ``positions`` of the chunk table, decoded together.
+
+        One read of the records and one of the string table serve the whole page, which
+        is what a page of search hits costs; :meth:`chunk_at` per position pays numpy's
+        per-call overhead several times for each chunk.
+        """
+        if len(positions) == 0:
+            return []
+        recs = self.records[np.asarray(positions, dtype=np.intp)].tolist()
+        strings = self._strings
+        missing = sorted({sid for r in recs for sid in (r[1], r[2], r[3])
+                          if sid not in strings})
+        decoded: dict[int, str] = {}
+        if missing:
+            # ``records`` has checked every string id of the chunk table is in range.
+            entries = self._string_entries[np.asarray(missing, dtype=np.intp) - 1].tolist()
+            decoded = {sid: self._decode(sid, off, length)
+                       for sid, (off, length) in zip(missing, entries, strict=True)}
+
+        def text(sid: int) -> str:
+            got = strings.get(sid)
+            return got if got is not None else decoded[sid]
+
+        return [Chunk(id=cid, kind=text(kind), content=text(content), author=text(author),
+                      confidence=confidence, created_at_ms=created,
+                      sources=self._sources(rel_start, rel_count))
+                for (cid, kind, content, author, confidence, created, _row, _r0, rel_start,
+                     rel_count, _r1) in recs]
 
     def chunks(self) -> Iterator[Chunk]:
         for i in range(self.chunk_count):

@@ -14,6 +14,7 @@ words of the chunk it overrides.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Sequence
@@ -46,7 +47,7 @@ class SearchRequest:
     """One search. ``exact`` forces exact vector scans even where an approximate index
     exists; ``candidates`` is how many chunks each retriever proposes per layer (default
     max(5k, 50)); ``bm25`` chooses the analyzer and constants of the lexical side;
-    ``ann_expansion`` is how wide the approximate index searches (HNSW ef; None: the
+    ``ann_expansion`` is how wide the approximate index searches (lists visited; None: the
     index's default), trading time for recall."""
 
     text: str | None = None
@@ -125,7 +126,8 @@ def _ann_candidates(idx: LayerIndex, q: F32, c: int, mask: Mask | None,
         tail = idx.tail_rows(q, index.rows, fetch, request.metric, normalised)
         rows = np.concatenate([rows, tail])
     pos = idx.positions_of_rows(rows)
-    pos = pos[pos >= 0]
+    if not idx.identity_rows():
+        pos = pos[pos >= 0]
     if mask is not None:
         pos = pos[mask[pos]]
     if len(pos) < want:
@@ -224,15 +226,58 @@ def search(layerset: LayerSet, request: SearchRequest,
     c = request.candidates or _default_candidates(request)
     timings: dict[str, float] = {}
     terms = analyzer(request.bm25.analyzer)(request.text) if request.text else []
-    parts = [p for layer in layers
-             if (p := _layer_part(layer, request, q, terms, c, normalised, timings))]
+    hits = None
+    if request.mode == "vector" and q is not None and len(layers) == 1 and not request.exact:
+        t = time.perf_counter()
+        hits = _approximate_hits(layers[0], request, q, c, normalised, layerset.hidden(layers))
+        _add(timings, "vector", t)
+        if hits is None:  # no usable index: do not ask it again below
+            request = dataclasses.replace(request, exact=True)
     t = time.perf_counter()
-    hits = _fuse_and_resolve(layers, parts, request, q, normalised, layerset.hidden(layers))
+    if hits is None:
+        parts = [p for layer in layers
+                 if (p := _layer_part(layer, request, q, terms, c, normalised, timings))]
+        t = time.perf_counter()
+        hits = _fuse_and_resolve(layers, parts, request, q, normalised, layerset.hidden(layers))
     for rerank in request.rerankers:
         hits = rerank(hits)
     _add(timings, "fusion", t)
     timings["total"] = (time.perf_counter() - t0) * 1e3
     return SearchResult(hits[: request.k], [layer.name for layer in layers], timings)
+
+
+def _approximate_hits(layer: OpenLayer, request: SearchRequest, q: F32, c: int,
+                      normalised: bool, hidden: AbstractSet[int]) -> list[Hit] | None:
+    """A vector-only search of one layer through its approximate index, or None when the
+    layer has no usable index (or the filter leaves too few candidates) and the general
+    path must run.
+
+    The same result the general path gives, by a shorter road: nothing can shadow a
+    candidate, so after the index proposes and the matrix re-scores, a few dozen
+    candidates are ordered in Python, and only the hits returned are decoded. Each numpy
+    call costs microseconds once the index search has pushed numpy out of the CPU caches,
+    and the general path's pool arithmetic makes dozens of them.
+    """
+    f = layer.file
+    if f.chunk_count == 0:
+        return []
+    idx = layer_index(f)
+    got = _ann_candidates(idx, q, c, idx.kind_mask(request.kinds, request.include_meta),
+                          request, normalised)
+    if got is None:
+        return None
+    scores = idx.score_positions(got, q, request.metric, normalised)
+    ranked = sorted(zip((-scores).tolist(), f.ids[got].tolist(), got.tolist(), strict=True))
+    if not all(math.isfinite(neg) for neg, _, _ in ranked):
+        return None
+    del ranked[c:]
+    want = len(ranked) if request.rerankers else request.k
+    shown = [(rank, -neg, pos) for rank, (neg, cid, pos) in enumerate(ranked, 1)
+             if cid not in hidden][:want]
+    chunks = f.chunks_at([pos for _, _, pos in shown])
+    name = layer.name
+    return [Hit(name, chunk, score, score, rank, None, None, name, [], approximate=True)
+            for (rank, score, _), chunk in zip(shown, chunks, strict=True)]
 
 
 def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: SearchRequest,
@@ -241,6 +286,8 @@ def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: Sear
     superseded and forgotten ids, and filter on the version that is shown."""
     if not parts:
         return []
+    if len(layers) == 1:
+        return _one_file_hits(parts[0], layers[0].file, request, hidden)
     files = {layer.name: layer.file for layer in layers}
     if len(parts) == 1:
         p0 = parts[0]
@@ -267,18 +314,12 @@ def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: Sear
     else:
         fused = request.fusion.combine(Pool(vec, lex, vrank, lrank))
     order = np.lexsort((ids, -lrank_of_layer, -fused))
-    if len(files) == 1:
-        best = order  # one file: ids are unique already
-    else:
-        _, first = np.unique(ids[order], return_index=True)
-        best = order[np.sort(first)]  # one candidate per id, in fused order
+    _, first = np.unique(ids[order], return_index=True)
+    best = order[np.sort(first)]  # one candidate per id, in fused order
     if request.mode == "lexical":
         best = best[lex[best] > 0]
-    if len(files) == 1:
-        where = {parts[0].layer: pos[best]}  # one file: the candidates' own positions
-    else:
-        id_arr = ids[best].astype(np.uint32)
-        where = {name: layer_index(f).positions(id_arr) for name, f in files.items()}
+    id_arr = ids[best].astype(np.uint32)
+    where = {name: layer_index(f).positions(id_arr) for name, f in files.items()}
     order_names = [name for name in PRECEDENCE if name in files]
     where_l = {name: w.tolist() for name, w in where.items()}
     cols = zip(ids[best].tolist(), fused[best].tolist(), vec[best].tolist(),
@@ -314,6 +355,47 @@ def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: Sear
         if len(hits) >= request.k and not request.rerankers:
             break
     return hits
+
+
+def _one_file_hits(part: _Part, f: LayerFile, request: SearchRequest,
+                   hidden: AbstractSet[int]) -> list[Hit]:
+    """:func:`_fuse_and_resolve` for a search of a single layer: no other version can
+    shadow a candidate, and ``_layer_part`` has applied the kind filter already, so only
+    hidden ids are dropped and only the hits returned are decoded (in one batch). A
+    vector-only or lexical-only search ranks by its one score without the pool's rank
+    arithmetic; this is most of what a single-layer search costs beyond the index."""
+    pos, vec, lex = part.pos, part.vec, part.lex
+    ids = f.ids[pos]
+    if request.mode == "hybrid":
+        vrank = _ranks(vec, np.isfinite(vec), [pos])
+        lrank = _ranks(lex, lex > 0, [pos])
+        fused = request.fusion.combine(Pool(vec, lex, vrank, lrank))
+        order = np.lexsort((ids, -fused))
+    else:
+        lexical = request.mode == "lexical"
+        fused = lex if lexical else vec
+        if not lexical and not bool(np.isfinite(vec).all()):
+            fused = np.where(np.isnan(vec), -np.inf, vec).astype(np.float32)
+        order = np.lexsort((ids, -fused))
+        if lexical:
+            order = order[lex[order] > 0]
+        ranks = np.zeros(len(pos), dtype=np.int64)
+        ranks[order] = np.arange(1, len(order) + 1)
+        none = np.zeros(len(pos), dtype=np.int64)
+        vrank, lrank = (none, ranks) if lexical else (ranks, none)
+    want = len(order) if request.rerankers else request.k
+    if hidden:
+        shown = [n for n, cid in enumerate(ids[order].tolist()) if cid not in hidden]
+        order = order[np.asarray(shown[:want], dtype=np.int64)]
+    else:
+        order = order[:want]
+    chunks = f.chunks_at(pos[order])
+    cols = zip(chunks, fused[order].tolist(), vec[order].tolist(), lex[order].tolist(),
+               vrank[order].tolist(), lrank[order].tolist(), strict=True)
+    layer, approximate = part.layer, part.approximate
+    return [Hit(layer, chunk, score, v if math.isfinite(v) else None, vr or None,
+                lx if lx > 0 else None, lr or None, layer, [], approximate=approximate)
+            for chunk, score, v, lx, vr, lr in cols]
 
 
 def _score_one(f: LayerFile, pos: int, q: F32, metric: Metric, normalised: bool) -> float:

@@ -21,12 +21,15 @@ from sediment.search.vector import F32, Metric, dot_scores, row_norms, top_k
 
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
+MASK_CACHE = 8
+"""Kind-filter masks kept per layer file (one byte per chunk each)."""
 
 
 class LayerIndex:
     def __init__(self, f: LayerFile) -> None:
         self.file = f
         self._kind_names: dict[int, str] | None = None
+        self._masks: dict[tuple[tuple[str, ...] | None, bool], Mask | None] = {}
         self._norms: F32 | None = None
         self._bm25: dict[BM25Params, BM25Index] = {}
         self._sorted: tuple[npt.NDArray[np.uint32], I64 | None] | None = None
@@ -45,16 +48,25 @@ class LayerIndex:
         return self._kind_names
 
     def kind_mask(self, kinds: Sequence[str] | None, include_meta: bool) -> Mask | None:
-        """Chunks allowed by the kind filter (None: all allowed)."""
+        """Chunks allowed by the kind filter (None: all allowed); the last few masks are
+        kept, as a server repeats the same filter and each costs a pass over the table."""
+        key = (tuple(kinds) if kinds else None, include_meta)
+        if key in self._masks:
+            return self._masks[key]
         names = self.kind_names()
+        mask: Mask | None = None
         if kinds:
             wanted = set(kinds)
             allowed = [s for s, n in names.items() if n in wanted]
+            mask = np.isin(self.file.records["kind"], np.asarray(allowed, dtype=np.uint32))
         elif not include_meta and any(n.startswith("meta.") for n in names.values()):
             allowed = [s for s, n in names.items() if not n.startswith("meta.")]
-        else:
-            return None
-        return np.isin(self.file.records["kind"], np.asarray(allowed, dtype=np.uint32))
+            mask = np.isin(self.file.records["kind"], np.asarray(allowed, dtype=np.uint32))
+        with self._lock:
+            if len(self._masks) >= MASK_CACHE:
+                self._masks.pop(next(iter(self._masks)))
+            self._masks[key] = mask
+        return mask
 
     # -- vectors ---------------------------------------------------------------------------
     def identity_rows(self) -> bool:

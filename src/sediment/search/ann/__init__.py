@@ -1,4 +1,4 @@
-"""Approximate nearest-neighbour search for very large layers (HNSW via FAISS).
+"""Approximate nearest-neighbour search for very large layers (an inverted file via FAISS).
 
 The index is a derived cache beside the layer file, named by a hash of the embedding rows
 it covers; the engine uses it for layers of at least :data:`ANN_MIN_ROWS` rows when one
@@ -8,9 +8,9 @@ scans exactly otherwise (or when ``SearchRequest(exact=True)``).
 
 from sediment.search.ann.index import (
     ANN_MIN_ROWS,
-    EXPANSION_SEARCH,
     MAX_FETCH,
     MIN_FETCH,
+    PROBES,
     AnnIndex,
     IndexFile,
     build_index,
@@ -20,15 +20,16 @@ from sediment.search.ann.index import (
     index_files,
     index_metric,
     index_path,
+    list_count,
     stale_indexes,
 )
 from sediment.search.ann.key import rows_key
 
 __all__ = [
     "ANN_MIN_ROWS",
-    "EXPANSION_SEARCH",
     "MAX_FETCH",
     "MIN_FETCH",
+    "PROBES",
     "AnnIndex",
     "IndexFile",
     "build_index",
@@ -38,6 +39,7 @@ __all__ = [
     "index_files",
     "index_metric",
     "index_path",
+    "list_count",
     "rows_key",
     "stale_indexes",
 ]

@@ -35,7 +35,7 @@ def rows_key(f: LayerFile, rows: int) -> str:
     flat = f.embeddings.reshape(-1).view(np.uint8)
     matrix = memoryview(flat.data) if rows else memoryview(b"")
     end = rows * f.dim * f.embeddings.itemsize
-    h = hashlib.blake2b(digest_size=16, person=b"sediment-ann-v2")
+    h = hashlib.blake2b(digest_size=16, person=b"sediment-ann-v3")
     h.update(struct.pack("<IQ8sf", f.dim, rows, f.element_type.encode(), f.quant_scale))
     for at in range(0, end, BLOCK):
         h.update(zlib.crc32(matrix[at:min(at + BLOCK, end)]).to_bytes(4, "little"))
