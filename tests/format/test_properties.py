@@ -55,7 +55,6 @@ def test_any_chunk_set_round_trips(layer: tuple[list[Chunk], np.ndarray, str, di
                         metadata=md) == data
 
 
-
 @settings(max_examples=100, deadline=None)
 @given(layers(), st.data())
 def test_batch_decoding_matches_one_by_one(

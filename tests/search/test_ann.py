@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from sediment.format import Chunk, encode_layer
+from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.search import SearchRequest, ann, search
 from sediment.store import LayerName, LayerSet, NewChunk
 
@@ -101,8 +101,6 @@ def test_rewording_keeps_the_index_and_new_vectors_retire_it(tmp_path: Path) -> 
 
 
 def test_an_append_keeps_the_index_for_old_rows_and_scans_new_ones(tmp_path: Path) -> None:
-    from sediment.format import LayerFile
-
     ls, path = make_layer(tmp_path, "AGENTS.local.db")  # an agent-written layer that grows
     built = ann.ensure_index(path)
     assert built is not None
@@ -131,8 +129,6 @@ def test_an_append_keeps_the_index_for_old_rows_and_scans_new_ones(tmp_path: Pat
 
 
 def test_rows_key_is_deterministic_and_covers_the_rows(tmp_path: Path) -> None:
-    from sediment.format import LayerFile
-
     _, path = make_layer(tmp_path)
     f = LayerFile.open(path)
     assert ann.rows_key(f, N) == ann.rows_key(LayerFile.open(path), N)
@@ -264,3 +260,27 @@ def test_the_single_layer_shortcut_matches_the_general_path(tmp_path: Path) -> N
                 assert not {h.chunk.id for h in short} & hidden
                 compared += len(short)
     assert compared >= 300
+
+
+def test_rows_land_in_the_list_of_their_nearest_centre(tmp_path: Path) -> None:
+    """Rows are assigned with a wide centre search (``ASSIGN_SEARCH``), on a first build
+    and on an extension: a row filed under a farther centre is one no query looks for."""
+    import faiss
+
+    ls, path = make_layer(tmp_path, "AGENTS.local.db")
+    for extend in (False, True):
+        built = ann.ensure_index(path)
+        assert built is not None
+        index = faiss.read_index(str(built))
+        quantizer = faiss.downcast_index(index.quantizer)
+        assert quantizer.hnsw.efSearch == ann.index.ASSIGN_SEARCH
+        centres = quantizer.reconstruct_n(0, index.nlist)
+        rows = LayerFile.open(path).embeddings
+        for lst in range(index.nlist):
+            members = faiss.rev_swig_ptr(index.invlists.get_ids(lst),
+                                         index.invlists.list_size(lst)).copy()
+            scores = rows[members] @ centres.T
+            assert np.all(scores[:, lst] >= scores.max(axis=1) - 1e-5)
+        if not extend:
+            ls.append(LayerName.LOCAL, [NewChunk("note", "grown", "mcp", 1.0)],
+                      clustered(1, 99), profile=PROFILE)

@@ -233,12 +233,13 @@ def search(layerset: LayerSet, request: SearchRequest,
         _add(timings, "vector", t)
         if hits is None:  # no usable index: do not ask it again below
             request = dataclasses.replace(request, exact=True)
-    t = time.perf_counter()
     if hits is None:
         parts = [p for layer in layers
                  if (p := _layer_part(layer, request, q, terms, c, normalised, timings))]
         t = time.perf_counter()
         hits = _fuse_and_resolve(layers, parts, request, q, normalised, layerset.hidden(layers))
+    else:
+        t = time.perf_counter()
     for rerank in request.rerankers:
         hits = rerank(hits)
     _add(timings, "fusion", t)

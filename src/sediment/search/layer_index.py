@@ -51,8 +51,10 @@ class LayerIndex:
         """Chunks allowed by the kind filter (None: all allowed); the last few masks are
         kept, as a server repeats the same filter and each costs a pass over the table."""
         key = (tuple(kinds) if kinds else None, include_meta)
-        if key in self._masks:
+        try:  # one lookup: another thread may evict between a test and a read
             return self._masks[key]
+        except KeyError:
+            pass
         names = self.kind_names()
         mask: Mask | None = None
         if kinds:
