@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 
 from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.search import SearchRequest, ann, search
+from sediment.search.hits import ChunkAt
 from sediment.store import LayerName, LayerSet, NewChunk
 
 N, DIM = 3000, 32
@@ -253,13 +255,33 @@ def test_the_single_layer_shortcut_matches_the_general_path(tmp_path: Path) -> N
                 assert short is not None and part is not None and part.approximate
                 general = engine._fuse_and_resolve([layer, layer], [part], request, q, True,
                                                    hidden)
-                assert [(h.chunk, h.score, h.vector_score, h.vector_rank, h.approximate)
-                        for h in short] == \
-                    [(h.chunk, h.score, h.vector_score, h.vector_rank, h.approximate)
+                assert [(h.id, h.chunk, h.score, h.vector_score, h.vector_rank,
+                         h.approximate) for h in short] == \
+                    [(h.id, h.chunk, h.score, h.vector_score, h.vector_rank, h.approximate)
                      for h in general[:10]]
                 assert not {h.chunk.id for h in short} & hidden
                 compared += len(short)
     assert compared >= 300
+
+
+def test_hits_decode_on_first_use_the_version_that_was_searched(tmp_path: Path) -> None:
+    """The shortcut's hits carry their chunk undecoded; reading it later, even after the
+    layer was replaced on disk, gives what the search saw."""
+    ls, path = make_layer(tmp_path)
+    ann.ensure_index(path)
+    res = search(ls, SearchRequest(k=5, mode="vector"), clustered(1, 21)[0], normalised=True)
+    assert len(res.hits) == 5 and all(h.approximate for h in res.hits)
+    assert all(isinstance(h._chunk, ChunkAt) for h in res.hits)
+    reworded = [Chunk(i + 1, "note", f"reworded {i}", "human", 1.0, 0) for i in range(N)]
+    fresh = path.with_name("replacement")
+    fresh.write_bytes(encode_layer(reworded, clustered(N, 1), metadata={
+        "v": 1, "embedding_profile": PROFILE}))
+    os.replace(fresh, path)
+    assert [(h.chunk.id, h.chunk.content) for h in res.hits] == \
+        [(h.id, f"chunk {h.id - 1}") for h in res.hits]
+    assert all(isinstance(h._chunk, Chunk) for h in res.hits)
+    assert search(ls, SearchRequest(k=1, mode="vector"), clustered(1, 21)[0],
+                  normalised=True).hits[0].chunk.content.startswith("reworded")
 
 
 def test_rows_land_in_the_list_of_their_nearest_centre(tmp_path: Path) -> None:

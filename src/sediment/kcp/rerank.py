@@ -58,7 +58,7 @@ class KcpReranker:
         top = max(abs(h.score) for h in hits) or 1.0
         matched: dict[UnitKey, bool] = {}
         for h in hits:
-            keys = self.index.by_chunk.get(h.chunk.id, ())
+            keys = self.index.by_chunk.get(h.id, ())
             for k in keys:
                 if k not in matched:
                     matched[k] = bool(trigger_hits(self.query, self.index.units[k].triggers))
@@ -70,7 +70,7 @@ class KcpReranker:
     def _demote_superseded(self, hits: list[Hit]) -> None:
         by_depth: dict[int, list[tuple[Hit, list[UnitKey]]]] = {}
         for h in hits:
-            keys = self.index.by_chunk.get(h.chunk.id, [])
+            keys = self.index.by_chunk.get(h.id, [])
             if keys and all(self.index.is_superseded(k) for k in keys):
                 depth = max(self._depth(k) for k in keys)
                 by_depth.setdefault(depth, []).append((h, keys))
@@ -91,7 +91,7 @@ class KcpReranker:
     def _best(self, hits: Sequence[Hit]) -> dict[UnitKey, float]:
         best: dict[UnitKey, float] = {}
         for h in hits:
-            for k in self.index.by_chunk.get(h.chunk.id, ()):
+            for k in self.index.by_chunk.get(h.id, ()):
                 best[k] = max(best.get(k, h.score), h.score)
         return best
 
@@ -123,5 +123,5 @@ def load_order(hits: Iterable[Hit], index: KcpIndex) -> list[UnitRecord]:
     """The units of ``hits`` in rank order, each after its transitive prerequisites."""
     keys: list[UnitKey] = []
     for h in hits:
-        keys.extend(index.by_chunk.get(h.chunk.id, ()))
+        keys.extend(index.by_chunk.get(h.id, ()))
     return index.load_order(keys)

@@ -154,7 +154,7 @@ class KnowledgeService:
         out: list[dict[str, Any]] = []
         seen: set[tuple[str, str]] = set()
         for hit in result.hits:
-            for unit in index.units_of(hit.chunk.id):
+            for unit in index.units_of(hit.id):
                 if unit.key in seen or not _wanted(unit, index, audience, scope,
                                                    exclude_superseded):
                     continue

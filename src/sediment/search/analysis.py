@@ -22,6 +22,8 @@ from typing import Literal
 
 import Stemmer
 
+from sediment.errors import ValidationError
+
 AnalyzerName = Literal["english", "plain"]
 Analyzer = Callable[[str], list[str]]
 
@@ -90,8 +92,6 @@ def tokenize(text: str) -> list[str]:
 
 
 def analyzer(name: str) -> Analyzer:
-    from sediment.errors import ValidationError
-
     try:
         return ANALYZERS[name]
     except KeyError:

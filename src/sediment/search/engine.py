@@ -30,7 +30,7 @@ from sediment.format import LayerFile
 from sediment.search import ann
 from sediment.search.analysis import analyzer
 from sediment.search.fusion import ConvexFusion, Fusion, Pool
-from sediment.search.hits import HiddenVersion, Hit, Reranker
+from sediment.search.hits import ChunkAt, HiddenVersion, Hit, Reranker
 from sediment.search.layer_index import I64, LayerIndex, Mask, layer_index
 from sediment.search.params import BM25Params
 from sediment.search.vector import F32, Metric, top_k
@@ -255,9 +255,10 @@ def _approximate_hits(layer: OpenLayer, request: SearchRequest, q: F32, c: int,
 
     The same result the general path gives, by a shorter road: nothing can shadow a
     candidate, so after the index proposes and the matrix re-scores, a few dozen
-    candidates are ordered in Python, and only the hits returned are decoded. Each numpy
-    call costs microseconds once the index search has pushed numpy out of the CPU caches,
-    and the general path's pool arithmetic makes dozens of them.
+    candidates are ordered by one lexsort and the hits carry their chunk undecoded
+    (:class:`ChunkAt`). Each numpy call costs microseconds once the index search has
+    pushed numpy out of the CPU caches, and the general path's pool arithmetic makes
+    dozens of them; decoding a page of chunks cost more than the rest together.
     """
     f = layer.file
     if f.chunk_count == 0:
@@ -268,17 +269,22 @@ def _approximate_hits(layer: OpenLayer, request: SearchRequest, q: F32, c: int,
     if got is None:
         return None
     scores = idx.score_positions(got, q, request.metric, normalised)
-    ranked = sorted(zip((-scores).tolist(), f.ids[got].tolist(), got.tolist(), strict=True))
-    if not all(math.isfinite(neg) for neg, _, _ in ranked):
+    if not np.isfinite(scores).all():
         return None
-    del ranked[c:]
-    want = len(ranked) if request.rerankers else request.k
-    shown = [(rank, -neg, pos) for rank, (neg, cid, pos) in enumerate(ranked, 1)
-             if cid not in hidden][:want]
-    chunks = f.chunks_at([pos for _, _, pos in shown])
+    ids = f.ids[got]
+    order = np.lexsort((got, ids, -scores))[:c]
+    want = len(order) if request.rerankers else request.k
     name = layer.name
-    return [Hit(name, chunk, score, score, rank, None, None, name, [], approximate=True)
-            for (rank, score, _), chunk in zip(shown, chunks, strict=True)]
+    hits: list[Hit] = []
+    for rank, (score, cid, pos) in enumerate(zip(scores[order].tolist(), ids[order].tolist(),
+                                                 got[order].tolist(), strict=True), 1):
+        if cid in hidden:
+            continue
+        hits.append(Hit(name, ChunkAt(f, pos, cid), score, score, rank, None, None, name, [],
+                        approximate=True))
+        if len(hits) == want:
+            break
+    return hits
 
 
 def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: SearchRequest,

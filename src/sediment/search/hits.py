@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
-from sediment.format import Chunk
+from sediment.format import Chunk, LayerFile
 from sediment.store import LayerName
 
 
@@ -20,19 +20,68 @@ class HiddenVersion:
         return {"layer": self.layer.value, "conflict": self.conflict, **self.chunk.to_dict()}
 
 
-@dataclass(slots=True)
+class ChunkAt(NamedTuple):
+    """A hit's chunk before it is decoded: position ``pos`` of ``file``'s chunk table.
+
+    The file stays mapped while a hit refers to it, so decoding later reads the version
+    that was searched even if the layer has changed on disk since. A named tuple because
+    a search makes one per hit and a frozen dataclass costs twice as much to build."""
+
+    file: LayerFile
+    pos: int
+    id: int
+
+
 class Hit:
-    layer: LayerName
-    chunk: Chunk
-    score: float
-    vector_score: float | None = None
-    vector_rank: int | None = None
-    lexical_score: float | None = None
-    lexical_rank: int | None = None
-    matched_layer: LayerName | None = None
-    hidden: list[HiddenVersion] = field(default_factory=list)
-    boosts: dict[str, float] = field(default_factory=dict)
-    approximate: bool = False
+    """One search result. ``chunk`` may be given as a :class:`ChunkAt`, which is decoded
+    on first use: a caller that reads only ids, scores and ranks (a re-ranker's first
+    pass, an agent fetching ids) never pays for decoding text."""
+
+    __slots__ = (
+        "_chunk",
+        "approximate",
+        "boosts",
+        "hidden",
+        "id",
+        "layer",
+        "lexical_rank",
+        "lexical_score",
+        "matched_layer",
+        "score",
+        "vector_rank",
+        "vector_score",
+    )
+
+    def __init__(self, layer: LayerName, chunk: Chunk | ChunkAt, score: float,
+                 vector_score: float | None = None, vector_rank: int | None = None,
+                 lexical_score: float | None = None, lexical_rank: int | None = None,
+                 matched_layer: LayerName | None = None,
+                 hidden: list[HiddenVersion] | None = None,
+                 boosts: dict[str, float] | None = None, approximate: bool = False) -> None:
+        self.layer = layer
+        self._chunk = chunk
+        self.id: int = chunk.id
+        self.score = score
+        self.vector_score = vector_score
+        self.vector_rank = vector_rank
+        self.lexical_score = lexical_score
+        self.lexical_rank = lexical_rank
+        self.matched_layer = matched_layer
+        self.hidden: list[HiddenVersion] = [] if hidden is None else hidden
+        self.boosts: dict[str, float] = {} if boosts is None else boosts
+        self.approximate = approximate
+
+    @property
+    def chunk(self) -> Chunk:
+        got = self._chunk
+        if isinstance(got, ChunkAt):
+            got = self._chunk = got.file.chunk_at(got.pos)
+        return got
+
+    def __repr__(self) -> str:
+        return (f"Hit(layer={self.layer.value}, id={self.id}, score={self.score!r}, "
+                f"vector_rank={self.vector_rank}, lexical_rank={self.lexical_rank}, "
+                f"approximate={self.approximate})")
 
     @property
     def conflicts(self) -> list[HiddenVersion]:

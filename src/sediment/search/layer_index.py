@@ -103,8 +103,7 @@ class LayerIndex:
         rows = positions if self.identity_rows() else f.rows[positions]
         if len(rows) == 0:
             return np.zeros(0, dtype=np.float32)
-        sub = np.asarray(f.embeddings[rows])
-        scores = dot_scores(sub, q, f.quant_scale)
+        scores = dot_scores(f.embeddings[rows], q, f.quant_scale)
         if metric == "cosine" and not normalised:
             scores = self._cosine(scores, rows, q)
         return scores

@@ -37,7 +37,10 @@ def dot_scores(matrix: npt.NDArray[Any], query: F32, quant_scale: float = 1.0) -
         return np.asarray(raw, dtype=np.float32).reshape(-1) * np.float32(quant_scale * qscale)
     if not matrix.flags.aligned:
         matrix = np.ascontiguousarray(matrix)
-    return np.asarray(matrix @ query.astype(np.float32), dtype=np.float32)
+    if query.dtype != np.float32:
+        query = query.astype(np.float32)
+    scores: F32 = matrix @ query
+    return scores if scores.dtype == np.float32 else scores.astype(np.float32)
 
 
 def row_norms(matrix: npt.NDArray[Any], quant_scale: float = 1.0,

@@ -43,6 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sediment.format import LayerFile
+from sediment.search.ann import layout
 from sediment.search.ann.key import rows_key
 from sediment.store.atomic import atomic_write
 
@@ -62,9 +63,11 @@ ASSIGN_SEARCH = 128
 stopped at 0.984 at 1M whatever the probes."""
 TRAIN_ROWS = 262_144
 """Rows (evenly spaced) k-means and the quantiser learn from."""
-MIN_FETCH = 32
+MIN_FETCH = 20
 """Fewest candidates asked of the index; all are re-scored exactly, so asking for more than
-k repairs the codes' near misses."""
+k repairs the codes' near misses. Twice the default k: on the peers workload re-scoring the
+best 16 by code already gave the recall of re-scoring 64 at every nprobe (20 leaves a
+margin), and each re-scored row is a cache miss in the layer's matrix (docs/peers.md)."""
 MAX_FETCH = 4096
 """Most candidates asked of the index; a filter that needs more falls back to exact."""
 SUFFIX = ".faiss"
@@ -132,8 +135,12 @@ class AnnIndex:
         self.path = path
         self.rows = rows
         self.lists = int(index.nlist)
+        self.dim = int(index.d)
         self._normalise = normalise
         self._params: dict[int, Any] = {}
+        import faiss
+
+        self._swig_ptr = faiss.swig_ptr
 
     @classmethod
     def open(cls, path: Path, rows: int, dim: int, metric: AnnMetric) -> AnnIndex | None:
@@ -143,6 +150,7 @@ class AnnIndex:
 
             if not path.exists():
                 return None
+            layout.check(path, rows, dim)
             index = faiss.read_index(str(path))
             if not isinstance(index, faiss.IndexIVF):
                 raise ValueError(f"holds a {type(index).__name__}, not an inverted file")
@@ -162,15 +170,22 @@ class AnnIndex:
         """Embedding rows of (about) the ``count`` nearest vectors, nearest first;
         ``expansion`` is how many lists to visit (default :data:`PROBES`)."""
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
+        if q.shape[1] != self.dim or count < 1:  # FAISS's C call checks neither
+            raise ValueError(f"query of {q.shape[1]} dims for an index of {self.dim}, or "
+                             f"count {count} below 1")
         if self._normalise:
             q = q / max(float(np.linalg.norm(q)), 1e-12)
         probes = min(expansion or PROBES, self.lists)
         params = self._params.get(probes)
         if params is None:
             params = self._params[probes] = _search_params(probes)
-        _, ids = self._index.search(q, count, params=params)
-        found: npt.NDArray[np.int64] = ids[0]
-        return found[found >= 0]
+        # search_c, not FAISS's search wrapper: the wrapper's argument checks and copies
+        # cost about as much as scoring a list (tens of microseconds) on every query.
+        ids = np.empty(count, dtype=np.int64)
+        dist = np.empty(count, dtype=np.float32)
+        ptr = self._swig_ptr
+        self._index.search_c(1, ptr(q), count, ptr(dist), ptr(ids), params)
+        return ids[ids >= 0]
 
 
 def _search_params(probes: int) -> Any:
