@@ -11,6 +11,7 @@ HNSW graph, follows the same cap. ``--keep`` leaves each system's files in the w
 directory and ``--reuse`` queries kept files instead of building again (the build figures
 come from the kept build). ``--sweep`` queries every HNSW system again at each search
 breadth of ``--efforts``, for the recall-against-latency curves and the equal-recall table.
+``--rounds`` passes are made over the queries at every setting, and the fastest is reported.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="stop querying a system after this long (at least 10 queries)")
     p.add_argument("--workdir", type=Path, default=REPO / "build" / "peers")
     p.add_argument("--out", type=Path, default=REPO / "docs" / "peers.md")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="passes over the queries per setting, spread over the system's run; "
+                        "each setting reports its fastest pass")
     p.add_argument("--timeout", type=float, default=1800.0, help="per subprocess, seconds")
     p.add_argument("--keep", action="store_true", help="keep each system's built files")
     p.add_argument("--reuse", action="store_true", help="query kept builds, do not rebuild")
@@ -51,8 +55,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         "(HNSW ef; Sediment sweeps its own nprobe values)")
     p.add_argument("--efforts", default=",".join(map(str, EFFORTS)))
     a = p.parse_args(argv)
+    if a.rounds < 1:
+        p.error("--rounds must be at least 1")
     if a.quick:
-        a.sizes, a.queries, a.seconds = "100000", 50, 5.0
+        a.sizes, a.queries, a.seconds, a.rounds = "100000", 50, 5.0, 1
     return a
 
 
@@ -102,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                 efforts = own if a.sweep and system.sweeps else ""
                 asked = worker(["query", name, str(sysdir), str(d), "--queries",
                                 str(a.queries), "--seconds", str(a.seconds),
+                                "--rounds", str(a.rounds),
                                 "--efforts", efforts], a.timeout)
                 if isinstance(asked, str):
                     row["skipped"] = asked

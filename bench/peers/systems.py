@@ -26,7 +26,7 @@ K = 10
 M, EF_CONSTRUCTION, EF_SEARCH = 16, 128, 64
 EFFORTS = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384)
 """HNSW search breadths (ef) of the sweep."""
-PROBES = (2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+PROBES = (2, 4, 6, 8, 10, 12, 16, 24, 32, 64)
 """Lists visited (nprobe) in the sweep of Sediment's inverted file."""
 
 
@@ -77,7 +77,7 @@ def _sediment_open(exact: bool) -> Opener:
         request = SearchRequest(k=K, mode="vector", exact=exact, ann_expansion=effort)
 
         def run(q: F32) -> list[int]:
-            return [h.chunk.id - 1 for h in search(ls, request, q, normalised=True).hits]
+            return [h.id - 1 for h in search(ls, request, q, normalised=True).hits]
 
         return run
 
