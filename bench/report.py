@@ -83,8 +83,20 @@ def render(res: Results) -> str:
     if res.skipped:
         head += [f"- **Skipped {count(r)} chunks**: {why}." for r, why in res.skipped]
     head += [f"- {n}" for n in res.notes]
-    parts = ["\n".join(head), _machine(m), *sections.all_sections(res), sections.method(res)]
+    parts = ["\n".join(head), _machine(m), *sections.all_sections(res), PEERS,
+             sections.method(res)]
     return "\n\n".join(parts) + "\n"
+
+
+PEERS = """## Beside other systems
+
+Sediment against LanceDB, Chroma, sqlite-vec, FAISS and usearch on identical vectors at
+100k and 1M (build time, open time, p50 / p99, QPS, recall@10, peak RSS, disk, and the
+equal-recall comparison of the approximate indexes) is its own, longer run:
+`python -m bench.peers` (`./run bench-peers`), whose table and notes are in
+[peers.md](peers.md). Its latest plot:
+
+![latency against recall, Sediment and its peers](peers.png)"""
 
 
 def write(res: Results, out: Path) -> None:

@@ -98,8 +98,10 @@ def vector(res: Results) -> str:
         "are random unit vectors. *Same top 10*: the engine's ids equal the kernel's for 5 "
         "queries. Engine and kernel run alternately, query by query, and the overhead is the "
         "median of the per-query differences. f32 scans run on numpy's BLAS with the thread "
-        "count in the machine table; i8 scans run on simsimd's int8 dot product (one "
-        "thread, the best kernel family listed in the machine table). When another process "
+        "count in the machine table; i8 scans run on simsimd's int8 dot product (the best "
+        "kernel family listed in the machine table; one thread below 262,144 rows, every "
+        "core from there). The k best of a scan come from a threshold on the maxima of "
+        "1,024 blocks above 65,536 rows (`top_k`). When another process "
         "keeps one of two cores busy, a two-thread BLAS call waits for it, which shows as "
         "millisecond-scale p50s on small f32 layers: compare with the load average.",
     ])

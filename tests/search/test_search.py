@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sediment.embed import HashEmbedder
 from sediment.errors import SchemaMismatchError, ValidationError
@@ -19,6 +21,7 @@ from sediment.search import (
     WeightedFusion,
     search,
     tokenize,
+    vector,
 )
 from sediment.search.vector import dot_scores, top_k
 from sediment.store import LayerName, LayerSet, NewChunk
@@ -212,6 +215,24 @@ def test_top_k_ties_and_non_finite() -> None:
     s = np.array([1.0, 3.0, 3.0, -np.inf, 2.0], dtype=np.float32)
     assert top_k(s, 3).tolist() == [1, 2, 4]
     assert top_k(s, 10).tolist() == [1, 2, 4, 0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.sampled_from([-np.inf, np.nan, -1.0, 0.0, 0.5, 0.5, 1.0, 2.0])
+                       | st.floats(-4, 4, width=32), min_size=1, max_size=400),
+       k=st.integers(1, 30), large=st.booleans())
+def test_top_k_matches_a_full_sort(values: list[float], k: int, large: bool) -> None:
+    """Both ways of finding the k best (a partition, or a threshold from block maxima for
+    long arrays) give the stable full sort's answer over the finite scores."""
+    s = np.asarray(values, dtype=np.float32)
+    finite = np.flatnonzero(np.isfinite(s))
+    want = finite[np.lexsort((finite, -s[finite]))][:k]
+    saved = vector.SMALL, vector.LARGE, vector.BLOCKS
+    vector.SMALL, vector.LARGE, vector.BLOCKS = (0, 1, 128) if large else (0, *saved[1:])
+    try:
+        assert top_k(s, k).tolist() == want.tolist()
+    finally:
+        vector.SMALL, vector.LARGE, vector.BLOCKS = saved
 
 
 def test_search_over_interop_layers_with_a_query_vector() -> None:
