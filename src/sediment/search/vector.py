@@ -74,17 +74,22 @@ def top_k(scores: F32, k: int) -> npt.NDArray[np.int64]:
     k = min(k, n)
     if n < len(scores):
         scores = np.where(finite, scores, -np.inf).astype(np.float32)
-    part = _above_block_threshold(scores, k) if len(scores) >= LARGE and k <= BLOCKS // 4 \
+    cand = _above_block_threshold(scores, k) if len(scores) >= LARGE and k <= BLOCKS // 4 \
         else None
-    if part is None and k < len(scores):
-        # Every score tied with the k-th, not just those the partition happened to pick:
-        # ties go to the lower index.
-        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
-        part = np.flatnonzero(scores >= kth)
-    elif part is None:
-        part = np.arange(len(scores))
-    order = np.lexsort((part, -scores[part]))[:k]
-    return part[order].astype(np.int64)
+    return _best(scores, np.arange(len(scores)) if cand is None else cand, k).astype(np.int64)
+
+
+def _best(scores: F32, cand: npt.NDArray[np.intp], k: int) -> npt.NDArray[np.intp]:
+    """The ``k`` best of ``scores[cand]`` (``cand`` ascending), best first, ties to the
+    lower index: every score above the k-th, then the lowest-indexed of those equal to it,
+    so a flood of equal scores (a zero query) costs two passes, not a sort."""
+    vals = scores[cand]
+    if len(cand) > k:
+        kth = vals[np.argpartition(-vals, k - 1)[k - 1]]
+        above = cand[vals > kth]
+        cand = np.concatenate([above, cand[vals == kth][: k - len(above)]])
+        vals = scores[cand]
+    return cand[np.lexsort((cand, -vals))]
 
 
 def _above_block_threshold(scores: F32, k: int) -> npt.NDArray[np.intp] | None:
@@ -93,8 +98,8 @@ def _above_block_threshold(scores: F32, k: int) -> npt.NDArray[np.intp] | None:
 
     k blocks each hold a score at least that large, so the k largest scores (and all ties
     with the k-th) are among them. A partition of a million scores costs 9 to 14 ms here;
-    block maxima, one comparison and the partition of a few hundred candidates cost about
-    2 ms (docs/benchmarks.md, exact search)."""
+    block maxima, one comparison and the few candidates above it cost under 1 ms
+    (docs/benchmarks.md, exact search)."""
     width = -(-len(scores) // BLOCKS)
     maxima = np.maximum.reduceat(scores, np.arange(0, len(scores), width))
     threshold = np.partition(maxima, len(maxima) - k)[len(maxima) - k]
