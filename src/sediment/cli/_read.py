@@ -12,6 +12,7 @@ from rich.table import Table
 
 from sediment.cli._app import cli, emit_json, get_config, json_option, layer_options, open_layerset
 from sediment.cli._embedder import build_embedder
+from sediment.cli._ids import CHUNK_ID
 from sediment.cli._review import signature_option
 from sediment.errors import FormatError, ValidationError
 from sediment.format import LayerFile
@@ -172,7 +173,7 @@ def _describe_file(f: LayerFile) -> dict[str, Any]:
 @click.argument("path", type=click.Path(path_type=Path), required=False)
 @click.option("--layer", "layer_path", type=click.Path(path_type=Path), default=None,
               help="The layer file (same as PATH).")
-@click.option("--id", "chunk_id", type=click.IntRange(0, 2**32 - 1), default=None,
+@click.option("--id", "chunk_id", type=CHUNK_ID, default=None,
               help="Show one chunk: its provenance resolved and every event about it.")
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Directory that `path:line` sources are relative to (default: cwd).")

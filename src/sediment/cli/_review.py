@@ -28,6 +28,7 @@ from sediment.cli._app import (
     layer_options,
     open_layerset,
 )
+from sediment.cli._ids import CHUNK_ID, parse_id_list
 from sediment.errors import ValidationError
 from sediment.review import (
     DEFAULT_THRESHOLD,
@@ -76,13 +77,9 @@ def _when(ms: int) -> str:
 
 def _ids(value: str) -> list[int]:
     try:
-        ids = [int(x) for x in value.replace(" ", "").split(",") if x]
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a comma-separated list of chunk ids",
-                                 param_hint="--ids") from None
-    if not ids or any(i <= 0 for i in ids):
-        raise click.BadParameter("give positive chunk ids, e.g. --ids 12,15", param_hint="--ids")
-    return ids
+        return parse_id_list(value, what="--ids")
+    except ValidationError as exc:
+        raise click.BadParameter(str(exc), param_hint="--ids") from None
 
 
 def _without_local(ls: LayerSet) -> LayerSet:
@@ -244,7 +241,7 @@ def proposals_list(ctx: click.Context, /, status: str, as_json: bool, layer_dir:
 
 
 @proposals.command(name="show")
-@click.argument("proposal_id", type=click.IntRange(1, 2**32 - 1))
+@click.argument("proposal_id", type=CHUNK_ID)
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Directory path:line sources are read from (default: the current one).")
 @layer_options
@@ -276,7 +273,7 @@ def proposals_show(ctx: click.Context, /, proposal_id: int, root: Path | None, a
 
 
 @proposals.command(name="accept")
-@click.argument("proposal_ids", nargs=-1, required=True, type=click.IntRange(1, 2**32 - 1))
+@click.argument("proposal_ids", nargs=-1, required=True, type=CHUNK_ID)
 @click.option("--reason", default="", help="Why (optional; kept in the decision event).")
 @layer_options
 @json_option
@@ -290,7 +287,7 @@ def proposals_accept(ctx: click.Context, /, proposal_ids: tuple[int, ...], reaso
 
 
 @proposals.command(name="reject")
-@click.argument("proposal_ids", nargs=-1, required=True, type=click.IntRange(1, 2**32 - 1))
+@click.argument("proposal_ids", nargs=-1, required=True, type=CHUNK_ID)
 @click.option("--reason", required=True, help="Why the proposal is rejected (required).")
 @layer_options
 @json_option

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from sediment.errors import NotFoundError, ValidationError
+from sediment.format.ids import check_chunk_id
 from sediment.store import AGENT_WRITABLE, LayerName, LayerSet, NewChunk
 from sediment.store.events import PROPOSAL, event_content, fold_proposals
 
@@ -37,9 +38,7 @@ def propose(layerset: LayerSet, context_id: Any, target: Any = "user") -> Propos
 def _propose_locked(layerset: LayerSet, context_id: Any, target: Any) -> Proposal:
     if target != "user":
         raise ValidationError(f"target must be 'user' (RFC 11.2), got {target!r}")
-    if isinstance(context_id, bool) or not isinstance(context_id, int) or context_id <= 0:
-        raise ValidationError(f"context_id must be a positive integer chunk id, got "
-                              f"{context_id!r}")
+    check_chunk_id(context_id, what="context_id")
     versions = dict(layerset.versions(context_id))
     source = next((n for n in (LayerName.DELTA, LayerName.LOCAL) if n in versions), None)
     if source is None:

@@ -17,11 +17,11 @@ from typing import Any
 from sediment.embed import Embedder
 from sediment.errors import ValidationError
 from sediment.format import Source
+from sediment.format.ids import check_chunk_id, parse_chunk_id, parse_source_ref
 from sediment.ops.query import check_profile
 from sediment.store import AGENT_WRITABLE, LayerName, LayerSet, NewChunk
 
 KIND_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-SOURCE_RE = re.compile(r"^(?P<path>[^\x00\n]+):(?P<line>[1-9][0-9]{0,8})(?:-[1-9][0-9]{0,8})?$")
 MAX_CONTENT_CHARS = 100_000
 MAX_SOURCES = 64
 
@@ -74,17 +74,22 @@ def check_sources(layerset: LayerSet, value: Any) -> tuple[Source, ...]:
         raise ValidationError(f"sources has {len(value)} entries; the maximum is {MAX_SOURCES}")
     out: list[Source] = []
     for i, s in enumerate(value):
-        if isinstance(s, str) and s.strip().isdigit():
-            s = int(s.strip())
+        if isinstance(s, str) and ":" not in s:
+            try:
+                s = parse_chunk_id(s, what=f"sources[{i}]")
+            except ValidationError as exc:
+                raise ValidationError(f"{exc}; or give a 'path:line' reference (e.g. "
+                                      "'docs/ARCHITECTURE.md:12')") from None
         if isinstance(s, bool):
             raise ValidationError(f"sources[{i}] is a boolean; expected a chunk id or "
                                   "'path:line'")
         if isinstance(s, int):
+            check_chunk_id(s, what=f"sources[{i}]")
             if layerset.get(s) is None:
                 raise ValidationError(f"sources[{i}]: chunk {s} does not exist in any layer")
             out.append(s)
         elif isinstance(s, str):
-            if not SOURCE_RE.match(s):
+            if parse_source_ref(s) is None:
                 raise ValidationError(
                     f"sources[{i}] {s!r} is not a 'path:line' reference (e.g. "
                     "'docs/ARCHITECTURE.md:12') or a chunk id")

@@ -13,7 +13,6 @@ nothing from outside the project.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,12 +21,11 @@ import numpy as np
 
 from sediment.errors import NotFoundError
 from sediment.format import Chunk, LayerFile, Source
+from sediment.format.ids import parse_source_ref
 from sediment.review._common import event_mask
 from sediment.store import PRECEDENCE, LayerName, LayerSet
 from sediment.store.events import fold_proposals, iter_events
 
-FILE_SOURCE = re.compile(
-    r"^(?P<path>[^\x00\n]+):(?P<line>[1-9][0-9]{0,8})(?:-(?P<end>[1-9][0-9]{0,8}))?$")
 SUBJECT_KEYS = ("context_id", "proposal_id", "promoted_id", "old_id", "new_id")
 DEFAULT_DEPTH = 3
 MAX_LINE_CHARS = 500
@@ -108,10 +106,10 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def _read_line(root: Path, ref: str) -> ResolvedSource:
-    m = FILE_SOURCE.match(ref)
-    if m is None:
+    parsed = parse_source_ref(ref)
+    if parsed is None:
         return ResolvedSource(ref, "other", False, note="neither a chunk id nor path:line")
-    rel, line = m["path"], int(m["line"])
+    rel, line = parsed.path, parsed.line
     base = root.resolve()
     target = (base / rel).resolve()
     if not target.is_relative_to(base):

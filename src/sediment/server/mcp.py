@@ -23,7 +23,8 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from sediment import __version__
-from sediment.errors import NotFoundError, SedimentError
+from sediment.errors import NotFoundError, SedimentError, ValidationError
+from sediment.format.ids import parse_chunk_id
 from sediment.ops.service import ContextService, SearchArgs
 from sediment.ops.write import WriteRequest
 from sediment.search import MAX_K
@@ -280,9 +281,10 @@ def _add_static(server: MCPServer, uri: str, name: str, description: str, mime: 
 
 
 def _chunk_id(raw: str) -> int:
-    if not raw.isdigit() or not 0 < int(raw) < 2**32:
-        raise ResourceError(f"chunk id {raw!r} must be an integer from 1 to {2**32 - 1}")
-    return int(raw)
+    try:
+        return parse_chunk_id(raw)
+    except ValidationError as exc:
+        raise ResourceError(str(exc)) from None
 
 
 def _add_layer_resource(server: MCPServer, service: ContextService, layer_name: str) -> None:
