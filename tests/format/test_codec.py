@@ -190,6 +190,16 @@ def rejection_cases() -> list[tuple[str, object, str]]:
         ("rels absent but referenced", _mut_u32(rel_entry, 99), "ChunkRecord.rel_start"),
         ("emb reserved", lambda b: struct.pack_into("<f", b, emb_off + 36, 1.0),
          "EmbeddingMatrixHeader.reserved0"),
+        ("chunk id 0", _mut_u32(_record_field(data, 1, 0), 0), "ChunkRecord.id"),
+        ("author not human or mcp", _mut_u32(_record_field(data, 2, 12),
+                                             struct.unpack_from("<I", data,
+                                                                _record_field(data, 2, 4))[0]),
+         "ChunkRecord.author_str_id"),
+        ("unknown relationship kind", _mut_u32(struct.unpack_from("<Q", data, rel_off + 8)[0], 3),
+         "RelationshipRecord.kind"),
+        ("relationship to chunk 0", lambda b: struct.pack_into(
+            "<II", b, struct.unpack_from("<Q", data, rel_off + 8)[0], 1, 0),
+         "RelationshipRecord.value_u32"),
     ]
 
 
@@ -211,6 +221,64 @@ def test_every_rule_is_enforced(case: tuple[str, object, str], tmp_path: Path) -
     for e in errors:
         assert e.rule and e.path == str(p)
         assert str(p) in str(e)
+
+
+def _string_entry(data: bytes, sid: int) -> int:
+    _e, sd_off, _ = sections(data)[L.SECTION_STRING_DICTIONARY]
+    return int(struct.unpack_from("<Q", data, sd_off + 8)[0]) + (sid - 1) * 16
+
+
+def test_authors_are_checked_on_every_chunk_however_many_author_strings() -> None:
+    """70 chunks with 70 distinct author string ids: each id's bytes say "human" or "mcp",
+    except the last chunk's. Once checked only up to 64 distinct author strings."""
+    n = 70
+    chunks = [Chunk(i + 1, "note", f"c{i}", "human" if i % 2 else "mcp", 1.0, 0)
+              for i in range(n)]
+    data = bytearray(encode_layer(chunks, vectors(n)))
+    words = {}
+    for i in range(2):
+        sid = struct.unpack_from("<I", data, _record_field(bytes(data), i, 12))[0]
+        words[i % 2] = data[_string_entry(bytes(data), sid):_string_entry(bytes(data), sid) + 16]
+    for i in range(n):
+        content = struct.unpack_from("<I", data, _record_field(bytes(data), i, 8))[0]
+        struct.pack_into("<I", data, _record_field(bytes(data), i, 12), content)
+        at = _string_entry(bytes(data), content)
+        data[at:at + 16] = words[i % 2]
+    good = LayerFile.from_bytes(bytes(data))
+    assert good.validate() == []
+    assert {c.author for c in good.chunks()} == {"human", "mcp"}
+    kind = struct.unpack_from("<I", data, _record_field(bytes(data), 0, 4))[0]
+    last = _record_field(bytes(data), n - 1, 12)
+    struct.pack_into("<I", data, last, kind)
+    errors = LayerFile.from_bytes(bytes(data)).validate()
+    assert [(e.rule, e.field, e.offset) for e in errors] == [
+        ("7.1", "ChunkRecord.author_str_id", last)]
+    assert "chunk 70: author is 'note'" in str(errors[0])
+    with pytest.raises(FormatError, match="author"):
+        LayerFile.from_bytes(bytes(data)).chunk_at(0)
+
+
+def test_relationships_no_chunk_uses_are_still_checked() -> None:
+    """The reference reader checks every relationship record, referenced or not."""
+    data = bytearray(encode(3))
+    _e, rel_off, _ = sections(bytes(data))[L.SECTION_RELATIONSHIPS]
+    count, records = struct.unpack_from("<QQ", data, rel_off)
+    for i in range(3):
+        struct.pack_into("<QI", data, _record_field(bytes(data), i, 36), 0, 0)
+    struct.pack_into("<II", data, records + 8 * (count - 1), 7, 1)
+    errors = LayerFile.from_bytes(bytes(data)).validate()
+    assert [(e.field, e.offset) for e in errors] == [
+        ("RelationshipRecord.kind", records + 8 * (count - 1))]
+    assert "unknown kind 7" in str(errors[0]) and "[8.4.7]" in str(errors[0])
+
+
+def test_chunk_id_zero_names_rule_field_and_offset() -> None:
+    data = bytearray(encode(3))
+    at = _record_field(bytes(data), 1, 0)
+    struct.pack_into("<I", data, at, 0)
+    errors = LayerFile.from_bytes(bytes(data)).validate()
+    assert [(e.rule, e.field, e.offset) for e in errors] == [("8.4.2", "ChunkRecord.id", at)]
+    assert f"offset {at}: ChunkRecord.id: chunk record 1 has id 0" in str(errors[0])
 
 
 def test_i8_zero_scale_rejected() -> None:

@@ -236,6 +236,11 @@ def _parse_structure(buf: memoryview | bytes | mmap.mmap, size: int) -> _Structu
     return s
 
 
+def _first(mask: np.ndarray) -> int | None:
+    hits = np.flatnonzero(mask)
+    return int(hits[0]) if len(hits) else None
+
+
 STRING_CACHE = 65536
 """Most decoded strings a LayerFile keeps (see :meth:`LayerFile.string`)."""
 
@@ -527,7 +532,16 @@ class LayerFile:
 
     # -- validation --------------------------------------------------------------------
     def _record_violations(self) -> Iterator[FormatError]:
-        """Vectorised checks of every chunk record (RFC 8.4.5 to 8.4.7)."""
+        """Vectorised checks of every chunk and relationship record (RFC 7.1, 8.4.5-8.4.7).
+
+        They reject what the reference reader rejects when it opens a file: chunk id 0, an
+        author other than "human" or "mcp" on any chunk, and relationship records of an
+        unknown kind or naming chunk id 0, whether or not a chunk refers to them.
+        """
+        yield from self._chunk_violations()
+        yield from self._relationship_violations()
+
+    def _chunk_violations(self) -> Iterator[FormatError]:
         recs = self._raw_records
         if len(recs) == 0:
             return
@@ -535,51 +549,52 @@ class LayerFile:
         size = L.CHUNK_RECORD_DTYPE.itemsize
         nstr = self._s.strings_count
 
-        def first(mask: np.ndarray) -> int | None:
-            hits = np.flatnonzero(mask)
-            return int(hits[0]) if len(hits) else None
-
+        ids = recs["id"]
+        i = _first(ids == 0)
+        if i is not None:
+            yield self._fail(f"chunk record {i} has id 0, which means unset; chunk ids run "
+                             f"from 1 to {2**32 - 1}", "8.4.2", "ChunkRecord.id",
+                             base + i * size)
         for fld, off in (("kind", 4), ("content", 8), ("author", 12)):
             col = recs[fld]
-            i = first((col == 0) | (col > nstr))
+            i = _first((col == 0) | (col > nstr))
             if i is not None:
-                yield self._fail(f"chunk {int(recs['id'][i])}: {fld}_str_id "
+                yield self._fail(f"chunk {int(ids[i])}: {fld}_str_id "
                                  f"{int(col[i])} is outside 1..{nstr}", "8.4.5",
                                  f"ChunkRecord.{fld}_str_id", base + i * size + off)
         rows = recs["embedding_row"]
-        i = first((rows == 0) | (rows > self._s.embedding.rows))
+        i = _first((rows == 0) | (rows > self._s.embedding.rows))
         if i is not None:
-            yield self._fail(f"chunk {int(recs['id'][i])}: embedding_row {int(rows[i])} is "
+            yield self._fail(f"chunk {int(ids[i])}: embedding_row {int(rows[i])} is "
                              f"outside 1..{self._s.embedding.rows}", "8.4.6",
                              "ChunkRecord.embedding_row", base + i * size + 28)
         for fld, off in (("reserved0", 32), ("reserved1", 48)):
-            i = first(recs[fld] != 0)
+            i = _first(recs[fld] != 0)
             if i is not None:
-                yield self._fail(f"chunk {int(recs['id'][i])}: {fld} is "
+                yield self._fail(f"chunk {int(ids[i])}: {fld} is "
                                  f"{int(recs[fld][i])}, must be 0", "8.4.5",
                                  f"ChunkRecord.{fld}", base + i * size + off)
         conf = recs["confidence"]
-        i = first(~((conf >= 0.0) & (conf <= 1.0)))
+        i = _first(~((conf >= 0.0) & (conf <= 1.0)))
         if i is not None:
-            yield self._fail(f"chunk {int(recs['id'][i])}: confidence {float(conf[i])} is "
+            yield self._fail(f"chunk {int(ids[i])}: confidence {float(conf[i])} is "
                              "outside 0.0..1.0", "7.1", "ChunkRecord.confidence",
                              base + i * size + 16)
         rstart, rcount = recs["rel_start"], recs["rel_count"]
         if not self._s.has_relationships:
-            i = first((rstart != 0) | (rcount != 0))
+            i = _first((rstart != 0) | (rcount != 0))
             if i is not None:
-                yield self._fail(f"chunk {int(recs['id'][i])}: rel_start/rel_count must be 0 "
+                yield self._fail(f"chunk {int(ids[i])}: rel_start/rel_count must be 0 "
                                  "when there is no relationships section", "8.4.7",
                                  "ChunkRecord.rel_start", base + i * size + 36)
         else:
             total = self._s.rel_count
             end = rstart + rcount.astype(np.uint64)
-            i = first((rcount > 0) & ((rstart > total) | (end > total)))
+            i = _first((rcount > 0) & ((rstart > total) | (end > total)))
             if i is not None:
-                yield self._fail(f"chunk {int(recs['id'][i])}: relationships "
+                yield self._fail(f"chunk {int(ids[i])}: relationships "
                                  f"{int(rstart[i])}..{int(end[i])} are outside 0..{total}",
                                  "8.4.7", "ChunkRecord.rel_start", base + i * size + 36)
-        ids = recs["id"]
         order = np.argsort(ids, kind="stable")
         sorted_ids = ids[order]
         dup = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
@@ -587,29 +602,69 @@ class LayerFile:
             i = int(order[dup[0] + 1])
             yield self._fail(f"duplicate chunk id {int(ids[i])}", "8.4.5", "ChunkRecord.id",
                              base + i * size)
+        yield from self._author_violations()
+
+    def _author_violations(self) -> Iterator[FormatError]:
+        """Every chunk's author is "human" or "mcp" (RFC 7.1, 8.4.5).
+
+        The distinct author string ids are compared with those two words as bytes, all at
+        once, so a file with a million distinct author strings costs one vectorised pass.
+        """
+        recs = self._raw_records
+        nstr = self._s.strings_count
         authors = np.unique(recs["author"])
-        if len(authors) <= 64 and not np.any((authors == 0) | (authors > nstr)):
-            for sid in authors.tolist():
-                try:
-                    name = self.string(int(sid))
-                except FormatError as exc:
-                    yield exc
-                    continue
-                if name not in AUTHORS:
-                    i = first(recs["author"] == sid)
-                    assert i is not None
-                    yield self._fail(f"chunk {int(recs['id'][i])}: author is {name!r}, must be "
-                                     "'human' or 'mcp'", "7.1", "ChunkRecord.author_str_id",
-                                     base + i * size + 12)
-        if self._s.has_relationships and self._s.rel_count:
-            rels = self._relationships
-            rel_base = self._s.rel_records
-            kinds, values = rels["kind"], rels["value"]
-            j = first((kinds == L.REL_SOURCE_STRING) & ((values == 0) | (values > nstr)))
-            if j is not None:
-                yield self._fail(f"relationship {j}: string id {int(values[j])} is outside "
-                                 f"1..{nstr}", "8.4.7", "RelationshipRecord.value_u32",
-                                 rel_base + j * 8 + 4)
+        sids = authors[(authors >= 1) & (authors <= nstr)]
+        if len(sids) == 0:
+            return
+        entries = self._string_entries[sids.astype(np.intp) - 1]
+        offs, lens = entries["offset"], entries["length"]
+        blen = self._s.strings_bytes_len
+        inside = (offs <= blen) & (lens <= blen - np.minimum(offs, blen))
+        blob = np.frombuffer(self._buf, dtype=np.uint8, count=blen,
+                             offset=self._s.strings_bytes)
+        ok = np.zeros(len(sids), dtype=bool)
+        for word in AUTHORS:
+            raw = np.frombuffer(word.encode("ascii"), dtype=np.uint8)
+            idx = np.flatnonzero(inside & (lens == len(raw)))
+            if len(idx):
+                at = offs[idx].astype(np.int64)[:, None] + np.arange(len(raw))
+                ok[idx[np.all(blob[at] == raw, axis=1)]] = True
+        bad = sids[~ok]
+        if len(bad) == 0:
+            return
+        i = _first(np.isin(recs["author"], bad))
+        assert i is not None
+        sid = int(recs["author"][i])
+        try:
+            name = self.string(sid)
+        except FormatError as exc:
+            yield exc
+            return
+        yield self._fail(f"chunk {int(recs['id'][i])}: author is {name[:80]!r}, must be "
+                         "'human' or 'mcp'", "7.1", "ChunkRecord.author_str_id",
+                         self._s.chunk_records + i * L.CHUNK_RECORD_DTYPE.itemsize + 12)
+
+    def _relationship_violations(self) -> Iterator[FormatError]:
+        if not (self._s.has_relationships and self._s.rel_count):
+            return
+        rels = self._relationships
+        rel_base = self._s.rel_records
+        nstr = self._s.strings_count
+        kinds, values = rels["kind"], rels["value"]
+        j = _first((kinds != L.REL_SOURCE_CHUNK_ID) & (kinds != L.REL_SOURCE_STRING))
+        if j is not None:
+            yield self._fail(f"relationship {j}: unknown kind {int(kinds[j])} (1 = source "
+                             "chunk id, 2 = source string)", "8.4.7", "RelationshipRecord.kind",
+                             rel_base + j * 8)
+        j = _first((kinds == L.REL_SOURCE_CHUNK_ID) & (values == 0))
+        if j is not None:
+            yield self._fail(f"relationship {j}: source chunk id 0, which means unset",
+                             "8.4.7", "RelationshipRecord.value_u32", rel_base + j * 8 + 4)
+        j = _first((kinds == L.REL_SOURCE_STRING) & ((values == 0) | (values > nstr)))
+        if j is not None:
+            yield self._fail(f"relationship {j}: string id {int(values[j])} is outside "
+                             f"1..{nstr}", "8.4.7", "RelationshipRecord.value_u32",
+                             rel_base + j * 8 + 4)
 
     def iter_violations(self) -> Iterator[FormatError]:
         """Every violation in the file, in file order, including string encoding."""
