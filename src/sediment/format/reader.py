@@ -11,7 +11,6 @@ UTF-8 decoding of every string, and reports all violations instead of the first.
 from __future__ import annotations
 
 import itertools
-import json
 import mmap
 import os
 from collections.abc import Iterator, Sequence
@@ -25,6 +24,7 @@ import numpy.typing as npt
 
 from sediment.errors import FormatError, NotFoundError
 from sediment.format import layout as L
+from sediment.format.metadata import MetadataError, decode_metadata
 from sediment.format.model import AUTHORS, Chunk, Source
 
 
@@ -335,18 +335,12 @@ class LayerFile:
         if self._s.metadata_blob is None:
             return None
         off, length = self._s.metadata_blob
-        raw = bytes(self._buf[off:off + length])
         try:
-            value = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            raise self._fail("layer metadata blob is not UTF-8", "8.4.8", "blob",
-                             off + exc.start) from exc
-        except json.JSONDecodeError as exc:
-            raise self._fail(f"layer metadata blob is not JSON: {exc.msg}", "8.4.8", "blob",
-                             off + exc.pos) from exc
-        if not isinstance(value, dict):
-            raise self._fail("layer metadata JSON must be an object", "8.4.8", "blob", off)
-        return value
+            return decode_metadata(bytes(self._buf[off:off + length]))
+        except MetadataError as exc:
+            at = off if exc.position is None else off + exc.position
+            raise self._fail(f"layer metadata blob {exc.message}", "8.4.8", "blob", at
+                             ) from None
 
     @property
     def embedding_profile(self) -> dict[str, Any] | None:

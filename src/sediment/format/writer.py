@@ -8,7 +8,6 @@ reader's zero-copy view is aligned for SIMD kernels (the RFC allows any offset).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +17,7 @@ import numpy.typing as npt
 
 from sediment.errors import ValidationError
 from sediment.format import layout as L
+from sediment.format.metadata import encode_metadata
 from sediment.format.model import AUTHORS, Chunk
 from sediment.format.reader import LayerFile
 
@@ -43,11 +43,6 @@ def quantize(vectors: npt.NDArray[np.floating[Any]], scale: float | None = None
         scale = peak / 127.0 if peak > 0 else 1.0
     q = np.clip(np.rint(v / np.float32(scale)), -127, 127).astype(np.int8)
     return q, float(np.float32(scale))
-
-
-def encode_metadata(metadata: dict[str, Any]) -> bytes:
-    return json.dumps(metadata, sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
 def _check_chunk(c: Chunk) -> None:

@@ -41,7 +41,7 @@ def parse_event(chunk: Chunk) -> dict[str, Any]:
     """The event's JSON object; an unreadable one (e.g. another tool's) yields ``{}``."""
     try:
         value = json.loads(chunk.content)
-    except (json.JSONDecodeError, ValueError):
+    except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 
