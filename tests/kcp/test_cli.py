@@ -57,6 +57,18 @@ def test_validate_remote_is_guarded(sediment: Runner, tmp_path: Path) -> None:
     assert data["remote"][0]["refused"][0]["rule"] == "remote.address"
 
 
+def test_validate_remote_with_a_300_character_host_label(sediment: Runner,
+                                                          tmp_path: Path) -> None:
+    path = tmp_path / "knowledge.yaml"
+    path.write_text(manifest(unit("a"), manifests=[
+        {"id": "far", "url": f"https://{'a' * 300}.example/knowledge.yaml"},
+        {"id": "odd", "url": "https://[::1/knowledge.yaml"}]))
+    r = sediment("kcp", "validate", "--remote", str(path))
+    assert r.code == 1 and "Internal error" not in r.err, (r.out, r.err)
+    assert r.out.count("[manifests.url.invalid]") == 2
+    assert "a label is 300 characters long; DNS allows 63" in r.out
+
+
 def test_init_writes_a_starter_with_intents_left_to_write(sediment: Runner,
                                                           tmp_path: Path) -> None:
     write_tree(tmp_path, {"README.md": "# Acme\n\nHello.\n",

@@ -23,6 +23,7 @@ from sediment.kcp import (
     public_only,
     resolve_federation,
 )
+from sediment.kcp.model import ManifestRef
 from sediment.kcp.remote import IPAddress, version_matches
 from tests.kcp.helpers import manifest, unit
 from tests.kcp.tls import HOST, LocalCA, Route, https_server, make_ca
@@ -164,6 +165,38 @@ def test_redirects_are_checked_again(served: tuple[int, dict[str, Route], list[s
     refused(f"{base}/to-private", policy, "remote.address")
     refused(f"{base}/loop", policy, "remote.status")
     assert parse_manifest(fetch_manifest(f"{base}/moved", policy)).valid
+
+
+LONG_LABEL = "a" * 300
+
+
+@pytest.mark.parametrize("url", [
+    f"https://{LONG_LABEL}.example/k.yaml", f"https://{'é' * 70}.example/k.yaml",
+    "https://a..b/k.yaml", f"https://{'abc.' * 70}example/k.yaml", "https://[::1/k.yaml",
+    "https://[zz]/k.yaml", "https://example.com:99999/k.yaml",
+], ids=["300-char label", "long idna label", "empty label", "name over 253", "bad ipv6",
+        "bad ip literal", "bad port"])
+def test_invalid_hosts_are_refused_as_invalid_urls(url: str) -> None:
+    """Refused before any lookup: the IDNA codec raised UnicodeError (exit 70) for these."""
+    err = refused(url, RemotePolicy(enabled=True), "remote.url")
+    assert "not a valid" in str(err)
+
+
+def test_redirects_to_invalid_urls_are_refused(
+        served: tuple[int, dict[str, Route], list[str]], trusted: RemotePolicy) -> None:
+    port, routes, _ = served
+    routes["/to-ipv6"] = Route(status=302, headers={"Location": "https://[::1/k.yaml"})
+    routes["/to-long"] = Route(status=302, headers={
+        "Location": f"https://{LONG_LABEL}.example/k.yaml"})
+    refused(f"https://{HOST}:{port}/to-ipv6", trusted, "remote.url")
+    refused(f"https://{HOST}:{port}/to-long", trusted, "remote.url")
+
+
+def test_federation_refuses_an_unparseable_url() -> None:
+    top = root_manifest()
+    top.manifests = [ManifestRef("bad", "https://[::1/k.yaml")]  # type: ignore[attr-defined]
+    fed = resolve_federation(top, RemotePolicy(enabled=True))  # type: ignore[arg-type]
+    assert [e.rule for e in fed.refused] == ["remote.url"] and not fed.manifests
 
 
 def test_http_errors(served: tuple[int, dict[str, Route], list[str]],

@@ -3,7 +3,8 @@
 ``manifests`` block MUST stay valid in isolation); fetching lives in ``remote``.
 
 Errors: a ``manifests`` entry without ``id`` or ``url``, an ``id`` outside
-``[a-z0-9.-]+``, a duplicate ``id``, a ``url`` that is absolute but not HTTPS, a
+``[a-z0-9.-]+``, a duplicate ``id``, a ``url`` that is absolute but not HTTPS, a ``url``
+that cannot be parsed or whose host DNS cannot name (``urls.host_problem``), a
 ``local_mirror`` that is absolute or escapes the manifest's directory.
 
 Warnings: an unknown ``relationship``, ``update_frequency`` or ``version_policy`` (read as
@@ -19,13 +20,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from sediment.kcp.errors import ManifestError
 from sediment.kcp.model import ExternalDependency, ManifestRef
 from sediment.kcp.paths import normalize_path
 from sediment.kcp.report import SEMVER, Report, scalar_str
 from sediment.kcp.report import known as is_known
+from sediment.kcp.urls import host_problem, split_url
 
 __all__ = ["check_external_depends_on", "check_external_relationships", "check_manifests"]
 
@@ -95,7 +96,12 @@ def _url(value: Any, where: str, report: Report) -> str | None:
         report.error("manifests.url.required", f"{where}.url is REQUIRED (KCP 3.6)",
                      field=f"{where}.url")
         return None
-    parts = urlsplit(value)
+    try:
+        parts = split_url(value)
+    except ValueError as exc:
+        report.error("manifests.url.invalid", f"manifest url {value[:200]!r} is not a valid "
+                     f"URL: {exc}", field=f"{where}.url")
+        return None
     if not parts.scheme and not parts.netloc:
         report.warn("manifests.url.relative", f"{where}.url {value!r} is a relative reference: "
                     "it is resolved against the declaring manifest's HTTPS URL and never "
@@ -104,6 +110,11 @@ def _url(value: Any, where: str, report: Report) -> str | None:
     if parts.scheme.lower() != "https" or not parts.hostname:
         report.error("manifests.url.https", f"manifest url must use HTTPS, got {value!r} "
                      "(KCP 3.6, 12.3)", field=f"{where}.url")
+        return None
+    problem = host_problem(parts.hostname)
+    if problem is not None:
+        report.error("manifests.url.invalid", f"manifest url {value[:200]!r} does not name a "
+                     f"valid host: {problem}", field=f"{where}.url")
         return None
     return value
 

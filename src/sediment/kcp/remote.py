@@ -30,12 +30,13 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 from sediment.kcp.errors import ManifestError, RemoteRefused
 from sediment.kcp.model import Manifest, ManifestRef, ValidationResult
 from sediment.kcp.paths import inside
 from sediment.kcp.report import SEMVER
+from sediment.kcp.urls import host_problem, split_url
 from sediment.kcp.validate import parse_manifest, validate_file
 from sediment.kcp.yamlsafe import Limits
 
@@ -118,7 +119,7 @@ def fetch_manifest(url: str, policy: RemotePolicy) -> bytes:
                     if not location:
                         raise RemoteRefused("redirect without a Location",
                                             rule="remote.status", url=current)
-                    current = urljoin(current, location)
+                    current = _join(current, location)
                     continue
                 if response.status != 200:
                     raise RemoteRefused(f"HTTP {response.status}", rule="remote.status",
@@ -139,6 +140,14 @@ def fetch_manifest(url: str, policy: RemotePolicy) -> bytes:
                         url=url)
 
 
+def _join(base: str, reference: str) -> str:
+    try:
+        return urljoin(base, reference)
+    except ValueError as exc:
+        raise RemoteRefused(f"redirect to an invalid URL {reference[:200]!r}: {exc}",
+                            rule="remote.url", url=base) from exc
+
+
 def _left(deadline: float, url: str) -> float:
     left = deadline - time.monotonic()
     if left <= 0:
@@ -148,7 +157,10 @@ def _left(deadline: float, url: str) -> float:
 
 def _check(url: str, policy: RemotePolicy) -> tuple[str, int, str, str]:
     """(host, port, checked address, request target) or ``RemoteRefused``."""
-    parts = urlsplit(url)
+    try:
+        parts = split_url(url)
+    except ValueError as exc:
+        raise RemoteRefused(f"not a valid URL: {exc}", rule="remote.url", url=url) from exc
     if parts.scheme.lower() != "https":
         raise RemoteRefused("only https:// URLs are fetched (KCP 12.3)", rule="remote.https",
                             url=url)
@@ -156,10 +168,10 @@ def _check(url: str, policy: RemotePolicy) -> tuple[str, int, str, str]:
     if not host or parts.username is not None or parts.password is not None:
         raise RemoteRefused("the URL needs a host and no user info", rule="remote.url",
                             url=url)
-    try:
-        port = parts.port or 443
-    except ValueError as exc:
-        raise RemoteRefused(f"bad port: {exc}", rule="remote.url", url=url) from exc
+    problem = host_problem(host)
+    if problem is not None:
+        raise RemoteRefused(f"not a valid host name: {problem}", rule="remote.url", url=url)
+    port = parts.port or 443
     try:
         addresses = policy.resolver(host, port)
     except OSError as exc:
@@ -246,8 +258,14 @@ def resolve_federation(manifest: Manifest, policy: RemotePolicy, *,
         (ref, 1, base_url, base_dir) for ref in manifest.manifests)
     while queue:
         ref, depth, parent_url, parent_dir = queue.popleft()
-        url = urljoin(parent_url, ref.url) if parent_url else ref.url
-        if not urlsplit(url).scheme:
+        try:
+            url = urljoin(parent_url, ref.url) if parent_url else ref.url
+            scheme = split_url(url).scheme
+        except ValueError as exc:
+            out.refused.append(RemoteRefused(f"not a valid URL: {exc}", rule="remote.url",
+                                             url=ref.url))
+            continue
+        if not scheme:
             out.warnings.append(f"{ref.id}: relative url {ref.url!r} is not fetched for a "
                                 "local manifest")
             continue
