@@ -10,10 +10,10 @@ import numpy.typing as npt
 
 from sediment.embed import Embedder
 from sediment.errors import SchemaMismatchError, ValidationError
+from sediment.format.profile import check_compatible, describe_profile
 from sediment.kcp import KcpIndex, KcpReranker
 from sediment.search import SearchRequest, SearchResult, search
 from sediment.store import PRECEDENCE, LayerSet
-from sediment.store.layerset import describe_profile, profile_differences
 
 
 def check_profile(layerset: LayerSet, embedder: Embedder, names: Sequence[object] | None
@@ -31,13 +31,10 @@ def check_profile(layerset: LayerSet, embedder: Embedder, names: Sequence[object
                     f"but the active embedder ({describe_profile(active)}) makes "
                     f"{active['dim']}-dim vectors")
             continue
-        diff = profile_differences(recorded, active)
-        if diff:
-            raise SchemaMismatchError(
-                f"layer {layer.name.value} ({layer.path}) was embedded with "
-                f"{describe_profile(recorded)} but the active embedder is "
-                f"{describe_profile(active)} ({'; '.join(diff)}); use the same embedder, "
-                "pass a query vector, or search lexically (--mode lexical)")
+        check_compatible(recorded, active, a_name=f"layer {layer.name.value} ({layer.path})",
+                         b_name="the active embedder",
+                         consequence="use the same embedder, pass a query vector, or search "
+                                     "lexically (--mode lexical)")
 
 
 def unit_rows(layerset: LayerSet, names: Sequence[object] | None) -> bool:

@@ -25,15 +25,13 @@ import numpy.typing as npt
 
 from sediment.errors import NotFoundError, SchemaMismatchError, ValidationError
 from sediment.format import Chunk, LayerFile, encode_layer
+from sediment.format.profile import PROFILE_KEYS, check_compatible
 from sediment.format.writer import quantize
 from sediment.review._common import is_event
 from sediment.review.rotate import Rotation, archive_and_reset, high_water, utc_stamp
 from sediment.store import LayerName, LayerSet
 from sediment.store.atomic import atomic_write
 from sediment.store.events import fold_proposals, hidden_ids, iter_events
-from sediment.store.layerset import describe_profile, profile_differences
-
-PROFILE_KEYS = ("embedding_profile", "cache_key_alg", "embedder_metadata")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,14 +87,10 @@ def check_schema(base: LayerFile, user: LayerFile) -> None:
             f"base {base.path} ({base.dim} dims, {base.element_type}) and user {user.path} "
             f"({user.dim} dims, {user.element_type}) do not share a schema (RFC 8.3); they "
             "cannot be compacted together")
-    a, b = base.embedding_profile, user.embedding_profile
-    diff = profile_differences(a, b) if a is not None and b is not None else []
-    if diff:
-        raise SchemaMismatchError(
-            f"base {base.path} ({describe_profile(a)}) and user {user.path} "
-            f"({describe_profile(b)}) were embedded with different profiles "
-            f"({'; '.join(diff)}); vectors are copied, not re-embedded, so they cannot be "
-            "compacted together")
+    check_compatible(base.embedding_profile, user.embedding_profile,
+                     a_name=f"base {base.path}", b_name=f"user {user.path}",
+                     consequence="vectors are copied, not re-embedded, so they cannot be "
+                                 "compacted together")
 
 
 def merge(base: LayerFile, user: LayerFile, *, keep_events: bool = False,

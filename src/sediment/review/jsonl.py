@@ -30,11 +30,11 @@ import numpy.typing as npt
 
 from sediment.errors import SchemaMismatchError, ValidationError
 from sediment.format import AUTHORS, Chunk, LayerFile, Source
+from sediment.format.profile import PROFILE_KEYS
 from sediment.store import HUMAN_WRITABLE, LayerName, LayerSet, NewChunk
 
 FORMAT = "sediment.layer"
 VERSION = 1
-HEADER_PROFILE_KEYS = ("embedding_profile", "cache_key_alg", "embedder_metadata")
 CHUNK_KEYS = ("id", "kind", "content", "author", "confidence", "created_at_ms", "sources",
               "embedding")
 _U32_MAX = 2**32 - 1
@@ -54,7 +54,7 @@ def header_of(f: LayerFile) -> dict[str, Any]:
     head: dict[str, Any] = {"format": FORMAT, "version": VERSION, "chunks": f.chunk_count,
                             "dim": f.dim, "element_type": f.element_type,
                             "quant_scale": _f32(f.quant_scale)}
-    for key in HEADER_PROFILE_KEYS:
+    for key in PROFILE_KEYS:
         head[key] = md.get(key)
     return head
 

@@ -33,13 +33,13 @@ from sediment.errors import (
     ValidationError,
 )
 from sediment.format import Chunk, LayerFile, Source, encode_layer
+from sediment.format.profile import CACHE_KEY_ALG, check_compatible
 from sediment.format.writer import encode_append
 from sediment.store.atomic import atomic_write
 from sediment.store.events import Event, hidden_ids, iter_events
 from sediment.store.layers import AGENT_WRITABLE, PRECEDENCE, LayerName
 
 U32_MAX = 2**32 - 1
-PROFILE_FIELDS = ("backend", "model", "revision", "dim", "output_norm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,17 +98,6 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
     except FileNotFoundError:
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-def profile_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
-    return [f"{k}: {a.get(k)!r} vs {b.get(k)!r}" for k in PROFILE_FIELDS if a.get(k) != b.get(k)]
-
-
-def describe_profile(p: Mapping[str, Any] | None) -> str:
-    if not p:
-        return "no recorded profile"
-    return (f"{p.get('backend')}/{p.get('model')}@{p.get('revision')} "
-            f"dim={p.get('dim')} norm={p.get('output_norm')}")
 
 
 class LayerSet:
@@ -185,12 +174,10 @@ class LayerSet:
                 if profile_from is None:
                     profile_from = layer
                 else:
-                    diff = profile_differences(profile_from.profile or {}, prof)
-                    if diff:
-                        raise SchemaMismatchError(
-                            f"layers {profile_from.name.value} and {layer.name.value} were "
-                            f"embedded with different profiles ({'; '.join(diff)}); they "
-                            "cannot be searched together (RFC 8.3)")
+                    check_compatible(profile_from.profile, prof,
+                                     a_name=f"layer {profile_from.name.value}",
+                                     b_name=f"layer {layer.name.value}",
+                                     consequence="they cannot be searched together (RFC 8.3)")
         if found is not None and profile_from is not None:
             found = Schema(found.dim, found.element_type, profile_from.profile, found.source)
         return found
@@ -324,13 +311,11 @@ class LayerSet:
         if schema is not None and schema.dim != dim:
             raise SchemaMismatchError(f"new vectors have {dim} dims but the layer set has "
                                       f"{schema.dim} (layer {schema.source})")
-        if profile is not None and schema is not None and schema.profile is not None:
-            diff = profile_differences(schema.profile, profile)
-            if diff:
-                raise SchemaMismatchError(
-                    "the active embedder does not match the layers' embedding profile "
-                    f"({describe_profile(profile)} vs {describe_profile(schema.profile)}: "
-                    f"{'; '.join(diff)})")
+        if schema is not None:
+            check_compatible(profile, schema.profile, a_name="the active embedder",
+                             b_name=f"the layers (from {schema.source})",
+                             consequence="new vectors must come from the embedder that made "
+                                         "the layers' vectors")
         target = self.layer(name)
         existing_ids = set(np.intersect1d(
             np.asarray([i.id for i in items if i.id is not None], dtype=np.int64),
@@ -361,7 +346,7 @@ class LayerSet:
         metadata.setdefault("v", 1)
         if profile is not None and "embedding_profile" not in metadata:
             metadata["embedding_profile"] = dict(profile)
-            metadata["cache_key_alg"] = "sha256(profile_json_v1 || 0x00 || content_utf8)"
+            metadata["cache_key_alg"] = CACHE_KEY_ALG
             if embedder_metadata:
                 metadata["embedder_metadata"] = dict(embedder_metadata)
         metadata["id_high_water"] = max(next_id - 1, max(c.id for c in new),
