@@ -674,8 +674,9 @@ class LayerFile:
             offs, lens = entries["offset"], entries["length"]
             bad = np.flatnonzero((offs > blen) | (lens > blen - np.minimum(offs, blen)))
             for k in bad[:20].tolist():
-                yield self._fail(f"string {k + 1} spans {int(offs[k])}..{int(offs[k] + lens[k])}"
-                                 f", beyond the {blen}-byte blob", "8.4.4",
+                end = int(offs[k]) + int(lens[k])
+                yield self._fail(f"string {k + 1} spans {int(offs[k])}..{end}, beyond the "
+                                 f"{blen}-byte blob", "8.4.4",
                                  "StringEntry.byte_offset", self._s.strings_entries + k * 16)
             bad_set = set(bad.tolist())
             errors = 0
