@@ -78,6 +78,10 @@ def _mutate(lines: list[str], n: int, **changes: object) -> list[str]:
     (lambda ls: _mutate(ls, 0, dim="big"), 1, "dim"),
     (lambda ls: ls[:3], 4, "announces 3 chunks but the file has 2"),
     (lambda ls: [*ls[:2], "", *ls[2:]], 3, "empty line"),
+    (lambda ls: [*ls[:1], ls[1].replace('"id":', '"id":' + "9" * 5000 + ","
+                                         '"x":', 1), *ls[2:]], 2, "too many digits"),
+    (lambda ls: [*ls[:2], '{"id":' + "[" * 50_000, *ls[3:]], 3, "nested too deeply"),
+    (lambda ls: ["[" * 50_000, *ls[1:]], 1, "nested too deeply"),
 ])
 def test_import_names_the_first_bad_line_and_writes_nothing(
         tmp_path: Path, change: object, line: int, message: str) -> None:

@@ -89,6 +89,13 @@ def _bad(name: str, line: int, what: str) -> ValidationError:
     return ValidationError(f"{name}:{line}: {what}; nothing was imported")
 
 
+def _json_limit(exc: Exception) -> str:
+    """What made ``json.loads`` give up on a line that is JSON in form."""
+    if isinstance(exc, RecursionError):
+        return "arrays or objects nested too deeply"
+    return "a number with too many digits (more than 4,300)"
+
+
 def _int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -179,9 +186,12 @@ def parse(text: str, name: str = "<jsonl>") -> Parsed:
     if not lines or not lines[0].strip():
         raise _bad(name, 1, "the file is empty; expected a header line")
     try:
-        head = _check_header(json.loads(lines[0]), name)
+        first = json.loads(lines[0])
     except json.JSONDecodeError as exc:
         raise _bad(name, 1, f"not JSON: {exc.msg}") from exc
+    except (ValueError, RecursionError) as exc:
+        raise _bad(name, 1, f"unreadable JSON: {_json_limit(exc)}") from None
+    head = _check_header(first, name)
     chunks: list[Chunk] = []
     vectors: list[list[float]] = []
     seen: dict[int, int] = {}
@@ -192,6 +202,8 @@ def parse(text: str, name: str = "<jsonl>") -> Parsed:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise _bad(name, n, f"not JSON: {exc.msg} (column {exc.colno})") from exc
+        except (ValueError, RecursionError) as exc:
+            raise _bad(name, n, f"unreadable JSON: {_json_limit(exc)}") from None
         got = _check_chunk(obj, head["dim"])
         if isinstance(got, str):
             raise _bad(name, n, got)
