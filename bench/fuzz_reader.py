@@ -42,6 +42,10 @@ from sediment.ops.query import run_search
 from sediment.search import SearchRequest
 from sediment.store import LayerSet
 
+MAX_QUERY_DIM = 65_536
+"""Wider layers (a mutated ``dim`` of 2**31 is valid in an empty layer) are searched
+lexically: a query vector that wide is the harness's cost, not the reader's."""
+
 OUTCOMES = ("valid", "rejected at open", "rejected by validate", "read error", "search error",
             "crash")
 
@@ -282,10 +286,10 @@ def exercise(data: bytes, workdir: Path) -> str:
     workdir.mkdir(parents=True)
     (workdir / "AGENTS.db").write_bytes(data)
     try:
-        q = np.ones(max(f.dim, 1), dtype=np.float32)
-        run_search(LayerSet.from_directory(workdir),
-                   SearchRequest(text="billing layers chunk", k=5, include_meta=True),
-                   query_vec=q)
+        request = SearchRequest(text="billing layers chunk", k=5, include_meta=True,
+                                mode="hybrid" if 0 < f.dim <= MAX_QUERY_DIM else "lexical")
+        query = np.ones(f.dim, dtype=np.float32) if request.mode == "hybrid" else None
+        run_search(LayerSet.from_directory(workdir), request, query_vec=query)
     except SedimentError:
         return outcome if outcome != "valid" else "search error"
     return outcome

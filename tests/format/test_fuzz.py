@@ -8,9 +8,13 @@ warning while describing a bad string entry) is a crash. The full run is
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
-from bench.fuzz_reader import builtin_seeds, fuzz, render
+import numpy as np
+from bench.fuzz_reader import builtin_seeds, exercise, fuzz, render
+
+from sediment.format import Chunk, encode_layer
 
 MUTATIONS = 2000
 SEED = 20261123
@@ -24,3 +28,15 @@ def test_mutated_layer_files_fail_only_with_sediment_errors(tmp_path: Path) -> N
     assert report.counts["read error"] == 0, render(report, seeds)
     for outcome in ("valid", "rejected at open", "rejected by validate"):
         assert report.counts[outcome] > 100, render(report, seeds)
+
+
+def test_a_row_whose_scores_overflow_is_searched_without_warnings(tmp_path: Path) -> None:
+    """Found by the 20,000-mutation run: a valid f32 row of 1.6e38 overflowed the dot
+    product and the cosine division (RuntimeWarning); its scores are now skipped quietly."""
+    chunks = [Chunk(i, "note", f"chunk {i} billing", "human", 1.0, 0) for i in (1, 2)]
+    vectors = np.ones((2, 8), dtype=np.float32)
+    vectors[1] = 1.6e38
+    data = bytes(encode_layer(chunks, vectors))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert exercise(data, tmp_path / "layer") == "valid"

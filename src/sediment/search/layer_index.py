@@ -84,7 +84,8 @@ class LayerIndex:
             self._norms = row_norms(self.file.embeddings, self.file.quant_scale)
         norms = self._norms if rows is None else self._norms[rows]
         qn = float(np.linalg.norm(q)) or 1.0
-        return (scores / (np.maximum(norms, 1e-12) * qn)).astype(np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):  # inf / inf: NaN, which top_k skips
+            return (scores / (np.maximum(norms, 1e-12) * qn)).astype(np.float32)
 
     def vector_scores(self, q: F32, metric: Metric, normalised: bool) -> F32:
         """The score of every chunk, in chunk-table order (an exact scan)."""

@@ -47,7 +47,8 @@ def dot_scores(matrix: npt.NDArray[Any], query: F32, quant_scale: float = 1.0) -
         matrix = np.ascontiguousarray(matrix)
     if query.dtype != np.float32:
         query = query.astype(np.float32)
-    scores: F32 = matrix @ query
+    with np.errstate(over="ignore", invalid="ignore"):  # huge rows score inf: top_k skips them
+        scores: F32 = matrix @ query
     return scores if scores.dtype == np.float32 else scores.astype(np.float32)
 
 
@@ -57,7 +58,8 @@ def row_norms(matrix: npt.NDArray[Any], quant_scale: float = 1.0,
     out = np.empty(matrix.shape[0], dtype=np.float32)
     for start in range(0, matrix.shape[0], block):
         part = np.asarray(matrix[start:start + block], dtype=np.float32)
-        out[start:start + block] = np.sqrt(np.einsum("ij,ij->i", part, part))
+        with np.errstate(over="ignore", invalid="ignore"):
+            out[start:start + block] = np.sqrt(np.einsum("ij,ij->i", part, part))
     if matrix.dtype == np.int8:
         out *= np.float32(abs(quant_scale))
     return out
