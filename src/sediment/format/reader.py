@@ -2,10 +2,12 @@
 
 Opening a file maps it and checks the header, the section table and every section header
 against the file size: O(1) work that never touches the embedding data and never allocates
-more than the fixed headers. The per-chunk checks (string ids, embedding rows, reserved
-fields, relationship ranges, duplicate ids) are vectorised over the mapped chunk table and
-run once, the first time chunk data is used. ``iter_violations`` runs every rule, including
-UTF-8 decoding of every string, and reports all violations instead of the first.
+more than the fixed headers. The per-record checks (ids, string ids, authors, embedding
+rows, reserved fields, relationship ranges and kinds, duplicate ids) are vectorised over the
+mapped chunk table and relationships and run once, the first time chunk data is used; they
+reject at least what the reference reader rejects. ``iter_violations`` runs every rule,
+including UTF-8 decoding of every string and the bounded decoding of the metadata JSON
+(``metadata.py``), and reports all violations instead of the first.
 """
 
 from __future__ import annotations
