@@ -281,6 +281,16 @@ def test_chunk_id_zero_names_rule_field_and_offset() -> None:
     assert f"offset {at}: ChunkRecord.id: chunk record 1 has id 0" in str(errors[0])
 
 
+def test_an_empty_layer_with_dim_0_opens_but_does_not_validate() -> None:
+    data = bytearray(encode_layer([], np.zeros((0, 8), np.float32)))
+    _e, emb_off, _ = sections(bytes(data))[L.SECTION_EMBEDDING_MATRIX]
+    struct.pack_into("<I", data, emb_off + 8, 0)
+    f = LayerFile.from_bytes(bytes(data))
+    assert f.chunk_count == 0 and list(f.chunks()) == []
+    assert [(e.rule, e.field, e.offset) for e in f.validate()] == [
+        ("8.4.6", "EmbeddingMatrixHeader.dim", emb_off + 8)]
+
+
 def test_i8_zero_scale_rejected() -> None:
     data = bytearray(encode_layer(make_chunks(2), vectors(2), element_type="i8"))
     _e, emb_off, _ = sections(bytes(data))[L.SECTION_EMBEDDING_MATRIX]

@@ -663,7 +663,15 @@ class LayerFile:
                              rel_base + j * 8 + 4)
 
     def iter_violations(self) -> Iterator[FormatError]:
-        """Every violation in the file, in file order, including string encoding."""
+        """Every violation in the file, in file order, including string encoding.
+
+        An empty layer with ``dim`` 0 opens (it holds no vector to misread), but is reported
+        here: the reference reader refuses a zero dimension in any layer.
+        """
+        if self._s.embedding.dim == 0:
+            em = next(x for x in self._s.sections if x.kind == L.SECTION_EMBEDDING_MATRIX)
+            yield self._fail("dim is 0; the embedding dimension must be non-zero, even in an "
+                             "empty layer", "8.4.6", "EmbeddingMatrixHeader.dim", em.offset + 8)
         yield from self._record_violations()
         if self._s.metadata_blob is not None:
             try:
