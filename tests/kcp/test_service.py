@@ -42,6 +42,8 @@ def test_resources_are_the_manifest_and_its_units(tmp_path: Path) -> None:
     ("knowledge://nobody/overview", NotFoundError),
     ("https://acme-platform/overview", ValidationError),
     ("knowledge:///overview", ValidationError),
+    ("knowledge://[acme/overview", ValidationError),
+    ("knowledge://acme]/overview", ValidationError),
 ])
 def test_bad_resource_uris(tmp_path: Path, uri: str, error: type[Exception]) -> None:
     with pytest.raises(error):

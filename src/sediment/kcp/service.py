@@ -106,8 +106,12 @@ class KnowledgeService:
         return ResourceContent(uri, _mime(path), self._read(path))
 
     def _locate(self, uri: str) -> tuple[CatalogEntry, str | None]:
-        parts = urlsplit(uri)
-        if parts.scheme != SCHEME or not parts.netloc or parts.query or parts.fragment:
+        try:
+            parts = urlsplit(uri)
+        except ValueError:  # e.g. an unbalanced '[' reads as a broken IPv6 literal
+            parts = None
+        if parts is None or parts.scheme != SCHEME or not parts.netloc or parts.query \
+                or parts.fragment:
             raise ValidationError(f"{uri!r} is not a knowledge://<project>[/<unit-id>] URI")
         entry = self.catalog.by_slug(parts.netloc)
         if entry is None:
