@@ -38,6 +38,7 @@ BIN = Path(sys.executable).parent
 SHELLS = {"sh", "bash", "shell"}
 NO_RUN = "no-run"
 MAX_NO_RUN = 12
+BLOCK_TIMEOUT = 120
 GENERATED = {
     "docs/cli.md": "./run docs (tests/cli/test_reference.py)",
     "docs/benchmarks.md": "./run bench",
@@ -118,8 +119,13 @@ def _env(home: Path) -> dict[str, str]:
 
 def _run(block: Block, cwd: Path, env: dict[str, str]) -> None:
     head = "set -euo pipefail\ntrap 'echo \"@@line $LINENO\" >&2' ERR\n"
-    p = subprocess.run(["bash", "-c", head + block.text], cwd=cwd, env=env, text=True,
-                       capture_output=True, timeout=300, stdin=subprocess.DEVNULL)
+    try:
+        p = subprocess.run(["bash", "-c", head + block.text], cwd=cwd, env=env, text=True,
+                           capture_output=True, timeout=BLOCK_TIMEOUT, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{block.page}:{block.line}: the block ran for more than {BLOCK_TIMEOUT} s; "
+                    "a server or a benchmark belongs in a `sh no-run` block (or the page in "
+                    "GENERATED)", pytrace=False)
     if p.returncode == 0:
         return
     m = re.search(r"@@line (\d+)", p.stderr)
