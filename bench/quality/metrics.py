@@ -20,7 +20,14 @@ def hit_at(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
 
 
 def ndcg_at(ranked: Sequence[str], relevant: Collection[str], k: int = 10) -> float:
-    dcg = sum(1.0 / math.log2(i + 2) for i, r in enumerate(ranked[:k]) if r in relevant)
+    """Each evidence item gains once, at its first rank: several chunks of one expected
+    section (the project set labels chunks by section) must not score above the ideal."""
+    seen: set[str] = set()
+    dcg = 0.0
+    for i, r in enumerate(ranked[:k]):
+        if r in relevant and r not in seen:
+            seen.add(r)
+            dcg += 1.0 / math.log2(i + 2)
     ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(relevant), k)))
     return dcg / ideal if ideal else 0.0
 

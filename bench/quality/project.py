@@ -28,7 +28,9 @@ from sediment.store import LayerName, LayerSet
 QA = Path(__file__).with_name("project_qa.json")
 SOURCES = {
     "README.md": REPO / "README.md",
-    "docs/architecture.md": REPO / "docs" / "architecture.md",
+    **{f"docs/{name}.md": REPO / "docs" / f"{name}.md"
+       for name in ("getting-started", "mcp-clients", "configuration", "development",
+                    "architecture")},
     "seeds/agents-db-rfc.md": REPO.parent / "shared" / "seeds" / "agents-db-rfc.md",
 }
 

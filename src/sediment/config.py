@@ -1,15 +1,23 @@
 """Configuration: ``sediment.toml`` at the project root, a user config, environment overrides.
 
 Precedence, lowest first: built-in defaults < user config
-(``<user config dir>/sediment/config.toml``) < project ``sediment.toml`` (found in the
-working directory or its parents) < environment variables < command-line flags. Only
+(``<user config dir>/sediment/config.toml``, or ``SEDIMENT_USER_CONFIG``) < project
+``sediment.toml`` (found in the working directory or its parents, or ``SEDIMENT_CONFIG``)
+< environment variables < command-line flags. A file sets only the keys it names. Only
 adapters read configuration; the library takes explicit arguments.
+
+Relative paths: ``store.dir`` is relative to the project root (the directory of
+``sediment.toml``, else the working directory), from either file, so a user config can say
+``dir = ".sediment"`` for every project; ``store.cache_dir`` is relative to the file that
+names it. The API key never sits in a file: ``embedder.api_key_env`` names the variable
+that holds it.
 
 Environment variables: ``SEDIMENT_DIR`` (layer directory), ``SEDIMENT_EMBEDDER``
 (minilm | hash | openai), ``SEDIMENT_EMBED_BASE_URL``, ``SEDIMENT_EMBED_MODEL``,
-``SEDIMENT_EMBED_DIM``, ``SEDIMENT_EMBED_API_KEY`` (else ``OPENAI_API_KEY``),
-``SEDIMENT_CACHE_DIR`` (embedding cache; ``off`` disables it), ``SEDIMENT_CONFIG`` (an
-explicit project config file).
+``SEDIMENT_EMBED_DIM``, ``SEDIMENT_EMBED_API_KEY`` (else the variable ``api_key_env``
+names, else ``OPENAI_API_KEY``), ``SEDIMENT_CACHE_DIR`` (embedding cache; ``off`` disables
+it), ``SEDIMENT_CONFIG`` (an explicit project config file), ``SEDIMENT_USER_CONFIG`` (an
+explicit user config file).
 """
 
 from __future__ import annotations
@@ -26,6 +34,13 @@ import platformdirs
 from sediment.errors import ConfigError
 
 PROJECT_FILE = "sediment.toml"
+KEYS: dict[str, frozenset[str]] = {
+    "store": frozenset({"dir", "cache_dir"}),
+    "embedder": frozenset({"name", "base_url", "model", "dim", "api_key_env"}),
+    "compile": frozenset({"include", "exclude", "max_chars", "default_kind", "element_type",
+                          "kinds"}),
+}
+"""Every section and key a config file may hold; anything else is an error, not ignored."""
 
 
 @dataclass(slots=True)
@@ -35,6 +50,7 @@ class EmbedderConfig:
     model: str | None = None
     dim: int | None = None
     api_key: str | None = None
+    api_key_env: str | None = None
 
 
 @dataclass(slots=True)
@@ -91,28 +107,40 @@ def _str_list(value: Any, where: str) -> list[str]:
     return list(value)
 
 
+def _section(data: Mapping[str, Any], name: str, source: Path) -> dict[str, Any]:
+    section: dict[str, Any] = _expect(data.get(name, {}), dict, f"{source}: [{name}]")
+    unknown = set(section) - KEYS[name]
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) {', '.join(sorted(unknown))} in "
+                          f"[{name}]; known: {', '.join(sorted(KEYS[name]))}")
+    return section
+
+
 def _apply(cfg: Config, data: Mapping[str, Any], source: Path) -> None:
-    known = {"store", "embedder", "compile"}
-    unknown = set(data) - known
+    unknown = set(data) - set(KEYS)
     if unknown:
         raise ConfigError(f"{source}: unknown section(s) {', '.join(sorted(unknown))}; "
-                          f"known: {', '.join(sorted(known))}")
-    store = _expect(data.get("store", {}), dict, f"{source}: [store]")
+                          f"known: {', '.join(sorted(KEYS))}")
+    store = _section(data, "store", source)
     if "dir" in store:
-        cfg.layer_dir = (source.parent / _expect(store["dir"], str, f"{source}: store.dir"))
+        cfg.layer_dir = cfg.root / Path(_expect(store["dir"], str,
+                                                f"{source}: store.dir")).expanduser()
     if "cache_dir" in store:
         cfg.cache_dir = source.parent / _expect(store["cache_dir"], str,
                                                 f"{source}: store.cache_dir")
-    emb = _expect(data.get("embedder", {}), dict, f"{source}: [embedder]")
+    emb = _section(data, "embedder", source)
     for key in ("name", "base_url", "model"):
         if key in emb:
             setattr(cfg.embedder, key, _expect(emb[key], str, f"{source}: embedder.{key}"))
     if "dim" in emb:
-        cfg.embedder.dim = _expect(emb["dim"], int, f"{source}: embedder.dim")
+        dim = _expect(emb["dim"], int, f"{source}: embedder.dim")
+        if dim < 1:
+            raise ConfigError(f"{source}: embedder.dim must be at least 1, got {dim}")
+        cfg.embedder.dim = dim
     if "api_key_env" in emb:
-        var = _expect(emb["api_key_env"], str, f"{source}: embedder.api_key_env")
-        cfg.embedder.api_key = os.environ.get(var) or cfg.embedder.api_key
-    comp = _expect(data.get("compile", {}), dict, f"{source}: [compile]")
+        cfg.embedder.api_key_env = _expect(emb["api_key_env"], str,
+                                           f"{source}: embedder.api_key_env")
+    comp = _section(data, "compile", source)
     if "include" in comp:
         cfg.compile.include = _str_list(comp["include"], f"{source}: compile.include")
     if "exclude" in comp:
@@ -136,34 +164,37 @@ def _apply(cfg: Config, data: Mapping[str, Any], source: Path) -> None:
         for i, rule in enumerate(rules):
             where = f"{source}: compile.kinds[{i}]"
             _expect(rule, dict, where)
-            glob = _expect(rule.get("glob"), str, f"{where}.glob")
-            kind = _expect(rule.get("kind"), str, f"{where}.kind")
+            if set(rule) != {"glob", "kind"}:
+                raise ConfigError(f"{where} must have exactly the keys glob and kind, got "
+                                  f"{', '.join(sorted(rule)) or 'none'}")
+            glob = _expect(rule["glob"], str, f"{where}.glob")
+            kind = _expect(rule["kind"], str, f"{where}.kind")
             parsed.append((glob, kind))
         cfg.compile.kinds = parsed
 
 
 def load_config(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
+    """The configuration seen from ``cwd`` with the environment ``env`` (default: the
+    process's own); every variable is read from ``env``, never from ``os.environ`` behind it."""
     env = os.environ if env is None else env
     here = (cwd or Path.cwd()).resolve()
-    cfg = Config(root=here, layer_dir=here)
+    project = here / env["SEDIMENT_CONFIG"] if env.get("SEDIMENT_CONFIG") else \
+        _find_project_file(here)
+    if project is not None and not project.is_file():
+        raise ConfigError(f"{project}: SEDIMENT_CONFIG names a file that does not exist")
+    root = project.parent.resolve() if project is not None else here
+    cfg = Config(root=root, layer_dir=root)
     user_file = Path(platformdirs.user_config_dir("sediment")) / "config.toml"
     if env.get("SEDIMENT_USER_CONFIG"):
-        user_file = Path(env["SEDIMENT_USER_CONFIG"])
+        user_file = here / env["SEDIMENT_USER_CONFIG"]
     if user_file.is_file():
         _apply(cfg, _read_toml(user_file), user_file)
-        cfg.layer_dir = here
         cfg.source_files.append(user_file)
-    project = Path(env["SEDIMENT_CONFIG"]) if env.get("SEDIMENT_CONFIG") else \
-        _find_project_file(here)
     if project is not None:
-        if not project.is_file():
-            raise ConfigError(f"{project}: SEDIMENT_CONFIG names a file that does not exist")
-        cfg.root = project.parent.resolve()
-        cfg.layer_dir = cfg.root
         _apply(cfg, _read_toml(project), project.resolve())
         cfg.source_files.append(project)
     if env.get("SEDIMENT_DIR"):
-        cfg.layer_dir = Path(env["SEDIMENT_DIR"])
+        cfg.layer_dir = here / env["SEDIMENT_DIR"]
     if env.get("SEDIMENT_EMBEDDER"):
         cfg.embedder.name = env["SEDIMENT_EMBEDDER"]
     if env.get("SEDIMENT_EMBED_BASE_URL"):
@@ -176,14 +207,14 @@ def load_config(cwd: Path | None = None, env: Mapping[str, str] | None = None) -
         except ValueError:
             raise ConfigError(f"SEDIMENT_EMBED_DIM={env['SEDIMENT_EMBED_DIM']!r} is not an "
                               "integer") from None
-    key = env.get("SEDIMENT_EMBED_API_KEY") or env.get("OPENAI_API_KEY")
-    if key:
-        cfg.embedder.api_key = key
+    named = cfg.embedder.api_key_env
+    cfg.embedder.api_key = (env.get("SEDIMENT_EMBED_API_KEY") or (named and env.get(named))
+                            or env.get("OPENAI_API_KEY") or None)
     cache = env.get("SEDIMENT_CACHE_DIR")
     if cache == "off":
         cfg.cache_dir = None
     elif cache:
-        cfg.cache_dir = Path(cache)
+        cfg.cache_dir = here / cache
     elif cfg.cache_dir is None:
         cfg.cache_dir = Path(platformdirs.user_cache_dir("sediment"))
     return cfg

@@ -83,12 +83,13 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
     bytes.
     """
     cfg = get_config(ctx)
-    rules = list(cfg.compile.kinds)
+    rules = []
     for r in kind_rules:
         glob, sep, kind = r.rpartition("=")
         if not sep or not glob or not kind:
             raise click.BadParameter(f"{r!r} is not GLOB=KIND", param_hint="--kind-rule")
         rules.append((glob, kind))
+    rules += cfg.compile.kinds  # flags first: the first matching rule wins
     root = root or cfg.root
     annotator = None
     if not no_kcp:

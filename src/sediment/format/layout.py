@@ -46,10 +46,6 @@ EMBEDDING_HEADER = struct.Struct("<QIIQQff")  # rows, dim, type, data_off, data_
 RELATIONSHIPS_HEADER = struct.Struct("<QQ")  # count, records_offset
 LAYER_METADATA_HEADER = struct.Struct("<IIQQ")  # version, format, blob_offset, blob_length
 
-SECTION_ENTRY_DTYPE = np.dtype(
-    {"names": ["kind", "reserved", "offset", "length"],
-     "formats": ["<u4", "<u4", "<u8", "<u8"], "offsets": [0, 4, 8, 16], "itemsize": 24}
-)
 STRING_ENTRY_DTYPE = np.dtype(
     {"names": ["offset", "length"], "formats": ["<u8", "<u8"], "offsets": [0, 8],
      "itemsize": 16}

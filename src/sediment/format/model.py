@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 AUTHORS = ("human", "mcp")
@@ -34,11 +34,3 @@ class Chunk:
             "sources": list(self.sources),
         }
 
-
-@dataclass(frozen=True, slots=True)
-class LayerSchema:
-    """What must match for layers to be searched together (RFC 8.3)."""
-
-    dim: int
-    element_type: str
-    profile: dict[str, Any] | None = field(default=None, compare=False)

@@ -445,10 +445,6 @@ class LayerFile:
             self._strings[sid] = text
         return text
 
-    def sources_at(self, index: int) -> tuple[Source, ...]:
-        rec = self.records[index].item()
-        return self._sources(int(rec[8]), int(rec[9]))
-
     def _sources(self, start: int, count: int) -> tuple[Source, ...]:
         if count == 0:
             return ()
@@ -703,6 +699,3 @@ class LayerFile:
     def validate(self) -> list[FormatError]:
         return list(self.iter_violations())
 
-
-def open_layer(path: str | os.PathLike[str]) -> LayerFile:
-    return LayerFile.open(path)

@@ -117,12 +117,6 @@ class KcpIndex:
                     self.superseded_by.setdefault((r.manifest, old), []).append(key)
 
     @classmethod
-    def from_chunks(cls, chunks: Iterable[tuple[LayerName, Chunk]]) -> KcpIndex:
-        """From (layer, chunk) pairs, e.g. a compile's output before it is written."""
-        return cls(r for layer, c in chunks if c.kind == UNIT_KIND
-                   and (r := _record(layer, c)) is not None)
-
-    @classmethod
     def from_layerset(cls, layerset: LayerSet,
                       layers: Sequence[LayerName] | None = None) -> KcpIndex:
         names = tuple(layers) if layers is not None else PRECEDENCE

@@ -23,9 +23,6 @@ from sediment.ops.write import WriteRequest, write_context
 from sediment.search import MAX_K, SearchRequest
 from sediment.store import PRECEDENCE, LayerName, LayerSet
 
-DEFAULT_LAYERS = tuple(n.value for n in (LayerName.BASE, LayerName.USER, LayerName.DELTA,
-                                         LayerName.LOCAL))
-
 
 @dataclass(frozen=True, slots=True)
 class SearchArgs:

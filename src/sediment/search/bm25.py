@@ -20,10 +20,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from sediment.search.analysis import DEFAULT_ANALYZER, PLAIN_STOPWORDS, analyzer
+from sediment.search.analysis import DEFAULT_ANALYZER, analyzer
 
-STOPWORDS = PLAIN_STOPWORDS
-"""The short stop list of the ``plain`` analyzer (kept for compatibility)."""
 K1 = 0.9
 B = 0.4
 

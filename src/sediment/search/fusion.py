@@ -6,12 +6,13 @@ ranks (1-based; 0 when the retriever does not rank it). ``combine`` scores the w
 at once; ``fuse`` scores one candidate and exists for explanations and tests.
 
 The default is :class:`ConvexFusion`. On LoCoMo, plain RRF (k = 60) scores *below* BM25 alone
-at recall@5 (0.521 vs 0.623) because the weaker dense ranker drags the head of the list down;
-the convex combination of min-max normalised scores reaches 0.657 (docs/quality.md). This
-matches Bruch, Gai and Ingber ("An Analysis of Fusion Functions for Hybrid Retrieval", ACM
-TOIS 2023): a convex combination of normalised scores beats RRF in and out of domain, and
-RRF is sensitive to its k. Scores carry information that ranks throw away: how far ahead
-the leader is.
+at recall@5, because the weaker dense ranker drags the head of the list down, while the
+convex combination of min-max normalised scores beats both retrievers; the measured figures,
+with the command behind each, are in docs/quality.md ("What each change is worth"), the one
+place they are quoted. This matches Bruch, Gai and Ingber ("An Analysis of Fusion Functions
+for Hybrid Retrieval", ACM TOIS 2023): a convex combination of normalised scores beats RRF in
+and out of domain, and RRF is sensitive to its k. Scores carry information that ranks throw
+away: how far ahead the leader is.
 """
 
 from __future__ import annotations
@@ -65,8 +66,9 @@ class ConvexFusion:
     """``w * minmax(bm25) + (1 - w) * minmax(cosine)`` over the candidate pool (default).
 
     Min-max over the pool puts both scores on 0..1 per query without any calibration
-    constant; ``lexical_weight`` 0.5 weighs the two sides equally (not tuned: 0.6 would
-    score 0.003 higher on LoCoMo, within noise). Chunks no query term matches get BM25 0.
+    constant; ``lexical_weight`` 0.5 weighs the two sides equally (not tuned to LoCoMo;
+    docs/quality.md has what each measured choice is worth). Chunks no query term matches
+    get BM25 0.
     """
 
     lexical_weight: float = 0.5

@@ -71,9 +71,6 @@ margin), and each re-scored row is a cache miss in the layer's matrix (docs/peer
 MAX_FETCH = 4096
 """Most candidates asked of the index; a filter that needs more falls back to exact."""
 SUFFIX = ".faiss"
-LEGACY_SUFFIXES = (".usearch",)
-"""Index files of earlier versions: never used, removed by builds and ``index clean``
-(HNSW ``.faiss`` files of the previous version no longer match a key, see ``key.py``)."""
 ADD_BLOCK = 65536
 
 AnnMetric = Literal["ip", "cos"]
@@ -115,7 +112,6 @@ def index_files(layer_path: str | os.PathLike[str]) -> tuple[list[IndexFile], li
     p = Path(layer_path)
     good: list[IndexFile] = []
     odd: list[Path] = []
-    odd += sorted(x for suffix in LEGACY_SUFFIXES for x in p.parent.glob(f".{p.name}.*{suffix}"))
     for x in sorted(p.parent.glob(f".{p.name}.*{SUFFIX}")):
         m = _NAME.fullmatch(x.name[len(p.name) + 1:])
         if m is None:
