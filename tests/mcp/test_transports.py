@@ -73,33 +73,47 @@ def test_http_rejects_missing_or_wrong_token(http_server: HttpServer) -> None:
     assert http_server.process.poll() is None
 
 
-def test_http_checks_origin_on_loopback(store: Path) -> None:
-    server = start_http(store, token=None)
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "t", "version": "1"}}}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "127.1.2.3", "::1",
+                                  "0:0:0:0:0:0:0:1", "localhost"])
+def test_http_checks_host_and_origin_on_every_loopback_bind(store: Path, host: str) -> None:
+    """DNS rebinding: a page on evil.example whose name now resolves to a loopback address
+    sends its own Host and Origin; every loopback bind refuses both, token or not."""
+    server = start_http(store, token=None, host=host)
     try:
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}}
-        headers = {"Accept": "application/json, text/event-stream"}
-        evil = httpx.post(server.url, json=init, timeout=10,
-                          headers={**headers, "Origin": "http://evil.example"})
-        assert evil.status_code == 403
-        rebound = httpx.post(server.url, json=init, timeout=10,
-                             headers={**headers, "Host": "evil.example:80"})
-        assert rebound.status_code == 421
-        ok = httpx.post(server.url, json=init, timeout=10,
-                        headers={**headers, "Origin": f"http://127.0.0.1:{server.port}"})
-        assert ok.status_code == 200
+        bound = server.url.split("/")[2]
+        for forged, status in (({"Origin": "http://evil.example"}, 403),
+                               ({"Origin": f"http://evil.example:{server.port}"}, 403),
+                               ({"Origin": "null"}, 403),
+                               ({"Host": "evil.example"}, 421),
+                               ({"Host": f"evil.example:{server.port}"}, 421),
+                               ({"Host": f"127.0.0.1.evil.example:{server.port}"}, 421)):
+            r = httpx.post(server.url, json=INIT, timeout=10, headers={**ACCEPT, **forged})
+            assert r.status_code == status, (host, forged, r.status_code)
+        for origin in (f"http://{bound}", f"http://localhost:{server.port}",
+                       f"http://127.0.0.1:{server.port}"):
+            ok = httpx.post(server.url, json=INIT, timeout=10,
+                            headers={**ACCEPT, "Origin": origin})
+            assert ok.status_code == 200, (host, origin, ok.text)
+        assert server.process.poll() is None
     finally:
         stop(server.process)
 
 
-def test_non_loopback_needs_a_token(store: Path) -> None:
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3", "LOCALHOST", "localhost.",
+                                  "127.0.0.1.example.org", "::ffff:127.0.0.1"])
+def test_non_loopback_needs_a_token(store: Path, host: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "SEDIMENT_TOKEN"}
-    p = subprocess.run([SEDIMENT, "serve", "--transport", "http", "--host", "0.0.0.0",
+    p = subprocess.run([SEDIMENT, "serve", "--transport", "http", "--host", host,
                         "--port", "0", "--dir", str(store), "--embedder", "hash"],
                        capture_output=True, text=True, timeout=30, env=env,
                        stdin=subprocess.DEVNULL)
-    assert p.returncode == 1 and "needs a bearer token" in p.stderr
+    assert p.returncode == 1 and "needs a bearer token" in p.stderr, (host, p.stderr)
 
 
 def test_initialize_answers_before_the_model_loads(store: Path) -> None:

@@ -137,7 +137,7 @@ def test_profile_mismatch_for_text_query(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("bad", [0, -1, 1001, True, 2.5, "3"])
 def test_k_is_validated(bad: object) -> None:
-    with pytest.raises(ValidationError, match="^k: "):
+    with pytest.raises(ValidationError, match=r"^k: "):
         parse(SearchParams, {"query": "x", "k": bad})
 
 

@@ -217,7 +217,9 @@ _EXPECTED = {
     "dict_type": "an object", "model_attributes_type": "an object",
     "int_from_float": "an integer", "none_required": "null",
 }
-_TAG = re.compile(r"^(int|str|float|bool|none|list\[.*\]|[A-Z]\w*|function-after\[.*\])$")
+_TAG = re.compile(r"^(int|str|float|bool|none)$|[-\[]|^[A-Z]")
+"""Union members in an error's location (``int``, ``constrained-str``, a model's name):
+field names are identifiers, so these are never fields."""
 MAX_REPORTED = 3
 
 
@@ -243,7 +245,7 @@ def _where(loc: tuple[int | str, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif not _TAG.match(part):
+        elif not _TAG.search(part):
             out += f".{part}" if out else part
     return out or "request"
 
