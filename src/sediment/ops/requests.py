@@ -268,10 +268,10 @@ def _rule(err: Mapping[str, Any]) -> str:
         return f"must be at most {bound} (the maximum), got {_got(value)}"
     if kind == "finite_number":
         return "must be a finite number"
-    if kind == "string_too_short":
+    if kind in ("string_too_short", "too_short") and isinstance(value, str):
         return "must be a non-empty string"
-    if kind == "string_too_long":
-        return f"has more than {ctx.get('max_length')} characters (the maximum)"
+    if kind in ("string_too_long", "too_long") and isinstance(value, str):
+        return f"has {len(value)} characters; the maximum is {ctx.get('max_length')}"
     if kind == "too_short":
         return f"must list at least {ctx.get('min_length')} item(s), got none"
     if kind == "too_long":
