@@ -110,3 +110,15 @@ def test_any_json_arguments_give_a_model_or_one_request_error(model: Any,
     else:
         assert json.loads(built.model_dump_json()) == json.loads(
             model.model_validate_json(built.model_dump_json()).model_dump_json())
+
+
+def test_docs_mcp_lists_every_field_of_every_tool() -> None:
+    from tests.conftest import REPO
+
+    doc = (REPO / "docs" / "mcp.md").read_text()
+    for model in (SearchParams, WriteRequest, ProposeRequest, KnowledgeRequest):
+        for name in model.model_fields:
+            assert f"| `{name}` |" in doc, (model.__name__, name)
+    for name in set(SearchOptions.model_fields) - set(SearchParams.model_fields):
+        assert f"`{name}`" in doc, name
+    assert f"{MAX_QUERY_CHARS:,} characters" in doc

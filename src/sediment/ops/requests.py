@@ -26,6 +26,7 @@ from sediment.search.fusion import DEFAULT_FUSION, FUSIONS
 
 __all__ = [
     "KIND_RE",
+    "MAX_CHUNK_ID",
     "MAX_CONTENT_CHARS",
     "MAX_KINDS",
     "MAX_QUERY_CHARS",
@@ -34,6 +35,7 @@ __all__ = [
     "KnowledgeRequest",
     "LayerField",
     "ProposeRequest",
+    "RequestError",
     "SearchFilters",
     "SearchOptions",
     "SearchParams",
@@ -54,7 +56,7 @@ KIND_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 LayerField = Literal["base", "user", "delta", "local"]
 """A layer name, exactly as written (``"LOCAL"`` and ``" delta "`` are not layer names)."""
 
-M = TypeVar("M", bound=BaseModel)
+_M = TypeVar("_M", bound=BaseModel)
 
 
 class StrictModel(BaseModel):
@@ -202,7 +204,7 @@ class KnowledgeRequest(StrictModel):
     k: int = Field(default=10, ge=1, le=100, description="Number of units, 1 to 100.")
 
 
-def parse(model: type[M], data: Mapping[str, Any]) -> M:
+def parse(model: type[_M], data: Mapping[str, Any]) -> _M:
     """Build ``model`` from untrusted ``data``, or raise one RequestError naming every bad
     field and its rule."""
     try:
