@@ -15,9 +15,11 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from mcp import Client
 from sediment.embed import HashEmbedder
+from sediment.errors import ConfigError
 from sediment.format import LayerFile
 from sediment.ops.service import ContextService
-from sediment.server import build_server
+from sediment.server import build_server, check_binding, is_loopback
+from sediment.server.http import loopback_security
 from sediment.store import LayerSet
 from tests.mcp.conftest import SEDIMENT, TOKEN, HttpServer, start_http, stop
 from tests.mcp.flow import run_flow
@@ -79,8 +81,7 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "127.1.2.3", "::1",
-                                  "0:0:0:0:0:0:0:1", "localhost"])
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "0:0:0:0:0:0:0:1", "localhost"])
 def test_http_checks_host_and_origin_on_every_loopback_bind(store: Path, host: str) -> None:
     """DNS rebinding: a page on evil.example whose name now resolves to a loopback address
     sends its own Host and Origin; every loopback bind refuses both, token or not."""
@@ -105,8 +106,25 @@ def test_http_checks_host_and_origin_on_every_loopback_bind(store: Path, host: s
         stop(server.process)
 
 
-@pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3", "LOCALHOST", "localhost.",
-                                  "127.0.0.1.example.org", "::ffff:127.0.0.1"])
+@pytest.mark.parametrize("host,loopback", [
+    ("127.0.0.1", True), ("127.1.2.3", True), ("::1", True), ("[::1]", True),
+    ("0:0:0:0:0:0:0:1", True), ("localhost", True), ("0.0.0.0", False), ("::", False),
+    ("10.1.2.3", False), ("LOCALHOST", False), ("localhost.", False),
+    ("127.0.0.1.example.org", False), ("::ffff:127.0.0.1", False), ("", False)])
+def test_which_binds_need_a_token(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+    if loopback:
+        check_binding(host, None)
+        hosts = loopback_security(host).allowed_hosts
+        assert {"127.0.0.1:*", "localhost:*", "[::1]:*"} <= set(hosts)
+        assert all("evil" not in h and h.endswith(":*") for h in hosts)
+    else:
+        with pytest.raises(ConfigError, match="needs a bearer token"):
+            check_binding(host, None)
+        check_binding(host, TOKEN)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "127.0.0.1.example.org"])
 def test_non_loopback_needs_a_token(store: Path, host: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "SEDIMENT_TOKEN"}
     p = subprocess.run([SEDIMENT, "serve", "--transport", "http", "--host", host,

@@ -65,14 +65,19 @@ class SearchRequest:
     ann_expansion: int | None = None
 
     def validate(self, has_vector: bool) -> None:
-        """Assertions only: callers build requests from validated input
-        (``sediment.ops.requests``), so a failure here is a bug in the caller."""
+        """Assertions for what adapters validate (``sediment.ops.requests``): a failure is a
+        bug in the caller. ``ann_expansion`` is a library-only knob (benchmarks), checked
+        here, its one place."""
         assert not isinstance(self.k, bool) and isinstance(self.k, int) and 1 <= self.k <= MAX_K
         assert self.mode in ("hybrid", "vector", "lexical")
         assert self.metric in ("cosine", "dot")
         assert self.mode == "vector" or bool(self.text and self.text.strip())
         assert self.mode == "lexical" or has_vector
-        assert self.ann_expansion is None or 1 <= self.ann_expansion <= ann.MAX_FETCH
+        if self.ann_expansion is not None and (
+                isinstance(self.ann_expansion, bool) or not isinstance(self.ann_expansion, int)
+                or not 1 <= self.ann_expansion <= ann.MAX_FETCH):
+            raise ValidationError(f"ann_expansion must be an integer from 1 to "
+                                  f"{ann.MAX_FETCH}, got {self.ann_expansion!r}")
         analyzer(self.bm25.analyzer)
 
 
