@@ -106,7 +106,7 @@ def search_response(params: SearchParams, result: SearchResult) -> dict[str, Any
 
     ``explain`` (a :class:`SearchOptions` field) adds each hit's score breakdown and the
     timings; without it ``timings_ms`` is null."""
-    explain = params.show_explain
+    explain = isinstance(params, SearchOptions) and params.explain
     return {
         "query": params.query,
         "layers": [n.value for n in result.layers],

@@ -134,10 +134,6 @@ class SearchParams(StrictModel):
         """True when the query text must be embedded (no vector given, not lexical)."""
         return self.query_vec is None and self.search_mode != "lexical"
 
-    @property
-    def show_explain(self) -> bool:
-        return False
-
 
 class SearchOptions(SearchParams):
     """:class:`SearchParams` with the tuning the CLI (and the HTTP API) offers."""
@@ -166,10 +162,6 @@ class SearchOptions(SearchParams):
     def search_mode(self) -> Literal["hybrid", "vector", "lexical"]:
         return "vector" if self.mode == "hybrid" and self.query is None else self.mode
 
-    @property
-    def show_explain(self) -> bool:
-        return self.explain
-
 
 class WriteRequest(StrictModel):
     """One chunk an agent (or a person through ``sediment write``) appends (RFC 7.1, 11.1)."""
@@ -177,7 +169,8 @@ class WriteRequest(StrictModel):
     content: Annotated[Text, Field(max_length=MAX_CONTENT_CHARS)] = Field(
         description="The knowledge to record (non-empty).")
     kind: Annotated[str, AfterValidator(_write_kind)] = Field(
-        description="Kind, e.g. derived-summary, invariant, decision, note")
+        description="Kind, e.g. derived-summary, invariant, decision, note",
+        json_schema_extra={"pattern": KIND_RE.pattern})
     confidence: FiniteFloat = Field(ge=0.0, le=1.0, description="Your confidence, 0.0 to 1.0.")
     sources: list[ChunkId | Annotated[str, Field(min_length=1, max_length=4096)]] | None = Field(
         default=None, max_length=MAX_SOURCES,
