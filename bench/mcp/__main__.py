@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> None:
                          fmt.ms(stats["vector"].p50), fmt.ms(stats["vector"].p99),
                          fmt.ms(w.p50), fmt.ms(w.p99), f"{1.0 / w.mean:.0f}"])
     lines = [
-        "# MCP round trips",
+        "## Round trips",
         "",
         f"Command: `{command.strip()}` on {machine.date}. Machine: {machine.cpu}, "
         f"{machine.usable_cores} usable cores, {fmt.mb(machine.ram_bytes)} RAM, Python "
@@ -175,8 +175,18 @@ def main(argv: list[str] | None = None) -> None:
         "",
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines))
+    args.out.write_text(keep_reference(args.out) + "\n".join(lines))
     print("\n".join(lines))
+
+
+MARKER = "<!-- python -m bench.mcp rewrites everything below this line -->"
+
+
+def keep_reference(out: Path) -> str:
+    """The hand-written part of the page (the tools' reference), above ``MARKER``."""
+    old = out.read_text() if out.exists() else ""
+    head, found, _ = old.partition(MARKER)
+    return head + MARKER + "\n\n" if found else "# MCP\n\n" + MARKER + "\n\n"
 
 
 if __name__ == "__main__":

@@ -105,6 +105,7 @@ def write_memories(conv: Conversation, directory: Path, embedder: Embedder,
     embedder.embed(contents)  # one batch: later per-turn embeds are cache hits
     ids: dict[int, str] = {}
     for turn, content in zip(conv.turns, contents, strict=True):
-        request = WriteRequest(content, KIND, 1.0, [f"{conv.sample_id}/{turn.dia_id}"], "local")
+        request = WriteRequest(content=content, kind=KIND, confidence=1.0,
+                               sources=[f"{conv.sample_id}/{turn.dia_id}"], scope="local")
         ids[write_context(layerset, embedder, request)] = turn.dia_id
     return ids

@@ -7,6 +7,7 @@ the boundary with ``raise ... from exc`` so the message names what was wrong and
     SedimentError
     ├── FormatError            a layer file breaks a rule of RFC section 8
     ├── ValidationError        user input breaks a rule (bad kind, confidence, glob, ...)
+    │   ├── RequestError       a service request's fields break their declared types or limits
     │   ├── ManifestError      a knowledge.yaml cannot be read (sediment.kcp)
     │   └── RemoteRefused      a remote manifest fetch broke the federation policy
     ├── NotFoundError          a file, layer or chunk id that does not exist
@@ -27,6 +28,7 @@ __all__ = [
     "LockTimeoutError",
     "NotFoundError",
     "PermissionDeniedError",
+    "RequestError",
     "SchemaMismatchError",
     "SedimentError",
     "SignatureError",
@@ -72,6 +74,11 @@ class FormatError(SedimentError):
 
 class ValidationError(SedimentError):
     """User input breaks a documented rule."""
+
+
+class RequestError(ValidationError):
+    """A request to a service (search, write, propose) has a field of the wrong type or
+    outside its limits; the message names each field and the rule it breaks."""
 
 
 class NotFoundError(SedimentError):

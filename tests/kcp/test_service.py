@@ -3,24 +3,38 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sediment.errors import NotFoundError, ValidationError
 from sediment.kcp import KnowledgeService, load_catalog, project_slug, query_units, score_unit
-from sediment.ops import run_search
-from sediment.search import SearchRequest, SearchResult
+from sediment.ops.requests import KnowledgeRequest, parse
+from sediment.ops.service import ContextService
 from tests.kcp.helpers import manifest, unit, write_tree
 from tests.kcp.project import EMB, build
 
 
-def service(tmp_path: Path, *, hybrid: bool = True) -> KnowledgeService:
+class Hybrid:
+    """``search_knowledge`` as the MCP server runs it: hybrid, through the service."""
+
+    def __init__(self, service: ContextService) -> None:
+        self.service = service
+
+    def search_knowledge(self, query: str, **kw: Any) -> list[dict[str, Any]]:
+        request = parse(KnowledgeRequest, {"query": query, **kw})
+        units: list[dict[str, Any]] = self.service.search_knowledge(request)["units"]
+        return units
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.service.knowledge, name)
+
+
+def service(tmp_path: Path, *, hybrid: bool = True) -> Any:
     ls, plan = build(tmp_path)
-
-    def searcher(request: SearchRequest) -> SearchResult:
-        return run_search(ls, request, embedder=EMB)
-
-    return KnowledgeService(plan.root, ls, searcher if hybrid else None)
+    if hybrid:
+        return Hybrid(ContextService(ls, EMB, root=plan.root))
+    return KnowledgeService(plan.root, ls)
 
 
 def test_resources_are_the_manifest_and_its_units(tmp_path: Path) -> None:
@@ -73,7 +87,7 @@ def test_search_knowledge_filters(tmp_path: Path) -> None:
     assert [r["unit_id"] for r in mods] == ["auth"]
 
 
-def test_search_knowledge_lexical_without_a_searcher(tmp_path: Path) -> None:
+def test_search_knowledge_lexical_without_an_embedder(tmp_path: Path) -> None:
     svc = service(tmp_path, hybrid=False)
     assert svc.search_knowledge("kubernetes cluster")[0]["unit_id"] == "cluster"
 
@@ -83,7 +97,9 @@ def test_search_knowledge_lexical_without_a_searcher(tmp_path: Path) -> None:
 def test_search_knowledge_validates_its_input(tmp_path: Path, kwargs: dict[str, object]
                                               ) -> None:
     with pytest.raises(ValidationError):
-        service(tmp_path).search_knowledge(**kwargs)  # type: ignore[arg-type]
+        service(tmp_path / "hybrid").search_knowledge(**kwargs)
+    with pytest.raises(ValidationError):
+        service(tmp_path / "lexical", hybrid=False).search_knowledge(**kwargs)
 
 
 def test_project_slugs_are_unique(tmp_path: Path) -> None:

@@ -56,16 +56,17 @@ class HttpServer:
     process: subprocess.Popen[bytes]
 
 
-def start_http(store: Path, *extra: str, token: str | None = TOKEN) -> HttpServer:
+def start_http(store: Path, *extra: str, token: str | None = TOKEN,
+               host: str = "127.0.0.1") -> HttpServer:
     port = free_port()
-    args = [SEDIMENT, "serve", "--transport", "http", "--port", str(port), "--dir", str(store),
-            "--embedder", "hash", *extra]
+    args = [SEDIMENT, "serve", "--transport", "http", "--host", host, "--port", str(port),
+            "--dir", str(store), "--embedder", "hash", *extra]
     env = dict(os.environ)
     if token:
         env["SEDIMENT_TOKEN"] = token
     proc = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}/mcp"
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:

@@ -5,38 +5,80 @@ from __future__ import annotations
 from typing import Any
 
 from mcp import Client
+from sediment.ops.requests import SearchParams
+from sediment.search import MAX_K
 
 TOOLS = {"agents_search", "agents_context_write", "agents_context_propose",
          "agents.search", "agents.context.write", "agents.context.propose"}
 
 BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
-    ("agents_search", {"query": ""}, "non-empty"),
-    ("agents_search", {"query": "   "}, "non-empty"),
-    ("agents_search", {}, "query"),
-    ("agents_search", {"query": "x", "k": 0}, "positive integer"),
-    ("agents_search", {"query": "x", "k": -3}, "positive integer"),
-    ("agents_search", {"query": "x", "k": 100000}, "maximum"),
-    ("agents_search", {"query": "x", "k": "ten"}, "k"),
-    ("agents_search", {"query": "x", "layers": ["nope"]}, "unknown layer"),
-    ("agents_search", {"query": "x", "layers": "base"}, "layers"),
-    ("agents_search", {"query": "x", "filters": {"kind": "invariant"}}, "kind"),
+    ("agents_search", {"query": ""}, "query: must be a non-empty string"),
+    ("agents_search", {"query": "   "}, "query: must be a non-empty string"),
+    ("agents_search", {}, "give query (a non-empty string) or query_vec"),
+    ("agents_search", {"query": "x", "k": 0}, "k: must be at least 1, got 0"),
+    ("agents_search", {"query": "x", "k": -3}, "k: must be at least 1"),
+    ("agents_search", {"query": "x", "k": 100000}, "k: must be at most 1000 (the maximum)"),
+    ("agents_search", {"query": "x", "k": "ten"}, "k: expected an integer, got 'ten'"),
+    ("agents_search", {"query": "x", "k": True}, "k: expected an integer, got true"),
+    ("agents_search", {"query": "x", "k": "5"}, "k: expected an integer, got '5'"),
+    ("agents_search", {"query": "x", "k": 2.5}, "k: expected an integer, got 2.5"),
+    ("agents_search", {"query": "x", "layers": ["nope"]}, "layers[0]: must be exactly one of"),
+    ("agents_search", {"query": "x", "layers": ["LOCAL"]}, "layers[0]: must be exactly one"),
+    ("agents_search", {"query": "x", "layers": [" delta "]}, "layers[0]: must be exactly"),
+    ("agents_search", {"query": "x", "layers": []}, "layers: must list at least 1"),
+    ("agents_search", {"query": "x", "layers": "base"}, "layers: expected a list"),
+    ("agents_search", {"query": "x", "filters": {"kind": "invariant"}},
+     "filters.kind: expected a list"),
+    ("agents_search", {"query": "x", "filters": {"kind": []}},
+     "filters.kind: must list at least 1"),
+    ("agents_search", {"query": "x", "filters": {"kind": [""]}},
+     "filters.kind[0]: must be a non-empty string"),
+    ("agents_search", {"query": "x", "filters": {"kinds": ["note"]}},
+     "filters.kinds: is not a known field"),
+    ("agents_search", {"query": "x", "top_k": 3}, "top_k: is not a known field"),
     ("agents_search", {"query_vec": [0.1, 0.2]}, "dims"),
+    ("agents_search", {"query_vec": [0.1, True]}, "query_vec[1]: expected a number"),
+    ("agents_search", {"query_vec": []}, "query_vec: must list at least 1"),
     ("agents_context_write", {"content": "c", "kind": "note", "confidence": 0.5,
                               "scope": "base"}, "not writable"),
     ("agents_context_write", {"content": "c", "kind": "note", "confidence": 0.5,
                               "scope": "user"}, "not writable"),
-    ("agents_context_write", {"content": "c", "kind": "note", "confidence": 1.5}, "0.0 to 1.0"),
-    ("agents_context_write", {"content": "", "kind": "note", "confidence": 0.5}, "non-empty"),
-    ("agents_context_write", {"content": "c", "kind": "bad kind!", "confidence": 0.5}, "kind"),
+    ("agents_context_write", {"content": "c", "kind": "note", "confidence": 0.5,
+                              "scope": "LOCAL"}, "scope: must be exactly one of"),
+    ("agents_context_write", {"content": "c", "kind": "note", "confidence": 0.5,
+                              "scope": " delta "}, "scope: must be exactly one of"),
+    ("agents_context_write", {"content": "c", "kind": "note", "confidence": 1.5},
+     "confidence: must be at most 1.0"),
+    ("agents_context_write", {"content": "c", "kind": "note", "confidence": True},
+     "confidence: expected a number, got true (a boolean)"),
+    ("agents_context_write", {"content": "c", "kind": "note", "confidence": "0.5"},
+     "confidence: expected a number, got '0.5' (a string)"),
+    ("agents_context_write", {"content": "", "kind": "note", "confidence": 0.5},
+     "content: must be a non-empty string"),
+    ("agents_context_write", {"content": "c", "kind": "bad kind!", "confidence": 0.5},
+     "kind: use 1-64 letters"),
+    ("agents_context_write", {"content": "c", "kind": "meta.x", "confidence": 0.5},
+     "kind: 'meta.*' kinds are reserved"),
     ("agents_context_write", {"content": "c", "kind": "note", "confidence": 0.5,
                               "sources": [424242]}, "does not exist"),
     ("agents_context_write", {"content": "c", "kind": "note", "confidence": 0.5,
+                              "sources": [True]},
+     "sources[0]: expected an integer or a string, got true"),
+    ("agents_context_write", {"content": "c", "kind": "note", "confidence": 0.5,
                               "sources": ["no line number"]}, "path:line"),
-    ("agents_context_write", {"kind": "note", "confidence": 0.5}, "content"),
+    ("agents_context_write", {"kind": "note", "confidence": 0.5}, "content: is required"),
     ("agents_context_propose", {"context_id": 1}, "not in the local or delta"),
     ("agents_context_propose", {"context_id": 999999}, "not in the local or delta"),
-    ("agents_context_propose", {"context_id": 1, "target": "base"}, "target"),
-    ("agents_context_propose", {"context_id": "x"}, "context_id"),
+    ("agents_context_propose", {"context_id": 1, "target": "base"},
+     "target: must be exactly one of 'user'"),
+    ("agents_context_propose", {"context_id": "x"}, "context_id: expected an integer"),
+    ("agents_context_propose", {"context_id": True},
+     "context_id: expected an integer, got true (a boolean)"),
+    ("agents_context_propose", {"context_id": 0}, "context_id: must be at least 1"),
+    ("search_knowledge", {"query": "x", "k": True}, "k: expected an integer, got true"),
+    ("search_knowledge", {"query": "x", "scope": "GLOBAL"}, "scope: must be exactly one of"),
+    ("search_knowledge", {"query": "x", "exclude_superseded": "false"},
+     "exclude_superseded: expected true or false"),
     ("no_such_tool", {}, "no_such_tool"),
 ]
 
@@ -53,6 +95,14 @@ async def run_flow(client: Client) -> None:
         schema = by_name[name].input_schema
         assert schema["type"] == "object" and schema["properties"]
     assert by_name["agents_search"].annotations.read_only_hint is True
+    search_schema = by_name["agents_search"].input_schema
+    assert search_schema["additionalProperties"] is False
+    assert search_schema["properties"]["k"] == SearchParams.model_json_schema()["properties"]["k"]
+    assert search_schema["properties"]["k"]["maximum"] == MAX_K
+    assert by_name["agents.search"].input_schema == search_schema
+    write_schema = by_name["agents_context_write"].input_schema
+    assert set(write_schema["required"]) == {"content", "kind", "confidence"}
+    assert write_schema["properties"]["scope"]["enum"] == ["base", "user", "delta", "local"]
 
     r = await client.call_tool("agents_search", {"query": "billing header", "k": 2})
     assert not r.is_error, text_of(r)

@@ -71,7 +71,8 @@ def test_inspector_drives_the_whole_flow(inspector: Any) -> None:
                     "--tool-arg", "content=x", "--tool-arg", "kind=note",
                     "--tool-arg", "confidence=2", "--tool-arg", "scope=base",
                     expect_tool_error=True)
-    assert bad["isError"] is True and "not writable" in bad["content"][0]["text"]
+    assert bad["isError"] is True
+    assert "confidence: must be at most 1.0" in bad["content"][0]["text"]
 
     chunk = inspector("--method", "resources/read", "--uri", f"agentsdb://chunks/{new_id}")
     assert "Staging deploys pause" in chunk["contents"][0]["text"]

@@ -15,9 +15,11 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from mcp import Client
 from sediment.embed import HashEmbedder
+from sediment.errors import ConfigError
 from sediment.format import LayerFile
 from sediment.ops.service import ContextService
-from sediment.server import build_server
+from sediment.server import build_server, check_binding, is_loopback
+from sediment.server.http import loopback_security
 from sediment.store import LayerSet
 from tests.mcp.conftest import SEDIMENT, TOKEN, HttpServer, start_http, stop
 from tests.mcp.flow import run_flow
@@ -73,33 +75,63 @@ def test_http_rejects_missing_or_wrong_token(http_server: HttpServer) -> None:
     assert http_server.process.poll() is None
 
 
-def test_http_checks_origin_on_loopback(store: Path) -> None:
-    server = start_http(store, token=None)
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "t", "version": "1"}}}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "0:0:0:0:0:0:0:1", "localhost"])
+def test_http_checks_host_and_origin_on_every_loopback_bind(store: Path, host: str) -> None:
+    """DNS rebinding: a page on evil.example whose name now resolves to a loopback address
+    sends its own Host and Origin; every loopback bind refuses both, token or not."""
+    server = start_http(store, token=None, host=host)
     try:
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}}
-        headers = {"Accept": "application/json, text/event-stream"}
-        evil = httpx.post(server.url, json=init, timeout=10,
-                          headers={**headers, "Origin": "http://evil.example"})
-        assert evil.status_code == 403
-        rebound = httpx.post(server.url, json=init, timeout=10,
-                             headers={**headers, "Host": "evil.example:80"})
-        assert rebound.status_code == 421
-        ok = httpx.post(server.url, json=init, timeout=10,
-                        headers={**headers, "Origin": f"http://127.0.0.1:{server.port}"})
-        assert ok.status_code == 200
+        bound = server.url.split("/")[2]
+        for forged, status in (({"Origin": "http://evil.example"}, 403),
+                               ({"Origin": f"http://evil.example:{server.port}"}, 403),
+                               ({"Origin": "null"}, 403),
+                               ({"Host": "evil.example"}, 421),
+                               ({"Host": f"evil.example:{server.port}"}, 421),
+                               ({"Host": f"127.0.0.1.evil.example:{server.port}"}, 421)):
+            r = httpx.post(server.url, json=INIT, timeout=10, headers={**ACCEPT, **forged})
+            assert r.status_code == status, (host, forged, r.status_code)
+        for origin in (f"http://{bound}", f"http://localhost:{server.port}",
+                       f"http://127.0.0.1:{server.port}"):
+            ok = httpx.post(server.url, json=INIT, timeout=10,
+                            headers={**ACCEPT, "Origin": origin})
+            assert ok.status_code == 200, (host, origin, ok.text)
+        assert server.process.poll() is None
     finally:
         stop(server.process)
 
 
-def test_non_loopback_needs_a_token(store: Path) -> None:
+@pytest.mark.parametrize("host,loopback", [
+    ("127.0.0.1", True), ("127.1.2.3", True), ("::1", True), ("[::1]", True),
+    ("0:0:0:0:0:0:0:1", True), ("localhost", True), ("0.0.0.0", False), ("::", False),
+    ("10.1.2.3", False), ("LOCALHOST", False), ("localhost.", False),
+    ("127.0.0.1.example.org", False), ("::ffff:127.0.0.1", False), ("", False)])
+def test_which_binds_need_a_token(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+    if loopback:
+        check_binding(host, None)
+        hosts = loopback_security(host).allowed_hosts
+        assert {"127.0.0.1:*", "localhost:*", "[::1]:*"} <= set(hosts)
+        assert all("evil" not in h and h.endswith(":*") for h in hosts)
+    else:
+        with pytest.raises(ConfigError, match="needs a bearer token"):
+            check_binding(host, None)
+        check_binding(host, TOKEN)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "127.0.0.1.example.org"])
+def test_non_loopback_needs_a_token(store: Path, host: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "SEDIMENT_TOKEN"}
-    p = subprocess.run([SEDIMENT, "serve", "--transport", "http", "--host", "0.0.0.0",
+    p = subprocess.run([SEDIMENT, "serve", "--transport", "http", "--host", host,
                         "--port", "0", "--dir", str(store), "--embedder", "hash"],
                        capture_output=True, text=True, timeout=30, env=env,
                        stdin=subprocess.DEVNULL)
-    assert p.returncode == 1 and "needs a bearer token" in p.stderr
+    assert p.returncode == 1 and "needs a bearer token" in p.stderr, (host, p.stderr)
 
 
 def test_initialize_answers_before_the_model_loads(store: Path) -> None:

@@ -34,7 +34,9 @@ def make_base(directory: Path, docs: Sequence[str] = BASE_DOCS, *, etype: str = 
 
 def agent_write(ls: LayerSet, content: str, *, scope: str = "delta", kind: str = "note",
                 confidence: float = 0.7, sources: Sequence[object] = ()) -> int:
-    return write_context(ls, EMB, WriteRequest(content, kind, confidence, list(sources), scope))
+    request = WriteRequest(content=content, kind=kind, confidence=confidence,
+                           sources=list(sources), scope=scope)  # type: ignore[arg-type]
+    return write_context(ls, EMB, request)
 
 
 def agent_propose(ls: LayerSet, content: str, **kw: object) -> tuple[int, int]:

@@ -14,6 +14,7 @@ from sediment.embed import HashEmbedder
 from sediment.errors import SchemaMismatchError, ValidationError
 from sediment.format import Chunk, encode_layer
 from sediment.ops import WriteRequest, run_search, write_context
+from sediment.ops.requests import SearchParams, parse
 from sediment.search import (
     BM25Index,
     ReciprocalRankFusion,
@@ -134,18 +135,17 @@ def test_profile_mismatch_for_text_query(tmp_path: Path) -> None:
     assert run_search(ls, SearchRequest(text="alembic", mode="lexical")).hits[0].chunk.id == 2
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1001, True, 2.5])
-def test_k_is_validated(tmp_path: Path, bad: object) -> None:
-    ls = build(tmp_path)
-    with pytest.raises(ValidationError, match="k "):
-        run_search(ls, SearchRequest(text="x", k=bad), embedder=EMB)  # type: ignore[arg-type]
+@pytest.mark.parametrize("bad", [0, -1, 1001, True, 2.5, "3"])
+def test_k_is_validated(bad: object) -> None:
+    with pytest.raises(ValidationError, match=r"^k: "):
+        parse(SearchParams, {"query": "x", "k": bad})
 
 
 def test_written_chunk_is_found(tmp_path: Path) -> None:
     ls = build(tmp_path)
     new_id = write_context(ls, EMB, WriteRequest(
-        "The cache layer evicts entries after ten minutes.", "derived-summary", 0.7,
-        ["docs/cache.md:3", 1], "local"))
+        content="The cache layer evicts entries after ten minutes.", kind="derived-summary",
+        confidence=0.7, sources=["docs/cache.md:3", 1], scope="local"))
     res = run_search(ls, SearchRequest(text="cache eviction minutes", k=1), embedder=EMB)
     assert (res.hits[0].layer, res.hits[0].chunk.id) == (LayerName.LOCAL, new_id)
     assert res.hits[0].chunk.author == "mcp"
@@ -154,8 +154,9 @@ def test_written_chunk_is_found(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("field,value,message", [
     ("scope", "base", "not writable"), ("scope", "user", "not writable"),
-    ("scope", "nope", "unknown layer"), ("confidence", 1.5, "0.0 to 1.0"),
-    ("confidence", "high", "number"), ("kind", "bad kind!", "kind"),
+    ("scope", "nope", "exactly one of"), ("scope", "LOCAL", "exactly one of"),
+    ("confidence", 1.5, "at most 1.0"), ("confidence", "high", "number"),
+    ("confidence", True, "expected a number, got true"), ("kind", "bad kind!", "kind"),
     ("kind", "meta.proposal_event", "reserved"), ("content", "  ", "non-empty"),
     ("sources", [999], "does not exist"), ("sources", ["README.md"], "path:line"),
     ("sources", "a.md:1", "list"),
@@ -165,7 +166,7 @@ def test_write_rules(tmp_path: Path, field: str, value: object, message: str) ->
     args = {"content": "x", "kind": "note", "confidence": 0.5, "sources": [], "scope": "local"}
     args[field] = value
     with pytest.raises(ValidationError, match=message):
-        write_context(ls, EMB, WriteRequest(**args))
+        write_context(ls, EMB, parse(WriteRequest, args))
     assert not (tmp_path / "AGENTS.local.db").exists()
 
 

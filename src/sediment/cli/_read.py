@@ -16,8 +16,10 @@ from sediment.cli._ids import CHUNK_ID
 from sediment.cli._review import signature_option
 from sediment.errors import FormatError, ValidationError
 from sediment.format import LayerFile
-from sediment.ops.query import run_search
-from sediment.search import MAX_K, SearchRequest, make_fusion
+from sediment.ops.query import run_query, search_response
+from sediment.ops.requests import SearchOptions, parse
+from sediment.ops.rerank import STANDARD
+from sediment.search import MAX_K
 from sediment.search.fusion import DEFAULT_FUSION, FUSIONS
 from sediment.store import LayerName
 
@@ -37,8 +39,8 @@ def _snippet(text: str, width: int = 90) -> str:
 
 @cli.command()
 @click.argument("query", required=False)
-@click.option("-k", "k", type=click.IntRange(1, MAX_K), default=10, show_default=True,
-              help="Number of results.")
+@click.option("-k", "k", type=int, default=10, show_default=True,
+              help=f"Number of results (1 to {MAX_K}).")
 @click.option("--kind", "kinds", multiple=True, help="Only chunks of this kind (repeatable).")
 @click.option("--layers", "layers_csv", default=None,
               help="Comma-separated layers to search (default: base,user,delta,local).")
@@ -49,7 +51,7 @@ def _snippet(text: str, width: int = 90) -> str:
 @click.option("--fusion", type=click.Choice(list(FUSIONS)), default=DEFAULT_FUSION,
               show_default=True, help="How vector and BM25 scores are merged (convex: "
                                       "0.5 x min-max BM25 + 0.5 x min-max cosine).")
-@click.option("--rrf-k", type=click.FloatRange(min=1.0), default=60.0, show_default=True,
+@click.option("--rrf-k", type=float, default=60.0, show_default=True,
               help="The k constant of reciprocal rank fusion.")
 @click.option("--vector-weight", type=float, default=None, help="Weight of the vector side.")
 @click.option("--lexical-weight", type=float, default=None, help="Weight of the BM25 side.")
@@ -74,33 +76,24 @@ def search(ctx: click.Context, /, query: str | None, k: int, kinds: tuple[str, .
     """Search the layers with hybrid vector + BM25 retrieval."""
     cfg = get_config(ctx)
     layerset = open_layerset(cfg, layer_dir, **paths)
-    layers = None
-    if layers_csv is not None:
-        layers = tuple(LayerName.parse(x) for x in layers_csv.split(",") if x.strip())
     vec = None
     if query_vec is not None:
         try:
             vec = json.loads(query_vec)
         except json.JSONDecodeError as exc:
             raise ValidationError(f"--query-vec is not JSON: {exc.msg}") from exc
-        if not isinstance(vec, list) or not all(
-                isinstance(x, int | float) and not isinstance(x, bool) for x in vec):
-            raise ValidationError("--query-vec must be a JSON list of numbers")
-    elif not query or not query.strip():
+    elif query is None:
         raise click.UsageError("give a QUERY (non-empty), or --query-vec")
-    request = SearchRequest(
-        text=query, k=k, kinds=tuple(kinds) or None, layers=layers, include_meta=include_meta,
-        exact=exact,
-        mode=mode,  # type: ignore[arg-type]
-        metric=metric,  # type: ignore[arg-type]
-        fusion=make_fusion(fusion, k=rrf_k, vector_weight=vector_weight,
-                           lexical_weight=lexical_weight))
-    embedder = build_embedder(cfg, embedder_name) if vec is None and mode != "lexical" else None
-    result = run_search(layerset, request, embedder=embedder, query_vec=vec)
+    params = parse(SearchOptions, {
+        "query": query, "k": k, "filters": {"kind": list(kinds)} if kinds else None,
+        "layers": None if layers_csv is None else [x.strip() for x in layers_csv.split(",")],
+        "query_vec": vec, "mode": mode, "metric": metric, "fusion": fusion, "rrf_k": rrf_k,
+        "vector_weight": vector_weight, "lexical_weight": lexical_weight,
+        "include_meta": include_meta, "exact": exact, "explain": explain})
+    embedder = build_embedder(cfg, embedder_name) if params.needs_embedder else None
+    result = run_query(layerset, params, embedder=embedder, rerankers=STANDARD)
     if as_json:
-        emit_json({"query": query, "layers": [n.value for n in result.layers],
-                   "results": [h.to_dict(explain=explain) for h in result.hits],
-                   "timings_ms": result.timings_ms if explain else None})
+        emit_json(search_response(params, result))
         return
     console = _console()
     if not result.layers:

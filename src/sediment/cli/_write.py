@@ -22,7 +22,8 @@ from sediment.cli._app import (
 )
 from sediment.cli._embedder import build_embedder
 from sediment.ingest.compile import CompileOptions, compile_layer
-from sediment.ops.write import WriteRequest, write_context
+from sediment.ops.requests import WriteRequest, parse
+from sediment.ops.write import write_context
 from sediment.store import AGENT_WRITABLE
 
 
@@ -148,7 +149,9 @@ def write(ctx: click.Context, /, scope: str, kind: str, content: str, confidence
     layerset = open_layerset(cfg, layer_dir, **paths)
     embedder = build_embedder(cfg, embedder_name)
     new_id = write_context(layerset, embedder,
-                           WriteRequest(content, kind, confidence, list(sources), scope),
+                           parse(WriteRequest, {"content": content, "kind": kind,
+                                                "confidence": confidence,
+                                                "sources": list(sources), "scope": scope}),
                            author=author)
     path = layerset.paths[next(n for n in AGENT_WRITABLE if n.value == scope)]
     if as_json:

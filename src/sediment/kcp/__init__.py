@@ -70,7 +70,7 @@ from sediment.kcp.remote import (
     resolve_federation,
 )
 from sediment.kcp.rerank import KcpReranker, kcp_reranker, load_order, trigger_hits
-from sediment.kcp.service import KnowledgeService, Resource, ResourceContent, Searcher
+from sediment.kcp.service import KnowledgeService, Resource, ResourceContent
 from sediment.kcp.starter import Starter, build_starter, write_starter
 from sediment.kcp.validate import (
     KNOWN_VERSIONS,
@@ -111,7 +111,6 @@ __all__ = [
     "RemoteRefused",
     "Resource",
     "ResourceContent",
-    "Searcher",
     "Starter",
     "Unit",
     "UnitKey",

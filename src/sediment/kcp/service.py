@@ -5,15 +5,15 @@ Resources come from the manifests on disk (the source of truth): each valid mani
 (the unit's file). Unit ids cannot contain ``/``, so the two never collide; ``<project>`` is
 the slug described in ``catalog``.
 
-``search_knowledge`` searches the layer set (what the compile stored) through a caller's
-search function, so adapters keep their own embedder and profile checks, re-ranked by
-``KcpReranker``, and returns one result per unit.
+``search_knowledge`` searches the layer set (what the compile stored) lexically, re-ranked
+by ``KcpReranker``, and returns one result per unit. A service with an embedder runs the
+same search hybrid: it builds the request with ``knowledge_request``, runs it with its own
+profile checks and embedder, and groups the hits with ``units_of``.
 """
 
 from __future__ import annotations
 
 import mimetypes
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,12 +27,10 @@ from sediment.kcp.query import audience_matches
 from sediment.kcp.rerank import KcpReranker
 from sediment.kcp.validate import SCOPES
 from sediment.search import MAX_K, SearchRequest, SearchResult, search
+from sediment.search.engine import Mode
 from sediment.store import LayerSet
 
-__all__ = ["MAX_READ_BYTES", "KnowledgeService", "Resource", "ResourceContent", "Searcher"]
-
-Searcher = Callable[[SearchRequest], SearchResult]
-"""Runs a request over the layer set: e.g. ``lambda r: run_search(ls, r, embedder=emb)``."""
+__all__ = ["MAX_READ_BYTES", "KnowledgeService", "Resource", "ResourceContent"]
 
 MAX_READ_BYTES = 10 * 1024 * 1024
 SCHEME = "knowledge"
@@ -60,15 +58,12 @@ class ResourceContent:
 class KnowledgeService:
     """One project's KCP knowledge. The catalog is read on first use; ``refresh()`` re-reads.
 
-    ``layerset`` and ``searcher`` serve ``search_knowledge``; without a searcher the search
-    is lexical (BM25), which needs no embedder.
+    ``layerset`` serves ``search_knowledge``.
     """
 
-    def __init__(self, root: Path, layerset: LayerSet | None = None,
-                 searcher: Searcher | None = None) -> None:
+    def __init__(self, root: Path, layerset: LayerSet | None = None) -> None:
         self.root = root
         self.layerset = layerset
-        self.searcher = searcher
         self._catalog: Catalog | None = None
 
     @property
@@ -146,14 +141,28 @@ class KnowledgeService:
             raise ValidationError(f"k must be an integer from 1 to 100, got {k!r}")
         if scope is not None and scope not in SCOPES:
             raise ValidationError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+        request, index = self.knowledge_request(query, k, mode="lexical")
+        assert self.layerset is not None
+        return self.units_of(search(self.layerset, request), index, audience, scope,
+                             exclude_superseded, k)
+
+    def knowledge_request(self, query: str, k: int, *, mode: Mode
+                          ) -> tuple[SearchRequest, KcpIndex]:
+        """The chunk search behind ``search_knowledge`` (enough hits to fill ``k`` units),
+        re-ranked by the units' triggers, and the index that maps hits to units."""
         if self.layerset is None:
             raise ValidationError("search_knowledge needs the project's layer files; none "
                                   "are configured")
         index = KcpIndex.from_layerset(self.layerset)
-        request = SearchRequest(text=query, k=min(MAX_K, max(k * 10, 50)),
-                                mode="hybrid" if self.searcher else "lexical",
+        request = SearchRequest(text=query, k=min(MAX_K, max(k * 10, 50)), mode=mode,
                                 rerankers=(KcpReranker(index, query),))
-        result = self.searcher(request) if self.searcher else search(self.layerset, request)
+        return request, index
+
+    def units_of(self, result: SearchResult, index: KcpIndex, audience: str | None,
+                 scope: str | None, exclude_superseded: bool, k: int
+                 ) -> list[dict[str, Any]]:
+        """One entry per unit, best hit first, for at most ``k`` units that pass the
+        filters."""
         slugs = self._slugs()
         out: list[dict[str, Any]] = []
         seen: set[tuple[str, str]] = set()

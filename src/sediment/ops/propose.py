@@ -10,7 +10,6 @@ pending proposal returns that proposal instead of recording a second one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -29,15 +28,15 @@ class Proposal:
     already_pending: bool
 
 
-def propose(layerset: LayerSet, context_id: Any, target: Any = "user") -> Proposal:
-    """Record a proposal; the pending check and the append happen under one lock."""
+def propose(layerset: LayerSet, context_id: int) -> Proposal:
+    """Record a proposal for the user layer (the only target, RFC 11.2; adapters check
+    their input with :class:`~sediment.ops.requests.ProposeRequest`); the pending check
+    and the append happen under one lock."""
     with layerset.transaction():
-        return _propose_locked(layerset, context_id, target)
+        return _propose_locked(layerset, context_id)
 
 
-def _propose_locked(layerset: LayerSet, context_id: Any, target: Any) -> Proposal:
-    if target != "user":
-        raise ValidationError(f"target must be 'user' (RFC 11.2), got {target!r}")
+def _propose_locked(layerset: LayerSet, context_id: int) -> Proposal:
     check_chunk_id(context_id, what="context_id")
     versions = dict(layerset.versions(context_id))
     source = next((n for n in (LayerName.DELTA, LayerName.LOCAL) if n in versions), None)

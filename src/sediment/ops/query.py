@@ -1,9 +1,11 @@
-"""The search service every adapter calls: embed the query, check profiles, search."""
+"""The search service every adapter calls: map the request, embed the query, check the
+profiles, add the chosen rerankers, search, and shape the response."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -11,9 +13,10 @@ import numpy.typing as npt
 from sediment.embed import Embedder
 from sediment.errors import SchemaMismatchError, ValidationError
 from sediment.format.profile import check_compatible, describe_profile
-from sediment.kcp import KcpIndex, KcpReranker
-from sediment.search import SearchRequest, SearchResult, search
-from sediment.store import PRECEDENCE, LayerSet
+from sediment.ops.requests import SearchOptions, SearchParams
+from sediment.ops.rerank import RerankerFactory, with_rerankers
+from sediment.search import SearchRequest, SearchResult, make_fusion, search
+from sediment.store import PRECEDENCE, LayerName, LayerSet
 
 
 def check_profile(layerset: LayerSet, embedder: Embedder, names: Sequence[object] | None
@@ -43,31 +46,67 @@ def unit_rows(layerset: LayerSet, names: Sequence[object] | None) -> bool:
     return bool(layers) and all((la.profile or {}).get("output_norm") == "l2" for la in layers)
 
 
+def embed_query(layerset: LayerSet, embedder: Embedder, text: str,
+                names: Sequence[object] | None) -> npt.NDArray[np.float32]:
+    """The query's vector, once the embedder is known to match the layers searched."""
+    check_profile(layerset, embedder, names)
+    vec: npt.NDArray[np.float32] = embedder.embed([text])[0]
+    return vec
+
+
 def run_search(layerset: LayerSet, request: SearchRequest, *,
                embedder: Embedder | None = None,
                query_vec: Sequence[float] | npt.NDArray[np.float32] | None = None
                ) -> SearchResult:
-    """Search with a text (embedded here) or an explicit query vector."""
+    """Search with a text (embedded here) or an explicit query vector.
+
+    Runs exactly the rerankers ``request`` carries (see :mod:`sediment.ops.rerank`), so it
+    ranks like ``search.search()`` given the same vector.
+    """
     names = request.layers if request.layers is not None else PRECEDENCE
     vec: npt.NDArray[np.float32] | None = None
     if query_vec is not None:
         vec = np.asarray(query_vec, dtype=np.float32).reshape(-1)
-        if vec.size == 0 or not np.all(np.isfinite(vec)):
-            raise ValidationError("query vector must be a non-empty list of finite numbers")
-        if request.mode == "lexical":
-            raise ValidationError("a query vector cannot drive a lexical search")
     elif request.mode != "lexical":
         if embedder is None:
             raise ValidationError("a text search needs an embedder (or use --mode lexical)")
-        if not request.text or not request.text.strip():
-            raise ValidationError("query must be a non-empty string")
-        check_profile(layerset, embedder, names)
-        vec = embedder.embed([request.text])[0]
-    if query_vec is not None and request.mode == "hybrid" and not request.text:
-        request = replace(request, mode="vector")
-    if request.text and not any(isinstance(r, KcpReranker) for r in request.rerankers):
-        kcp = KcpIndex.from_layerset(layerset, names)
-        if kcp.units:
-            request = replace(request, rerankers=(*request.rerankers,
-                                                  KcpReranker(kcp, request.text)))
+        assert request.text is not None
+        vec = embed_query(layerset, embedder, request.text, names)
     return search(layerset, request, vec, normalised=unit_rows(layerset, names))
+
+
+def engine_request(params: SearchParams) -> SearchRequest:
+    """The engine's request for a validated ``params`` (the one place they are mapped)."""
+    layers = None if params.layers is None else tuple(LayerName(x) for x in params.layers)
+    request = SearchRequest(text=params.query, k=params.k, kinds=params.kinds, layers=layers,
+                            mode=params.search_mode)
+    if isinstance(params, SearchOptions):
+        request = replace(
+            request, metric=params.metric, include_meta=params.include_meta,
+            exact=params.exact,
+            fusion=make_fusion(params.fusion, k=params.rrf_k,
+                               vector_weight=params.vector_weight,
+                               lexical_weight=params.lexical_weight))
+    return request
+
+
+def run_query(layerset: LayerSet, params: SearchParams, *, embedder: Embedder | None,
+              rerankers: Sequence[RerankerFactory]) -> SearchResult:
+    """The search service: ``params`` (already validated) with the rerankers the adapter
+    chose, e.g. :data:`sediment.ops.rerank.STANDARD`."""
+    request = with_rerankers(layerset, engine_request(params), rerankers)
+    return run_search(layerset, request, embedder=embedder, query_vec=params.query_vec)
+
+
+def search_response(params: SearchParams, result: SearchResult) -> dict[str, Any]:
+    """The JSON shape of a search, the same for the CLI's ``--json``, MCP and HTTP.
+
+    ``explain`` (a :class:`SearchOptions` field) adds each hit's score breakdown and the
+    timings; without it ``timings_ms`` is null."""
+    explain = isinstance(params, SearchOptions) and params.explain
+    return {
+        "query": params.query,
+        "layers": [n.value for n in result.layers],
+        "results": [h.to_dict(explain=explain) for h in result.hits],
+        "timings_ms": result.timings_ms if explain else None,
+    }

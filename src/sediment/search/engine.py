@@ -65,18 +65,14 @@ class SearchRequest:
     ann_expansion: int | None = None
 
     def validate(self, has_vector: bool) -> None:
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
-            raise ValidationError(f"k must be a positive integer, got {self.k!r}")
-        if self.k > MAX_K:
-            raise ValidationError(f"k is {self.k}; the maximum is {MAX_K}")
-        if self.mode not in ("hybrid", "vector", "lexical"):
-            raise ValidationError(f"mode {self.mode!r} must be hybrid, vector or lexical")
-        if self.metric not in ("cosine", "dot"):
-            raise ValidationError(f"metric {self.metric!r} must be cosine or dot")
-        if self.mode != "vector" and not (self.text and self.text.strip()):
-            raise ValidationError("a lexical or hybrid search needs a non-empty query text")
-        if self.mode != "lexical" and not has_vector:
-            raise ValidationError("a vector or hybrid search needs a query vector")
+        """Assertions for what adapters validate (``sediment.ops.requests``): a failure is a
+        bug in the caller. ``ann_expansion`` is a library-only knob (benchmarks), checked
+        here, its one place."""
+        assert not isinstance(self.k, bool) and isinstance(self.k, int) and 1 <= self.k <= MAX_K
+        assert self.mode in ("hybrid", "vector", "lexical")
+        assert self.metric in ("cosine", "dot")
+        assert self.mode == "vector" or bool(self.text and self.text.strip())
+        assert self.mode == "lexical" or has_vector
         if self.ann_expansion is not None and (
                 isinstance(self.ann_expansion, bool) or not isinstance(self.ann_expansion, int)
                 or not 1 <= self.ann_expansion <= ann.MAX_FETCH):

@@ -2,5 +2,7 @@
 
 from sediment.server.http import BearerAuth, build_http_app, check_binding, is_loopback
 from sediment.server.mcp import build_server
+from sediment.server.tools import strict_tool
 
-__all__ = ["BearerAuth", "build_http_app", "build_server", "check_binding", "is_loopback"]
+__all__ = ["BearerAuth", "build_http_app", "build_server", "check_binding", "is_loopback",
+           "strict_tool"]

@@ -1,9 +1,12 @@
-"""Streamable HTTP for the MCP server: bearer tokens off loopback, Origin checks on it.
+"""Streamable HTTP for the MCP server: bearer tokens off loopback, Host/Origin checks on it.
 
 Binding to a non-loopback address without a token is refused: anyone on the network could
-otherwise read and write the store. On loopback the SDK's DNS-rebinding protection checks
-the Host and Origin headers (a web page cannot reach a local server through a rebound
-name); a token, when given, is required there too.
+otherwise read and write the store. On every loopback bind (127.0.0.0/8, ::1 however it is
+written, ``localhost``) the SDK's DNS-rebinding protection checks the Host and Origin
+headers against loopback names only, so a web page cannot reach a local server through a
+name it rebound to 127.0.0.1; a token, when given, is required there too. (The SDK turns
+the protection on by itself only for the three spellings ``127.0.0.1``, ``localhost`` and
+``::1``, so Sediment always passes its own settings.)
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import hmac
 import ipaddress
 from typing import Any
 
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sediment.errors import ConfigError
@@ -26,6 +30,26 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def loopback_security(host: str) -> TransportSecuritySettings:
+    """Host and Origin headers a loopback server accepts: the bound address as written and
+    in its canonical form, and the usual loopback names, on any port."""
+    names = {"localhost", "127.0.0.1", "[::1]"}
+    try:
+        addr = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        names.add(host)
+    else:
+        if addr.version == 6:
+            names |= {f"[{host.strip('[]')}]", f"[{addr.compressed}]", f"[{addr.exploded}]"}
+        else:
+            names.add(str(addr))
+    hosts = sorted(names)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{h}:*" for h in hosts],
+        allowed_origins=[f"http://{h}:*" for h in hosts])
 
 
 def check_binding(host: str, token: str | None) -> None:
@@ -63,5 +87,7 @@ class BearerAuth:
 def build_http_app(server: Any, *, host: str, token: str | None, path: str = "/mcp") -> Any:
     """The streamable HTTP ASGI app, wrapped in bearer auth when a token is set."""
     check_binding(host, token)
-    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    security = loopback_security(host) if is_loopback(host) else None
+    app = server.streamable_http_app(streamable_http_path=path, host=host,
+                                     transport_security=security)
     return BearerAuth(app, token) if token else app

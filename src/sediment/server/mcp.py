@@ -1,8 +1,9 @@
 """The MCP server: the RFC's read/write tools and layer/chunk resources (RFC 10 to 12).
 
-Built with the official SDK's ``MCPServer``. Tools validate their input in the service
-(``sediment.ops``) and raise ``ToolError`` with a message naming the field and the rule, so
-a bad call comes back as ``isError`` for the model to read and the server keeps serving.
+Built with the official SDK's ``MCPServer``. Each tool's input schema is a request model of
+``sediment.ops.requests`` and its arguments are validated by that model, strictly; a bad
+call raises ``ToolError`` with a message naming the field and the rule, so it comes back as
+``isError`` for the model to read and the server keeps serving.
 
 Resource URIs (documented in the README):
 
@@ -15,19 +16,21 @@ Resource URIs (documented in the README):
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from collections.abc import Iterable
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult
 
 from sediment import __version__
-from sediment.errors import NotFoundError, SedimentError, ValidationError
+from sediment.errors import SedimentError, ValidationError
 from sediment.format.ids import parse_chunk_id
-from sediment.ops.service import ContextService, SearchArgs
-from sediment.ops.write import WriteRequest
-from sediment.search import MAX_K
+from sediment.ops.requests import KnowledgeRequest, ProposeRequest, SearchParams, WriteRequest
+from sediment.ops.responses import KnowledgeOut, ProposeOut, SearchOut, WriteOut
+from sediment.ops.service import ContextService
+from sediment.server.tools import APPEND_ONLY, READ_ONLY, result, strict_tool
 
 INSTRUCTIONS = """\
 Sediment serves a layered context store (AGENTS.db). Search it with agents_search before
@@ -36,43 +39,6 @@ answering questions about this project. Record what you learn with agents_contex
 sources as "path:line" or chunk ids, with an honest confidence. Propose a delta chunk for
 promotion to the human-governed user layer with agents_context_propose. The base layer is
 canonical: where a result reports conflicts, the higher layer overrides the lower."""
-
-
-class ChunkOut(BaseModel):
-    id: int
-    layer: str
-    score: float
-    kind: str
-    content: str
-    author: str
-    confidence: float
-    created_at_ms: int
-    sources: list[int | str]
-    conflicts: list[dict[str, Any]] = Field(
-        description="Lower-layer versions of this id with different content (RFC 12)")
-
-
-class SearchOut(BaseModel):
-    query: str | None
-    layers: list[str]
-    results: list[ChunkOut]
-
-
-class WriteOut(BaseModel):
-    id: int
-    layer: str
-
-
-class ProposeOut(BaseModel):
-    proposal_id: int
-    context_id: int
-    from_layer: str
-    copied_to_delta: bool
-    already_pending: bool
-
-
-class Filters(BaseModel):
-    kind: list[str] | None = Field(default=None, description="Only chunks of these kinds")
 
 
 def _render_search(out: dict[str, Any]) -> str:
@@ -93,91 +59,72 @@ def _render_search(out: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip()
 
 
-def _result(structured: dict[str, Any], text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=structured)
+def context_tools(service: ContextService) -> list[Tool]:
+    """The RFC's tools, each also under its dotted name (``agents.search``, ...)."""
 
+    def search(params: SearchParams) -> CallToolResult:
+        out = service.search(params)
+        return result(out, _render_search(out))
 
-def _tool_call(fn: Any, *args: Any) -> Any:
-    try:
-        return fn(*args)
-    except SedimentError as exc:
-        raise ToolError(str(exc)) from exc
+    def write(request: WriteRequest) -> CallToolResult:
+        out = service.write(request)
+        return result(out, f"Wrote chunk {out['id']} to the {out['layer']} layer.")
 
-
-def build_server(service: ContextService, *, name: str = "sediment") -> MCPServer:
-    """A ready MCP server over ``service``; transports are chosen by the caller."""
-    server = MCPServer(name=name, version=__version__, instructions=INSTRUCTIONS,
-                       log_level="WARNING")
-
-    def agents_search(
-        query: Annotated[str | None, Field(
-            description="What to look for (non-empty). Required unless query_vec is given.")
-        ] = None,
-        k: Annotated[int, Field(description=f"Number of results, 1 to {MAX_K}.")] = 10,
-        filters: Annotated[Filters | None, Field(
-            description="Filters, e.g. {\"kind\": [\"invariant\"]}")] = None,
-        layers: Annotated[list[str] | None, Field(
-            description="Layers to search (base, user, delta, local); default all four")
-        ] = None,
-        query_vec: Annotated[list[float] | None, Field(
-            description="A query embedding to use instead of embedding the query text")
-        ] = None,
-    ) -> Annotated[CallToolResult, SearchOut]:
-        """Search the layered context store (hybrid vector + keyword, precedence local >
-        user > delta > base). Results carry their layer, score, provenance and any
-        conflicting lower-layer versions."""
-        kinds = filters.kind if filters is not None else None
-        out = _tool_call(service.search, SearchArgs(query, k, kinds, layers, query_vec))
-        return _result(out, _render_search(out))
-
-    def agents_context_write(
-        content: Annotated[str, Field(description="The knowledge to record (non-empty).")],
-        kind: Annotated[str, Field(
-            description="Kind, e.g. derived-summary, invariant, decision, note")],
-        confidence: Annotated[float, Field(description="Your confidence, 0.0 to 1.0.")],
-        sources: Annotated[list[int | str] | None, Field(
-            description="Provenance: chunk ids or 'path:line' references")] = None,
-        scope: Annotated[str, Field(
-            description="'local' (ephemeral notes) or 'delta' (reviewable proposals)")
-        ] = "local",
-    ) -> Annotated[CallToolResult, WriteOut]:
-        """Append a chunk to the local or delta layer (append-only; author is recorded as
-        mcp). Base and user are not writable by agents. Returns the new chunk id."""
-        out = _tool_call(service.write, WriteRequest(content, kind, confidence,
-                                                     sources or [], scope))
-        return _result(out, f"Wrote chunk {out['id']} to the {out['layer']} layer.")
-
-    def agents_context_propose(
-        context_id: Annotated[int, Field(description="Id of a chunk in local or delta.")],
-        target: Annotated[str, Field(description="Must be 'user'.")] = "user",
-    ) -> Annotated[CallToolResult, ProposeOut]:
-        """Propose a local or delta chunk for promotion to the user layer. A human accepts
-        or rejects it; the proposal is recorded in the delta layer."""
-        out = _tool_call(service.propose, context_id, target)
+    def propose(request: ProposeRequest) -> CallToolResult:
+        out = service.propose(request)
         verb = "Already proposed" if out["already_pending"] else "Proposed"
-        return _result(out, f"{verb}: chunk {out['context_id']} for the user layer "
-                            f"(proposal {out['proposal_id']}); a human will review it.")
+        return result(out, f"{verb}: chunk {out['context_id']} for the user layer "
+                           f"(proposal {out['proposal_id']}); a human will review it.")
 
-    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False,
-                                idempotent_hint=True, open_world_hint=False)
-    append_only = ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                  idempotent_hint=False, open_world_hint=False)
-    for tool_name, fn, notes in (
-        ("agents_search", agents_search, read_only),
-        ("agents_context_write", agents_context_write, append_only),
-        ("agents_context_propose", agents_context_propose, append_only),
-    ):
-        description = " ".join((fn.__doc__ or "").split())
-        server.add_tool(fn, name=tool_name, description=description, annotations=notes)
-        server.add_tool(fn, name=tool_name.replace("_", "."), description=description,
-                        annotations=notes)
+    tools: list[Tool] = []
+    for name in ("agents_search", "agents.search"):
+        tools.append(strict_tool(
+            name, SearchParams, search, output=SearchOut, annotations=READ_ONLY,
+            description="""Search the layered context store (hybrid vector + keyword,
+            precedence local > user > delta > base). Results carry their layer, score,
+            provenance and any conflicting lower-layer versions."""))
+    for name in ("agents_context_write", "agents.context.write"):
+        tools.append(strict_tool(
+            name, WriteRequest, write, output=WriteOut, annotations=APPEND_ONLY,
+            description="""Append a chunk to the local or delta layer (append-only; author
+            is recorded as mcp). Base and user are not writable by agents. Returns the new
+            chunk id."""))
+    for name in ("agents_context_propose", "agents.context.propose"):
+        tools.append(strict_tool(
+            name, ProposeRequest, propose, output=ProposeOut, annotations=APPEND_ONLY,
+            description="""Propose a local or delta chunk for promotion to the user layer.
+            A human accepts or rejects it; the proposal is recorded in the delta layer."""))
+    return tools
+
+
+def knowledge_tools(service: ContextService) -> list[Tool]:
+    """KCP: ``search_knowledge``."""
+
+    def search_knowledge(request: KnowledgeRequest) -> CallToolResult:
+        out = service.search_knowledge(request)
+        return result(out, _render_units(out))
+
+    return [strict_tool(
+        "search_knowledge", KnowledgeRequest, search_knowledge, output=KnowledgeOut,
+        annotations=READ_ONLY,
+        description="""Find knowledge units (KCP knowledge.yaml) by intent, trigger and
+        content. Each result names the unit's resource URI, its intent, the best matching
+        chunk, and the units to read first (depends_on, in order).""")]
+
+
+def build_server(service: ContextService, *, name: str = "sediment",
+                 tools: Iterable[Tool] = ()) -> MCPServer:
+    """A ready MCP server over ``service``; transports are chosen by the caller.
+
+    ``tools`` adds other modules' tools (built with :func:`sediment.server.tools.strict_tool`)
+    to the RFC and KCP ones."""
+    server = MCPServer(name=name, version=__version__, instructions=INSTRUCTIONS,
+                       log_level="WARNING",
+                       tools=[*context_tools(service), *knowledge_tools(service), *tools])
 
     def _resource(fn: Any, *args: Any) -> str:
         try:
             return json.dumps(fn(*args), ensure_ascii=False, indent=2)
-        except NotFoundError as exc:
-            raise ResourceError(str(exc)) from exc
         except SedimentError as exc:
             raise ResourceError(str(exc)) from exc
 
@@ -205,11 +152,6 @@ def build_server(service: ContextService, *, name: str = "sediment") -> MCPServe
     return server
 
 
-class KnowledgeOut(BaseModel):
-    query: str
-    units: list[dict[str, Any]]
-
-
 def _render_units(out: dict[str, Any]) -> str:
     if not out["units"]:
         return "No knowledge units match."
@@ -222,29 +164,7 @@ def _render_units(out: dict[str, Any]) -> str:
 
 
 def _add_knowledge(server: MCPServer, service: ContextService) -> None:
-    """KCP: ``search_knowledge`` and the manifests' units as ``knowledge://`` resources."""
-
-    def search_knowledge(
-        query: Annotated[str, Field(description="What to look for (non-empty).")],
-        audience: Annotated[str | None, Field(
-            description="Only units for this audience, e.g. agent, developer")] = None,
-        scope: Annotated[str | None, Field(
-            description="Only units of this scope: global, project or module")] = None,
-        exclude_superseded: Annotated[bool, Field(
-            description="Leave out units another unit supersedes")] = True,
-        k: Annotated[int, Field(description="Number of units, 1 to 100.")] = 10,
-    ) -> Annotated[CallToolResult, KnowledgeOut]:
-        """Find knowledge units (KCP knowledge.yaml) by intent, trigger and content. Each
-        result names the unit's resource URI, its intent, the best matching chunk, and the
-        units to read first (depends_on, in order)."""
-        out = _tool_call(service.search_knowledge, query, audience, scope,
-                         exclude_superseded, k)
-        return _result(out, _render_units(out))
-
-    server.add_tool(search_knowledge, name="search_knowledge",
-                    description=" ".join((search_knowledge.__doc__ or "").split()),
-                    annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False,
-                                                idempotent_hint=True, open_world_hint=False))
+    """KCP: the manifests and their units as ``knowledge://`` resources."""
 
     def read(uri: str) -> str:
         try:

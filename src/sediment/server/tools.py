@@ -1,0 +1,67 @@
+"""MCP tools whose input is one of the service's strict request models.
+
+The SDK derives a tool's input schema and argument validation from the function's
+signature, with pydantic's lax mode (``true`` is accepted as the integer 1, ``"0.5"`` as a
+number) and after decoding JSON found inside strings; unknown arguments are dropped. Its
+``add_tool`` takes only a function, so a tool built here is a ``Tool`` whose input schema
+is the request model's JSON schema and whose arguments reach the model exactly as sent:
+:func:`sediment.ops.requests.parse` validates them strictly and a bad call comes back as
+one ``isError`` result naming each field and rule. Pass such tools to ``MCPServer(tools=)``
+(``build_server`` does; other modules contribute theirs through its ``tools`` argument).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel
+
+from sediment.errors import SedimentError
+from sediment.ops.requests import parse
+
+__all__ = ["APPEND_ONLY", "READ_ONLY", "result", "strict_tool"]
+
+M = TypeVar("M", bound=BaseModel)
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                            open_world_hint=False)
+APPEND_ONLY = ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                              idempotent_hint=False, open_world_hint=False)
+
+
+class _AsSent(FuncMetadata):
+    """Passes the call's arguments through untouched (no JSON pre-parsing, no coercion):
+    the tool validates them with its request model."""
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        return {"arguments": dict(arguments_to_validate)}
+
+
+def result(structured: dict[str, Any], text: str) -> CallToolResult:
+    """A tool result with the service's response as structured content and ``text`` for
+    clients that only show text."""
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=structured)
+
+
+def strict_tool(name: str, model: type[M], handler: Callable[[M], CallToolResult], *,
+                output: type[BaseModel], description: str,
+                annotations: ToolAnnotations) -> Tool:
+    """A tool named ``name`` taking ``model``'s fields as its arguments and returning a
+    result whose structured content ``output`` describes."""
+
+    def call(arguments: dict[str, Any]) -> CallToolResult:
+        try:
+            return handler(parse(model, arguments))
+        except SedimentError as exc:
+            raise ToolError(str(exc)) from exc
+
+    return Tool(fn=call, name=name, title=None, description=" ".join(description.split()),
+                parameters=model.model_json_schema(),
+                fn_metadata=_AsSent(arg_model=ArgModelBase, output_model=output),
+                is_async=False, context_kwarg=None, annotations=annotations)
