@@ -32,5 +32,6 @@ def test_bad_chunk_ids_are_user_errors(sediment: Runner, tmp_path: Path,
     r = sediment(*args)
     assert r.code == code, (r.out, r.err[-500:])
     assert "Traceback" not in r.err and "Internal error" not in r.err
-    assert "not a chunk id" in r.err or "path:line" in r.err
+    assert ("not a chunk id" in r.err or "path:line" in r.err
+            or "the maximum is 4096" in r.err)
     assert len(r.err) < 1500

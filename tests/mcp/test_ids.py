@@ -35,7 +35,9 @@ def test_bad_ids_in_sources_resources_and_proposals(store: Path) -> None:
                                                {**write, "sources": [value]})
                     text = r.content[0].text  # type: ignore[union-attr]
                     assert r.is_error and "sources[0]" in text, (str(value)[:20], text)
-                    assert "not a chunk id" in text or "path:line" in text, text
+                    assert ("not a chunk id" in text or "path:line" in text
+                            or "the maximum is 4096" in text or "must be at least 1" in text
+                            or "must be at most 4294967295" in text), text
                     assert len(text) < 500
                 for raw in BAD_TEXT:
                     for uri in (f"agentsdb://chunks/{raw}",
@@ -46,7 +48,8 @@ def test_bad_ids_in_sources_resources_and_proposals(store: Path) -> None:
                     r = await client.call_tool("agents_context_propose",
                                                {"context_id": number})
                     text = r.content[0].text  # type: ignore[union-attr]
-                    assert r.is_error and "not a chunk id" in text and len(text) < 500
+                    assert r.is_error and "context_id: must be at most 4294967295" in text
+                    assert len(text) < 500
                 ok = await client.read_resource("agentsdb://chunks/0001")
                 assert "Layer precedence" in ok.contents[0].text  # type: ignore[union-attr]
                 r = await client.call_tool("agents_context_write", {**write, "sources": ["2"]})

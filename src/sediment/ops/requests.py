@@ -223,6 +223,8 @@ def _got(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return f"{str(value).lower()} (a boolean)"
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
     if isinstance(value, int | float):
         return f"{value!r} (a number)"
     if isinstance(value, str):
@@ -241,7 +243,8 @@ def _where(loc: tuple[int | str, ...]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         elif not _TAG.search(part):
-            out += f".{part}" if out else part
+            name = part if part.isidentifier() and len(part) <= 64 else repr(part[:64])
+            out += f".{name}" if out else name
     return out or "request"
 
 
@@ -289,7 +292,8 @@ def describe_errors(exc: pydantic.ValidationError) -> str:
             either = " or ".join(dict.fromkeys(expected))
             rule = f"expected {either}, got {_got(errs[0].get('input'))}"
         else:
-            rule = _rule(errs[0])
+            specific = [e for e in errs if e["type"] not in _EXPECTED]
+            rule = _rule(specific[0] if specific else errs[0])
         parts.append(rule if where == "request" else f"{where}: {rule}")
     more = len(parts) - MAX_REPORTED
     shown = "; ".join(parts[:MAX_REPORTED])
