@@ -36,9 +36,9 @@ from sediment.format import Chunk, LayerFile, Source, encode_layer
 from sediment.format.writer import encode_append
 from sediment.store.atomic import atomic_write
 from sediment.store.events import Event, hidden_ids, iter_events
-from sediment.store.layers import AGENT_WRITABLE, PRECEDENCE, LayerName
+from sediment.store.ids import U32_MAX, first_written_id, recorded_high_water
+from sediment.store.layers import AGENT_WRITABLE, FILE_NAMES, PRECEDENCE, LayerName
 
-U32_MAX = 2**32 - 1
 PROFILE_FIELDS = ("backend", "model", "revision", "dim", "output_norm")
 
 
@@ -98,6 +98,14 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
     except FileNotFoundError:
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """The same file by device and inode when both exist, else by resolved path."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def profile_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
@@ -234,10 +242,7 @@ class LayerSet:
             f = layer.file
             if f.chunk_count:
                 top = max(top, int(f.ids.max()))
-            md = f.metadata or {}
-            hw = md.get("id_high_water")
-            if isinstance(hw, int) and not isinstance(hw, bool):
-                top = max(top, hw)
+            top = max(top, recorded_high_water(f.metadata))
         return top
 
     # -- writing -------------------------------------------------------------------------
@@ -304,6 +309,7 @@ class LayerSet:
         path = self.paths.get(name)
         if path is None:
             raise NotFoundError(f"no path configured for the {name.value} layer")
+        self._refuse_base(name, path)
         vecs = np.asarray(vectors, dtype=np.float32)
         if vecs.ndim != 2 or vecs.shape[0] != len(items):
             raise ValidationError(f"need one vector per chunk: {len(items)} chunks, vectors of "
@@ -313,6 +319,14 @@ class LayerSet:
         with self.transaction():
             return self._append_locked(name, path, items, vecs, profile, embedder_metadata,
                                        element_type)
+
+    def _refuse_base(self, name: LayerName, path: Path) -> None:
+        """No role may write the base file: not by its name, not through another path to it."""
+        base = self.paths.get(LayerName.BASE)
+        if path.name == FILE_NAMES[LayerName.BASE] or (base is not None and _same_file(path, base)):
+            raise PermissionDeniedError(
+                f"{path} is the base layer (AGENTS.db), which is immutable (RFC 6.1); give the "
+                f"{name.value} layer its own file, e.g. {FILE_NAMES[name]}")
 
     def _append_locked(
         self, name: LayerName, path: Path, items: Sequence[NewChunk],
@@ -335,7 +349,7 @@ class LayerSet:
         existing_ids = set(np.intersect1d(
             np.asarray([i.id for i in items if i.id is not None], dtype=np.int64),
             target.file.ids.astype(np.int64)).tolist()) if target else set()
-        next_id = self.high_water() + 1
+        next_id = first_written_id(self.high_water())
         now = int(time.time() * 1000)
         new: list[Chunk] = []
         for item in items:
