@@ -34,6 +34,7 @@ from sediment.ingest.model import DocChunk, Skipped, source_ref
 from sediment.ingest.sources import read_text_file
 from sediment.search.ann import eligible, ensure_index
 from sediment.store.atomic import atomic_write
+from sediment.store.events import is_meta_kind
 from sediment.store.ids import ID_RANGES
 
 Progress = Callable[[str, int, int], None]
@@ -181,10 +182,10 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
             by_path.setdefault(path, []).append(chunk.id)
         extra = annotator.annotations(by_path, ids.allocate, created_at_ms=times)
         chunks.extend(extra)
-        texts.extend("" if c.kind.startswith("meta.") else c.content for c in extra)
+        texts.extend("" if is_meta_kind(c.kind) else c.content for c in extra)
     before_calls = getattr(embedder, "calls", None)
     vectors = np.zeros((len(texts), embedder.profile.dim), dtype=np.float32)
-    wanted = [i for i, c in enumerate(chunks) if not c.kind.startswith("meta.")]
+    wanted = [i for i, c in enumerate(chunks) if not is_meta_kind(c.kind)]
     for start in range(0, len(wanted), EMBED_BATCH):
         rows = wanted[start:start + EMBED_BATCH]
         vectors[rows] = embedder.embed([texts[i] for i in rows])

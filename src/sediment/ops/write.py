@@ -19,6 +19,7 @@ from sediment.errors import ValidationError
 from sediment.format import Source
 from sediment.ops.query import check_profile
 from sediment.store import AGENT_WRITABLE, LayerName, LayerSet, NewChunk
+from sediment.store.events import is_meta_kind
 
 KIND_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 SOURCE_RE = re.compile(r"^(?P<path>[^\x00\n]+):(?P<line>[1-9][0-9]{0,8})(?:-[1-9][0-9]{0,8})?$")
@@ -40,7 +41,7 @@ def check_kind(kind: Any, *, allow_meta: bool = False) -> str:
         raise ValidationError(
             f"kind {kind!r} is invalid: use 1-64 letters, digits, '.', '_' or '-', starting "
             "with a letter or digit (e.g. 'invariant', 'derived-summary')")
-    if kind.startswith("meta.") and not allow_meta:
+    if is_meta_kind(kind) and not allow_meta:
         raise ValidationError(f"kind {kind!r} is reserved: 'meta.*' kinds record Sediment's "
                               "own events")
     return kind

@@ -34,8 +34,16 @@ from sediment.errors import (
 )
 from sediment.format import Chunk, LayerFile, Source, encode_layer
 from sediment.format.writer import encode_append
-from sediment.store.atomic import atomic_write
-from sediment.store.events import Event, hidden_ids, iter_events
+from sediment.store.atomic import atomic_write, remove_stale_temporaries
+from sediment.store.events import (
+    Event,
+    ProposalState,
+    fold_proposals,
+    hidden_ids,
+    is_meta_kind,
+    iter_events,
+    kind_mask,
+)
 from sediment.store.ids import U32_MAX, first_written_id, recorded_high_water
 from sediment.store.layers import AGENT_WRITABLE, FILE_NAMES, PRECEDENCE, LayerName
 
@@ -84,11 +92,8 @@ def _event_chunks(f: LayerFile) -> list[Chunk]:
     """The ``meta.*`` chunks of a file, found through its distinct kind ids, once per file."""
     cached = _EVENT_CACHE.get(f)
     if cached is None:
-        kinds = f.records["kind"]
-        sids = [int(s) for s in np.unique(kinds).tolist()
-                if f.string(int(s)).startswith("meta.")]
-        mask = np.isin(kinds, np.asarray(sids, dtype=np.uint32))
-        cached = _EVENT_CACHE[f] = [f.chunk_at(int(i)) for i in np.flatnonzero(mask).tolist()]
+        rows = np.flatnonzero(kind_mask(f, is_meta_kind)).tolist()
+        cached = _EVENT_CACHE[f] = [f.chunk_at(int(i)) for i in rows]
     return cached
 
 
@@ -224,6 +229,24 @@ class LayerSet:
                 found.extend((layer.name, c) for c in _event_chunks(layer.file))
         return list(iter_events(found))
 
+    def proposals(self) -> dict[int, ProposalState]:
+        """Every proposal's state (``fold_proposals``), an accept whose decision commit is
+        missing counted as accepted by the copy it left in user."""
+        user = self.layer(LayerName.USER)
+
+        def copied(context_id: int) -> bool:
+            copy = user.file.get(context_id) if user is not None else None
+            if copy is None:
+                return False
+            for name in (LayerName.DELTA, LayerName.LOCAL):
+                layer = self.layer(name)
+                proposed = layer.file.get(context_id) if layer is not None else None
+                if proposed is not None:
+                    return proposed.content == copy.content
+            return False
+
+        return fold_proposals(self.events(), copied_to_user=copied)
+
     def hidden(self, layers: Sequence[OpenLayer]) -> frozenset[int]:
         """Ids the events of ``layers`` supersede or forget, remembered for the exact file
         versions given, so a search pays for it once per change rather than per query."""
@@ -252,7 +275,8 @@ class LayerSet:
 
         Appends inside run without re-locking, so a decision that reads the proposals'
         state and then writes to user and delta cannot interleave with another writer.
-        Nests; other threads and processes wait.
+        Nests; other threads and processes wait. Once the locks are held, temporaries left
+        by writers that were killed before their rename are removed.
         """
         depth = getattr(self._held, "depth", 0)
         if depth:
@@ -271,6 +295,9 @@ class LayerSet:
                     raise LockTimeoutError(
                         f"{lock_path}: another writer held the lock for more than "
                         f"{self.lock_timeout:g}s") from exc
+            for name in (LayerName.USER, LayerName.DELTA, LayerName.LOCAL):
+                if name in self.paths:
+                    remove_stale_temporaries(self.paths[name])
             self._held.depth = 1
             try:
                 yield
