@@ -19,6 +19,7 @@ from sediment.ops.query import run_search
 from sediment.search import MAX_K, SearchRequest, make_fusion
 from sediment.search.fusion import DEFAULT_FUSION, FUSIONS
 from sediment.store import LayerName
+from sediment.store.foreign import foreign_ids
 
 
 def _console() -> Console:
@@ -96,12 +97,19 @@ def search(ctx: click.Context, /, query: str | None, k: int, kinds: tuple[str, .
                            lexical_weight=lexical_weight))
     embedder = build_embedder(cfg, embedder_name) if vec is None and mode != "lexical" else None
     result = run_search(layerset, request, embedder=embedder, query_vec=vec)
+    notice = foreign_ids(layerset) if explain else None
     if as_json:
-        emit_json({"query": query, "layers": [n.value for n in result.layers],
-                   "results": [h.to_dict(explain=explain) for h in result.hits],
-                   "timings_ms": result.timings_ms if explain else None})
+        out: dict[str, Any] = {
+            "query": query, "layers": [n.value for n in result.layers],
+            "results": [h.to_dict(explain=explain) for h in result.hits],
+            "timings_ms": result.timings_ms if explain else None}
+        if explain:
+            out["foreign_ids"] = notice.to_dict() if notice else None
+        emit_json(out)
         return
     console = _console()
+    if notice is not None:
+        click.echo(f"warning: {notice.message}", err=True)
     if not result.layers:
         console.print("No layer files found (looked in "
                       f"{layer_dir or cfg.layer_dir}); run `sediment compile` first.")
@@ -265,11 +273,13 @@ def layers(ctx: click.Context, /, as_json: bool, layer_dir: Path | None,
             "profile": f.embedding_profile if f else None,
         })
     schema = ls.schema()
+    notice = foreign_ids(ls)
     if as_json:
         emit_json({"layers": rows, "compatible": True,
                    "schema": None if schema is None else
                    {"dim": schema.dim, "element_type": schema.element_type,
-                    "profile": schema.profile}})
+                    "profile": schema.profile},
+                   "foreign_ids": notice.to_dict() if notice else None})
         return
     table = Table("layer", "chunks", "bytes", "vectors", "profile", "path")
     for r in rows:
@@ -281,3 +291,5 @@ def layers(ctx: click.Context, /, as_json: bool, layer_dir: Path | None,
                       (r["path"] or "") + ("" if r["present"] else " (absent)"))
     _console().print(table)
     _console().print("precedence: local > user > delta > base; schemas compatible")
+    if notice is not None:
+        click.echo(f"warning: {notice.message}", err=True)
