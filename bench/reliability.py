@@ -225,7 +225,9 @@ def render(k: KillRun, c: ConcurrentRun, argv: list[str], seed: int) -> str:
         "service and prints each id once its append has returned; after a random delay it "
         "is killed with SIGKILL. After each kill every layer file is opened and validated "
         "and every acknowledged chunk is looked up; the next writer removes the temporary "
-        "a killed writer left between creating it and renaming it.",
+        "a killed writer left between creating it and renaming it (before that cleanup, "
+        "every such kill left its temporary for good: the issue 13 audit counted 79 files, "
+        "551 MB after 240 kills).",
         "",
         "| kill -9 during writes | value |",
         "|---|---|",
