@@ -5,13 +5,17 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sediment.embed import HashEmbedder
 from sediment.errors import ValidationError
 from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.ingest.compile import CompileOptions, compile_layer
-from sediment.store.ids import LEGACY_COMPILE_START, WRITTEN_START
+from sediment.ingest.ids import CompiledIds
+from sediment.store.ids import ID_RANGES, LEGACY_COMPILE_START, WRITTEN_START
 from tests.conftest import Runner
 
 GUIDE = "# Guide\n\nInstall with pip.\n\n## Usage\n\nRun the tool.\n\n## Limits\n\nNone known.\n"
@@ -125,3 +129,35 @@ def test_a_recompile_does_not_hide_base_chunks_behind_written_ones(
     hits = r.json()["results"]
     assert any("beta service" in h["content"] for h in hits)
     assert all(not h.get("conflicts") for h in hits)
+
+
+PIECES = st.lists(st.tuples(st.sampled_from(["a.md", "b.md", "d/c.md"]),
+                            st.sampled_from(["one", "two", "three", "four", "five"])),
+                  max_size=12)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(before=PIECES, after=PIECES)
+def test_ids_property(tmp_path_factory: pytest.TempPathFactory,
+                      before: list[tuple[str, str]], after: list[tuple[str, str]]) -> None:
+    """Kept chunks keep their ids, ids are unique, new ids lie above the old high water."""
+    path = tmp_path_factory.mktemp("ids") / "AGENTS.db"
+    first = CompiledIds(None)
+    old = [Chunk(first.allocate(c, (f"{p}:{n}",)), "canonical", c, "human", 1.0, 0,
+                 (f"{p}:{n}",)) for n, (p, c) in enumerate(before, 1)]
+    path.write_bytes(encode_layer(old, np.zeros((len(old), 2), dtype=np.float32), metadata={
+        "v": 1, "id_high_water": first.high_water, "id_ranges": ID_RANGES}))
+    ids = CompiledIds(path)
+    new = [ids.allocate(c, (f"{p}:{n + 7}",)) for n, (p, c) in enumerate(after, 1)]
+    assert len(set(new)) == len(new)
+    assert all(0 < i < WRITTEN_START for i in new)
+    pool: dict[tuple[str, str], list[int]] = {}
+    for chunk, key in zip(old, before, strict=True):
+        pool.setdefault(key, []).append(chunk.id)
+    for key, cid in zip(after, new, strict=True):
+        expected = pool.get(key)
+        if expected:
+            assert cid == expected.pop(0)
+        else:
+            assert cid > first.high_water
