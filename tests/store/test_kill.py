@@ -24,6 +24,7 @@ from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.ops import WriteRequest, write_context
 from sediment.ops.propose import propose
 from sediment.review.decisions import get_proposal
+from sediment.review.provenance import inspect_chunk
 from sediment.search import SearchRequest, search
 from sediment.store import LayerName, LayerSet
 from tests.conftest import REPO, Runner
@@ -119,6 +120,8 @@ def test_accept_killed_between_its_commits(sediment: Runner, tmp_path: Path, nth
     assert (status, layer) in {("pending", "delta"), ("accepted", "user")}, (status, layer)
     expect_done = (nth, when) != (1, "before")
     assert (status == "accepted") == expect_done
+    report = inspect_chunk(root / LayerName.DELTA.file_name, cid)
+    assert report.proposals == ((pid, status),)
     r = sediment("proposals", "accept", str(pid), "--dir", str(root), "--json")
     assert r.code == 0, r.err
     ls = LayerSet.from_directory(root)

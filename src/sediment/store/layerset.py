@@ -232,20 +232,21 @@ class LayerSet:
     def proposals(self) -> dict[int, ProposalState]:
         """Every proposal's state (``fold_proposals``), an accept whose decision commit is
         missing counted as accepted by the copy it left in user."""
+        return fold_proposals(self.events(), copied_to_user=self.copied_to_user)
+
+    def copied_to_user(self, context_id: int) -> bool:
+        """Whether user holds the accepted copy of a delta (or local) chunk: same id and
+        content, which is what an accept's first commit writes."""
         user = self.layer(LayerName.USER)
-
-        def copied(context_id: int) -> bool:
-            copy = user.file.get(context_id) if user is not None else None
-            if copy is None:
-                return False
-            for name in (LayerName.DELTA, LayerName.LOCAL):
-                layer = self.layer(name)
-                proposed = layer.file.get(context_id) if layer is not None else None
-                if proposed is not None:
-                    return proposed.content == copy.content
+        copy = user.file.get(context_id) if user is not None else None
+        if copy is None:
             return False
-
-        return fold_proposals(self.events(), copied_to_user=copied)
+        for name in (LayerName.DELTA, LayerName.LOCAL):
+            layer = self.layer(name)
+            proposed = layer.file.get(context_id) if layer is not None else None
+            if proposed is not None:
+                return proposed.content == copy.content
+        return False
 
     def hidden(self, layers: Sequence[OpenLayer]) -> frozenset[int]:
         """Ids the events of ``layers`` supersede or forget, remembered for the exact file
