@@ -27,6 +27,7 @@ from sediment.format import Chunk
 from sediment.review._common import is_event, require_layer, set_dim, vector_of
 from sediment.store import HUMAN_WRITABLE, LayerName, LayerSet, NewChunk
 from sediment.store.events import (
+    VERDICTS,
     Event,
     ProposalState,
     decision_event,
@@ -212,8 +213,8 @@ def _decide_locked(layerset: LayerSet, proposal_ids: Sequence[int], verdict: str
                    reason: str) -> list[Outcome]:
     states = layerset.proposals()
     plan = _Plan()
-    action = {"accept": "accepted", "reject": "rejected"}[verdict]
-    opposite = {"accept": "rejected", "reject": "accepted"}[verdict]
+    action = VERDICTS[verdict]
+    opposite = next(v for k, v in VERDICTS.items() if k != verdict)
     for pid in _unique(proposal_ids):
         state = _state(layerset, states, pid)
         if state.status == action and state.recorded:
