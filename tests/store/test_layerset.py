@@ -17,6 +17,9 @@ from sediment.errors import (
 )
 from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.store import HUMAN_WRITABLE, LayerName, LayerSet, NewChunk
+from sediment.store.ids import WRITTEN_START
+
+W = WRITTEN_START
 
 PROFILE = {"backend": "hash", "model": "m", "revision": "1", "dim": 4, "output_norm": "l2"}
 
@@ -53,13 +56,13 @@ def test_append_allocates_fresh_ids_and_is_one_commit(tmp_path: Path) -> None:
     before = base.read_bytes()
     ls = LayerSet.from_directory(tmp_path)
     ids = ls.append(LayerName.LOCAL, [note("a"), note("b")], vec(2, seed=1), profile=PROFILE)
-    assert ids == [4, 5]
+    assert ids == [W, W + 1]
     ids2 = ls.append(LayerName.DELTA, [note("c")], vec(1, seed=2), profile=PROFILE)
-    assert ids2 == [6]
+    assert ids2 == [W + 2]
     assert base.read_bytes() == before
     local = LayerFile.open(tmp_path / "AGENTS.local.db")
     assert [c.content for c in local.chunks()] == ["a", "b"]
-    assert local.metadata and local.metadata["id_high_water"] == 5
+    assert local.metadata and local.metadata["id_high_water"] == W + 1
     assert local.validate() == []
     assert [la.name for la in ls.layers()] == [LayerName.LOCAL, LayerName.DELTA, LayerName.BASE]
 
@@ -68,9 +71,9 @@ def test_ids_are_never_reused_after_a_layer_is_reset(tmp_path: Path) -> None:
     write_base(tmp_path)
     ls = LayerSet.from_directory(tmp_path)
     ls.append(LayerName.DELTA, [note("x")], vec(1), profile=PROFILE)
-    ls.append(LayerName.LOCAL, [note("y")], vec(1), profile=PROFILE)  # id 5, high water 5
+    ls.append(LayerName.LOCAL, [note("y")], vec(1), profile=PROFILE)  # high water W + 1
     (tmp_path / "AGENTS.delta.db").unlink()
-    assert ls.append(LayerName.DELTA, [note("z")], vec(1), profile=PROFILE) == [6]
+    assert ls.append(LayerName.DELTA, [note("z")], vec(1), profile=PROFILE) == [W + 2]
 
 
 def test_base_is_never_writable(tmp_path: Path) -> None:
@@ -86,7 +89,7 @@ def test_user_layer_needs_explicit_permission(tmp_path: Path) -> None:
     with pytest.raises(PermissionDeniedError, match="user"):
         ls.append(LayerName.USER, [note("x")], vec(1), profile=PROFILE)
     assert ls.append(LayerName.USER, [note("x")], vec(1), profile=PROFILE,
-                     allowed=HUMAN_WRITABLE) == [1]
+                     allowed=HUMAN_WRITABLE) == [W]
 
 
 def test_explicit_id_override_goes_to_a_higher_layer(tmp_path: Path) -> None:
@@ -189,7 +192,7 @@ def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
             contents.append(c.content)
             ids.append(c.id)
     assert sorted(contents) == sorted(f"w{w}-{i}" for w in range(4) for i in range(25))
-    assert len(set(ids)) == len(ids) == 100 and min(ids) == 4
+    assert len(set(ids)) == len(ids) == 100 and min(ids) == W
     leftovers = [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
     assert leftovers == []
 
@@ -230,4 +233,4 @@ def test_transaction_nests_and_blocks_other_writers(tmp_path: Path) -> None:
         ls.append(LayerName.LOCAL, [note("inside")], vec(1), profile=PROFILE)
         with pytest.raises(LockTimeoutError):
             other.append(LayerName.DELTA, [note("blocked")], vec(1), profile=PROFILE)
-    assert other.append(LayerName.DELTA, [note("after")], vec(1), profile=PROFILE) == [5]
+    assert other.append(LayerName.DELTA, [note("after")], vec(1), profile=PROFILE) == [W + 1]

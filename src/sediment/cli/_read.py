@@ -22,6 +22,7 @@ from sediment.ops.rerank import STANDARD
 from sediment.search import MAX_K
 from sediment.search.fusion import DEFAULT_FUSION, FUSIONS
 from sediment.store import LayerName
+from sediment.store.foreign import foreign_ids
 
 
 def _console() -> Console:
@@ -92,10 +93,16 @@ def search(ctx: click.Context, /, query: str | None, k: int, kinds: tuple[str, .
         "include_meta": include_meta, "exact": exact, "explain": explain})
     embedder = build_embedder(cfg, embedder_name) if params.needs_embedder else None
     result = run_query(layerset, params, embedder=embedder, rerankers=STANDARD)
+    notice = foreign_ids(layerset) if explain else None
     if as_json:
-        emit_json(search_response(params, result))
+        out = search_response(params, result)
+        if explain:
+            out["foreign_ids"] = notice.to_dict() if notice else None
+        emit_json(out)
         return
     console = _console()
+    if notice is not None:
+        click.echo(f"warning: {notice.message}", err=True)
     if not result.layers:
         console.print("No layer files found (looked in "
                       f"{layer_dir or cfg.layer_dir}); run `sediment compile` first.")
@@ -259,11 +266,13 @@ def layers(ctx: click.Context, /, as_json: bool, layer_dir: Path | None,
             "profile": f.embedding_profile if f else None,
         })
     schema = ls.schema()
+    notice = foreign_ids(ls)
     if as_json:
         emit_json({"layers": rows, "compatible": True,
                    "schema": None if schema is None else
                    {"dim": schema.dim, "element_type": schema.element_type,
-                    "profile": schema.profile}})
+                    "profile": schema.profile},
+                   "foreign_ids": notice.to_dict() if notice else None})
         return
     table = Table("layer", "chunks", "bytes", "vectors", "profile", "path")
     for r in rows:
@@ -275,3 +284,5 @@ def layers(ctx: click.Context, /, as_json: bool, layer_dir: Path | None,
                       (r["path"] or "") + ("" if r["present"] else " (absent)"))
     _console().print(table)
     _console().print("precedence: local > user > delta > base; schemas compatible")
+    if notice is not None:
+        click.echo(f"warning: {notice.message}", err=True)

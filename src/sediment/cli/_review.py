@@ -479,10 +479,12 @@ def export_cmd(layer: Path, out: Path, as_json: bool) -> None:
 @click.option("--dir", "layer_dir", type=click.Path(path_type=Path, file_okay=False),
               default=None, help="Directory of the layer set (default: --into's directory, "
                                  "else the project's).")
+@click.option("--fresh-ids", is_flag=True,
+              help="Give every chunk a new id (for layers whose ids another tool chose).")
 @json_option
 @click.pass_context
 def import_cmd(ctx: click.Context, /, source: Path, into: str, scope: str | None,
-               layer_dir: Path | None, as_json: bool) -> None:
+               layer_dir: Path | None, fresh_ids: bool, as_json: bool) -> None:
     """Append the chunks of a JSON Lines export to a layer, ids and vectors unchanged.
 
     Every line is checked first; the first bad one is reported by number and nothing is
@@ -503,7 +505,7 @@ def import_cmd(ctx: click.Context, /, source: Path, into: str, scope: str | None
     if target is LayerName.BASE:
         raise ValidationError("cannot import into the base layer: AGENTS.db is immutable "
                               "(RFC 6.1); import into user, delta or local")
-    report = import_file(ls, target, source)
+    report = import_file(ls, target, source, fresh_ids=fresh_ids)
     if as_json:
         emit_json(report.to_dict())
     else:

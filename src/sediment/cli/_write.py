@@ -80,8 +80,9 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
     """Compile documents into an immutable base layer (RFC 15.1).
 
     Markdown is split at headings and paragraphs with code fences kept whole; every chunk
-    records `path:line` of where it starts. The same sources and embedder give the same
-    bytes.
+    records `path:line` of where it starts. A chunk whose file and text are unchanged keeps
+    its id from the previous base (--out), so overrides in other layers still apply; the
+    same sources, embedder and previous base give the same bytes.
     """
     cfg = get_config(ctx)
     rules = []

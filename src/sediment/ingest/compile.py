@@ -1,9 +1,12 @@
 """Compile source documents into an immutable base layer (RFC 15.1).
 
-Reproducible by construction: files are taken in sorted order, chunk ids are 1..n in that
-order, ``created_at`` comes from the sources (each file's last commit time in git, else
-``SOURCE_DATE_EPOCH``, else 0; never the wall clock), and the layer metadata holds the
-embedding profile but no timestamps. Compiling twice gives the same sha256.
+Reproducible by construction: files are taken in sorted order; a chunk keeps the id it had
+in the previous base when its source path and content are unchanged, and new chunks are
+numbered in that order above the previous base's ids, below the range writers use
+(``ingest/ids.py``); ``created_at`` comes from the sources (each file's last commit time in
+git, else ``SOURCE_DATE_EPOCH``, else 0; never the wall clock), and the layer metadata holds
+the embedding profile but no timestamps. The same sources and previous base give the same
+bytes, so compiling twice gives the same sha256.
 """
 
 from __future__ import annotations
@@ -22,14 +25,17 @@ import numpy as np
 from sediment.embed import Embedder
 from sediment.embed.profile import CACHE_KEY_ALG
 from sediment.errors import ValidationError
-from sediment.format import Chunk, encode_layer
+from sediment.format import Chunk, Source, encode_layer
 from sediment.ingest.chunker import DEFAULT_MAX_CHARS, chunk_file
 from sediment.ingest.discover import discover
+from sediment.ingest.ids import CompiledIds
 from sediment.ingest.kinds import KindRule
 from sediment.ingest.model import DocChunk, Skipped, source_ref
 from sediment.ingest.sources import read_text_file
 from sediment.search.ann import eligible, ensure_index
 from sediment.store.atomic import atomic_write
+from sediment.store.events import is_meta_kind
+from sediment.store.ids import ID_RANGES
 
 Progress = Callable[[str, int, int], None]
 EMBED_BATCH = 64
@@ -39,7 +45,8 @@ class Annotator(Protocol):
     """Adds files and annotation chunks to a compile (KCP manifests implement this).
 
     ``files`` are compiled besides the globbed ones; ``annotations`` returns extra chunks
-    with ids from ``next_id`` on, given the ids each compiled file's chunks received.
+    with ids from ``next_id`` (an allocator called with each chunk's content and sources,
+    or the first of consecutive ids), given the ids each compiled file's chunks received.
     ``meta.*`` annotations get zero vectors; the others are embedded like any chunk.
     """
 
@@ -52,7 +59,8 @@ class Annotator(Protocol):
     @property
     def warnings(self) -> list[str]: ...
 
-    def annotations(self, chunk_ids: Mapping[str, Sequence[int]], next_id: int, *,
+    def annotations(self, chunk_ids: Mapping[str, Sequence[int]],
+                    next_id: int | Callable[[str, Sequence[Source]], int], *,
                     created_at_ms: Mapping[str, int] | None = None) -> list[Chunk]: ...
 
 
@@ -69,6 +77,8 @@ class CompileOptions:
     annotator: Annotator | None = None
     build_index: bool = True
     """Build the approximate-search index when the layer reaches ANN_MIN_ROWS chunks."""
+    previous: Path | None = None
+    """The previous base whose ids unchanged chunks keep (default: ``out`` if it exists)."""
 
 
 @dataclass(slots=True)
@@ -158,22 +168,24 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
             progress("reading", n, len(rels))
     extra_paths = list(annotator.manifest_paths) if annotator is not None else []
     times = source_times(root, sorted({p for p, _ in pieces} | set(extra_paths)))
-    chunks = [
-        Chunk(id=i, kind=c.kind, content=c.content, author="human", confidence=1.0,
-              created_at_ms=times.get(path, 0), sources=(source_ref(c),))
-        for i, (path, c) in enumerate(pieces, 1)
-    ]
+    ids = CompiledIds(opts.previous or opts.out)
+    chunks = []
+    for path, c in pieces:
+        sources = (source_ref(c),)
+        chunks.append(Chunk(id=ids.allocate(c.content, sources), kind=c.kind,
+                            content=c.content, author="human", confidence=1.0,
+                            created_at_ms=times.get(path, 0), sources=sources))
     texts = [c.text_for_embedding() for _, c in pieces]
     if annotator is not None:
         by_path: dict[str, list[int]] = {}
         for chunk, (path, _c) in zip(chunks, pieces, strict=True):
             by_path.setdefault(path, []).append(chunk.id)
-        extra = annotator.annotations(by_path, len(chunks) + 1, created_at_ms=times)
+        extra = annotator.annotations(by_path, ids.allocate, created_at_ms=times)
         chunks.extend(extra)
-        texts.extend("" if c.kind.startswith("meta.") else c.content for c in extra)
+        texts.extend("" if is_meta_kind(c.kind) else c.content for c in extra)
     before_calls = getattr(embedder, "calls", None)
     vectors = np.zeros((len(texts), embedder.profile.dim), dtype=np.float32)
-    wanted = [i for i, c in enumerate(chunks) if not c.kind.startswith("meta.")]
+    wanted = [i for i, c in enumerate(chunks) if not is_meta_kind(c.kind)]
     for start in range(0, len(wanted), EMBED_BATCH):
         rows = wanted[start:start + EMBED_BATCH]
         vectors[rows] = embedder.embed([texts[i] for i in rows])
@@ -188,7 +200,8 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
         "embedding_profile": profile,
         "cache_key_alg": CACHE_KEY_ALG,
         "embedder_metadata": embedder.metadata(),
-        "id_high_water": len(chunks),
+        "id_high_water": ids.high_water,
+        "id_ranges": ID_RANGES,
         "tool_name": "sediment",
     }
     scale = 1.0 / 127.0 if opts.element_type == "i8" and profile["output_norm"] == "l2" else None

@@ -22,11 +22,12 @@ from wcmatch import glob
 
 from sediment.errors import ValidationError
 from sediment.ingest.patterns import GLOB_FLAGS, normalize_patterns
+from sediment.store.events import META_PREFIX
 
 __all__ = ["DEFAULT_KIND", "KindRule", "kind_problem", "resolve_kind"]
 
 DEFAULT_KIND = "canonical"
-RESERVED_PREFIX = "meta."
+RESERVED_PREFIX = META_PREFIX
 
 _KIND = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 

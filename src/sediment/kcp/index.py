@@ -20,7 +20,7 @@ from sediment.format import Chunk, LayerFile
 from sediment.kcp.graph import load_order as _load_order
 from sediment.kcp.ingest import UNIT_KIND
 from sediment.store import PRECEDENCE, LayerName, LayerSet
-from sediment.store.events import parse_event
+from sediment.store.events import kind_mask, parse_event
 
 __all__ = ["KcpIndex", "UnitKey", "UnitRecord"]
 
@@ -89,11 +89,9 @@ def _file_records(f: LayerFile, layer: LayerName) -> list[UnitRecord]:
         return cached[1]
     records: list[UnitRecord] = []
     if f.chunk_count:
-        kinds = f.records["kind"]
-        for sid in np.unique(kinds).tolist():
-            if f.string(int(sid)) == UNIT_KIND:
-                chunks = (f.chunk_at(int(i)) for i in np.flatnonzero(kinds == sid))
-                records = [r for c in chunks if (r := _record(layer, c)) is not None]
+        rows = np.flatnonzero(kind_mask(f, UNIT_KIND.__eq__)).tolist()
+        chunks = (f.chunk_at(int(i)) for i in rows)
+        records = [r for c in chunks if (r := _record(layer, c)) is not None]
     _CACHE[f] = (layer, records)
     return records
 

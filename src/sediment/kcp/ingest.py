@@ -11,22 +11,22 @@ are still compiled as ordinary documents if the globs select them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sediment.format import Chunk
+from sediment.format import Chunk, Source
 from sediment.kcp.discover import find_manifests
 from sediment.kcp.errors import ManifestError
 from sediment.kcp.model import Manifest, Unit
 from sediment.kcp.validate import validate_file
 from sediment.kcp.yamlsafe import LIMITS, Limits
-from sediment.store.events import event_content
+from sediment.store.events import META_PREFIX, event_content
 
 __all__ = ["INTENT_KIND", "UNIT_KIND", "KcpPlan", "ManifestPlan", "PlannedUnit", "plan_kcp",
            "unit_event"]
 
-UNIT_KIND = "meta.kcp_unit"
+UNIT_KIND = META_PREFIX + "kcp_unit"
 INTENT_KIND = "kcp.intent"
 
 
@@ -62,9 +62,11 @@ class KcpPlan:
     def manifest_paths(self) -> list[str]:
         return [m.path for m in self.manifests]
 
-    def annotations(self, chunk_ids: Mapping[str, Sequence[int]], next_id: int, *,
+    def annotations(self, chunk_ids: Mapping[str, Sequence[int]],
+                    next_id: int | Callable[[str, Sequence[Source]], int], *,
                     created_at_ms: Mapping[str, int] | None = None) -> list[Chunk]:
-        """The ``kcp.intent`` and ``meta.kcp_unit`` chunks, ids from ``next_id`` on.
+        """The ``kcp.intent`` and ``meta.kcp_unit`` chunks, ids from ``next_id``: consecutive
+        from an int, or given by an allocator (compile keeps unchanged chunks' ids).
 
         ``chunk_ids`` maps each compiled file (posix, relative to the root) to the ids of its
         chunks; ``created_at_ms`` gives each manifest's source time (default 0), so the
@@ -73,21 +75,27 @@ class KcpPlan:
         """
         times = created_at_ms or {}
         out: list[Chunk] = []
-        cid = next_id
+        allocate = _consecutive(next_id) if isinstance(next_id, int) else next_id
         for plan in self.manifests:
             when = int(times.get(plan.path, 0))
             successors = plan.manifest.supersedes()
             for planned in plan.units:
                 unit = planned.unit
-                intent_id, event_id = cid, cid + 1
-                cid += 2
                 doc_ids = list(chunk_ids.get(planned.file, ())) if planned.file else []
+                intent_sources: tuple[Source, ...] = (f"{planned.path}:1",)
+                intent_id = allocate(unit.intent, intent_sources)
                 out.append(Chunk(intent_id, INTENT_KIND, unit.intent, "human", 1.0, when,
-                                 (f"{planned.path}:1",)))
+                                 intent_sources))
                 content = unit_event(plan, planned, intent_id, successors.get(unit.id, []))
-                out.append(Chunk(event_id, UNIT_KIND, content, "human", 1.0, when,
-                                 (intent_id, *doc_ids)))
+                event_sources: tuple[Source, ...] = (intent_id, *doc_ids)
+                out.append(Chunk(allocate(content, event_sources), UNIT_KIND, content, "human",
+                                 1.0, when, event_sources))
         return out
+
+
+def _consecutive(first: int) -> Callable[[str, Sequence[Source]], int]:
+    ids = iter(range(first, 2**32))
+    return lambda _content, _sources: next(ids)
 
 
 def unit_event(plan: ManifestPlan, planned: PlannedUnit, intent_chunk: int,

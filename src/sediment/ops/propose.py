@@ -16,7 +16,7 @@ import numpy as np
 from sediment.errors import NotFoundError, ValidationError
 from sediment.format.ids import check_chunk_id
 from sediment.store import AGENT_WRITABLE, LayerName, LayerSet, NewChunk
-from sediment.store.events import PROPOSAL, event_content, fold_proposals
+from sediment.store.events import find_proposal, is_meta_kind, proposal_event
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,12 +45,11 @@ def _propose_locked(layerset: LayerSet, context_id: int) -> Proposal:
         raise NotFoundError(f"chunk {context_id} is not in the local or delta layer (found in "
                             f"{where}); only agent-written chunks can be proposed")
     chunk = versions[source]
-    if chunk.kind.startswith("meta."):
+    if is_meta_kind(chunk.kind):
         raise ValidationError(f"chunk {context_id} is a {chunk.kind} event, not context")
-    states = fold_proposals(layerset.events())
-    for state in states.values():
-        if state.context_id == context_id and state.status == "pending":
-            return Proposal(state.id, context_id, source, False, True)
+    pending = find_proposal(list(layerset.proposals().values()), context_id)
+    if pending is not None:
+        return Proposal(pending.id, context_id, source, False, True)
     schema = layerset.schema()
     dim = schema.dim if schema is not None else 0
     profile = schema.profile if schema is not None else None
@@ -63,11 +62,8 @@ def _propose_locked(layerset: LayerSet, context_id: int) -> Proposal:
         items.append(NewChunk(chunk.kind, chunk.content, chunk.author, chunk.confidence,
                               chunk.sources, chunk.created_at_ms, id=chunk.id))
         vectors.append(local.file.vector(local.file.id_index[chunk.id]))
-    items.append(NewChunk(
-        PROPOSAL,
-        event_content(event="propose", context_id=context_id, target="user",
-                      from_layer=source.value, copied_to_delta=copied),
-        "mcp", 1.0, (context_id,)))
+    event = proposal_event(context_id, source, copied=copied)
+    items.append(NewChunk(event.kind, event.content, "mcp", 1.0, event.sources))
     vectors.append(np.zeros(dim, dtype=np.float32))
     ids = layerset.append(LayerName.DELTA, items, np.stack(vectors), profile=profile,
                           allowed=AGENT_WRITABLE)

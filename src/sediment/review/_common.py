@@ -8,20 +8,17 @@ import numpy.typing as npt
 from sediment.errors import NotFoundError
 from sediment.format import Chunk, LayerFile
 from sediment.store import LayerName, LayerSet, OpenLayer
-
-META_PREFIX = "meta."
+from sediment.store.events import is_meta_kind, kind_mask
 
 
 def is_event(chunk: Chunk) -> bool:
     """``meta.*`` chunks record state changes; they are not context to review or merge."""
-    return chunk.kind.startswith(META_PREFIX)
+    return is_meta_kind(chunk.kind)
 
 
 def event_mask(f: LayerFile) -> npt.NDArray[np.bool_]:
-    """Which chunks of ``f`` are ``meta.*`` events, found through the distinct kind ids."""
-    kinds = f.records["kind"]
-    meta = [s for s in np.unique(kinds).tolist() if f.string(int(s)).startswith(META_PREFIX)]
-    return np.isin(kinds, np.asarray(meta, dtype=kinds.dtype))
+    """Which chunks of ``f`` are ``meta.*`` events."""
+    return kind_mask(f, is_meta_kind)
 
 
 def vector_of(f: LayerFile, chunk_id: int) -> npt.NDArray[np.float32]:

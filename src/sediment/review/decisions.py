@@ -8,8 +8,9 @@ rejection is only the decision chunk, with its reason. The status of a proposal 
 of these events (``fold_proposals``); the first decision is final.
 
 The copy and the decision are two commits (a layer set commits one layer at a time). A
-crash between them leaves the copy without its decision; accepting again notices the
-identical copy already in user and records only the decision.
+crash between them leaves the copy without its decision: the proposal then reads as
+accepted (``LayerSet.proposals``: the copy is what search shows), and accepting again
+notices the identical copy already in user and records only the decision.
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ from sediment.errors import NotFoundError, ValidationError
 from sediment.format import Chunk
 from sediment.review._common import is_event, require_layer, set_dim, vector_of
 from sediment.store import HUMAN_WRITABLE, LayerName, LayerSet, NewChunk
-from sediment.store.events import DECISION, Event, ProposalState, event_content, fold_proposals
+from sediment.store.events import (
+    VERDICTS,
+    Event,
+    ProposalState,
+    decision_event,
+    pending_by_chunk,
+)
 
 STATUSES = ("pending", "accepted", "rejected")
 
@@ -121,7 +128,7 @@ def list_proposals(layerset: LayerSet, status: str | None = None) -> list[Propos
     """Every proposal of the set in time order, optionally only those with ``status``."""
     if status is not None and status not in STATUSES:
         raise ValidationError(f"status {status!r} must be one of {', '.join(STATUSES)}")
-    states = fold_proposals(layerset.events())
+    states = layerset.proposals()
     return [_view(layerset, s) for s in states.values() if status in (None, s.status)]
 
 
@@ -136,7 +143,7 @@ def _state(layerset: LayerSet, states: dict[int, ProposalState], pid: int) -> Pr
 
 
 def get_proposal(layerset: LayerSet, proposal_id: int) -> ProposalView:
-    states = fold_proposals(layerset.events())
+    states = layerset.proposals()
     return _view(layerset, _state(layerset, states, proposal_id))
 
 
@@ -146,13 +153,8 @@ def _unique(ids: Iterable[int]) -> list[int]:
 
 def _decision(verdict: str, context_id: int, proposal_id: int | None, reason: str,
               from_layer: LayerName, promoted: bool) -> NewChunk:
-    content = event_content(
-        event=verdict, proposal_id=proposal_id, context_id=context_id, reason=reason,
-        promoted_id=context_id if promoted else None, from_layer=from_layer.value,
-        to_layer="user" if promoted else None,
-        via="proposal" if proposal_id is not None else "promote")
-    sources = (context_id,) if proposal_id is None else (proposal_id, context_id)
-    return NewChunk(DECISION, content, "human", 1.0, sources)
+    e = decision_event(verdict, context_id, proposal_id, reason, from_layer, promoted)
+    return NewChunk(e.kind, e.content, "human", 1.0, e.sources)
 
 
 def _plan_copy(layerset: LayerSet, source: LayerName, context_id: int, plan: _Plan) -> bool:
@@ -209,13 +211,13 @@ def _decide(layerset: LayerSet, proposal_ids: Sequence[int], verdict: str,
 
 def _decide_locked(layerset: LayerSet, proposal_ids: Sequence[int], verdict: str,
                    reason: str) -> list[Outcome]:
-    states = fold_proposals(layerset.events())
+    states = layerset.proposals()
     plan = _Plan()
-    action = {"accept": "accepted", "reject": "rejected"}[verdict]
-    opposite = {"accept": "rejected", "reject": "accepted"}[verdict]
+    action = VERDICTS[verdict]
+    opposite = next(v for k, v in VERDICTS.items() if k != verdict)
     for pid in _unique(proposal_ids):
         state = _state(layerset, states, pid)
-        if state.status == action:
+        if state.status == action and state.recorded:
             plan.outcomes.append(Outcome(state.context_id, action, False, pid))
             continue
         if state.status == opposite:
@@ -288,8 +290,7 @@ def promote(layerset: LayerSet, ids: Sequence[int], *, source: LayerName = Layer
 def _promote_locked(layerset: LayerSet, ids: Sequence[int], source: LayerName,
                     reason: str) -> list[Outcome]:
     chunks = promotable(layerset, ids, source)
-    pending = {s.context_id: s.id for s in fold_proposals(layerset.events()).values()
-               if s.status == "pending"}
+    pending = pending_by_chunk(layerset.proposals().values())
     plan = _Plan()
     for c in chunks:
         copied = _plan_copy(layerset, source, c.id, plan)

@@ -20,7 +20,6 @@ from sediment.format import Chunk, LayerFile
 from sediment.review._common import event_mask, require_layer
 from sediment.review.decisions import ProposalView, list_proposals
 from sediment.store import LayerName, LayerSet
-from sediment.store.events import fold_proposals
 
 DEFAULT_THRESHOLD = 0.9
 MAX_MATCHES = 3
@@ -128,8 +127,7 @@ def diff_layers(layerset: LayerSet, threshold: float = DEFAULT_THRESHOLD) -> Dif
     delta = require_layer(layerset, LayerName.DELTA).file
     lower = [(n, la.file) for n in (LayerName.USER, LayerName.BASE)
              if (la := layerset.layer(n)) is not None]
-    statuses = {s.context_id: s.status
-                for s in fold_proposals(layerset.events()).values()}
+    statuses = {s.context_id: s.status for s in layerset.proposals().values()}
     d_pos = _context_positions(delta)
     entries: list[DeltaChunk] = []
     conflicts: list[Match] = []

@@ -32,6 +32,7 @@ from sediment.errors import SchemaMismatchError, ValidationError
 from sediment.format import AUTHORS, Chunk, LayerFile, Source
 from sediment.format.profile import PROFILE_KEYS
 from sediment.store import HUMAN_WRITABLE, LayerName, LayerSet, NewChunk
+from sediment.store.ids import first_written_id
 
 FORMAT = "sediment.layer"
 VERSION = 1
@@ -233,12 +234,15 @@ class ImportReport:
                 "ids": list(self.ids), "overrides": list(self.overrides)}
 
 
-def import_file(layerset: LayerSet, target: LayerName, source: Path) -> ImportReport:
+def import_file(layerset: LayerSet, target: LayerName, source: Path, *,
+                fresh_ids: bool = False) -> ImportReport:
     """Import an export into layer ``target`` (user, delta or local; never base).
 
     Ids are kept: an id already in the target layer is an error (layers are append-only);
     an id present in another layer makes the imported chunk a version of it, reported in
-    ``overrides``.
+    ``overrides``. With ``fresh_ids`` every chunk gets a new id instead (as a write would),
+    and sources naming chunks of the same export follow them: the way to bring in a layer
+    whose ids another implementation chose (``sediment.store.foreign``).
     """
     if target not in HUMAN_WRITABLE:
         raise ValidationError(f"cannot import into the {target.value} layer: AGENTS.db is "
@@ -258,6 +262,9 @@ def import_file(layerset: LayerSet, target: LayerName, source: Path) -> ImportRe
             f"{source} holds {head['dim']}-dim {head['element_type']} vectors but the layers "
             f"hold {schema.dim}-dim {schema.element_type} (layer {schema.source}); nothing "
             "was imported")
+    if fresh_ids:
+        with layerset.transaction():
+            return _import_fresh(layerset, target, parsed)
     existing = layerset.layer(target)
     if existing is not None:
         clash = [c.id for c in parsed.chunks if c.id in existing.file.id_index]
@@ -273,3 +280,16 @@ def import_file(layerset: LayerSet, target: LayerName, source: Path) -> ImportRe
                           allowed=HUMAN_WRITABLE, element_type=head["element_type"])
     path = layerset.paths[target]
     return ImportReport(target.value, str(path), len(ids), tuple(ids), tuple(others))
+
+
+def _import_fresh(layerset: LayerSet, target: LayerName, parsed: Parsed) -> ImportReport:
+    first = first_written_id(layerset.high_water())
+    new_id = {c.id: first + i for i, c in enumerate(parsed.chunks)}
+    items = [NewChunk(c.kind, c.content, c.author, c.confidence,
+                      tuple(new_id.get(s, s) if isinstance(s, int) else s for s in c.sources),
+                      c.created_at_ms, id=new_id[c.id]) for c in parsed.chunks]
+    head = parsed.header
+    ids = layerset.append(target, items, parsed.vectors, profile=head.get("embedding_profile"),
+                          embedder_metadata=head.get("embedder_metadata"),
+                          allowed=HUMAN_WRITABLE, element_type=head["element_type"])
+    return ImportReport(target.value, str(layerset.paths[target]), len(ids), tuple(ids), ())

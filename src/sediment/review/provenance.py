@@ -225,7 +225,7 @@ def inspect_chunk(path: str | os.PathLike[str], chunk_id: int, *,
     ordered = [EventRecord(where, e.chunk.id, e.kind, e.chunk.author, e.chunk.created_at_ms,
                            e.data)
                for where, e in tagged if _refers(e.data, e.chunk, chunk_id)]
-    proposals = tuple((s.id, s.status) for s in fold_proposals(e for _, e in tagged).values()
-                      if s.context_id == chunk_id)
+    folded = fold_proposals((e for _, e in tagged), copied_to_user=ls.copied_to_user)
+    proposals = tuple((s.id, s.status) for s in folded.values() if s.context_id == chunk_id)
     return ChunkReport(str(p), own_layer.value if own_layer else None, chunk, versions,
                        sources, tuple(ordered), proposals)

@@ -35,6 +35,7 @@ from sediment.search.layer_index import I64, LayerIndex, Mask, layer_index
 from sediment.search.params import BM25Params
 from sediment.search.vector import F32, Metric, top_k
 from sediment.store import PRECEDENCE, LayerName, LayerSet, OpenLayer
+from sediment.store.events import is_meta_kind
 
 Mode = Literal["hybrid", "vector", "lexical"]
 MAX_K = 1000
@@ -340,7 +341,7 @@ def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: Sear
         if request.kinds:
             if top_kind not in request.kinds:
                 continue
-        elif not request.include_meta and top_kind.startswith("meta."):
+        elif not request.include_meta and is_meta_kind(top_kind):
             continue
         top = top_file.chunk_at(top_pos)
         shadowed = []

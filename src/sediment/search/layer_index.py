@@ -18,6 +18,7 @@ from sediment.search import ann
 from sediment.search.bm25 import BM25Index
 from sediment.search.params import BM25Params
 from sediment.search.vector import F32, Metric, dot_scores, row_norms, top_k
+from sediment.store.events import is_meta_kind
 
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -61,8 +62,8 @@ class LayerIndex:
             wanted = set(kinds)
             allowed = [s for s, n in names.items() if n in wanted]
             mask = np.isin(self.file.records["kind"], np.asarray(allowed, dtype=np.uint32))
-        elif not include_meta and any(n.startswith("meta.") for n in names.values()):
-            allowed = [s for s, n in names.items() if not n.startswith("meta.")]
+        elif not include_meta and any(is_meta_kind(n) for n in names.values()):
+            allowed = [s for s, n in names.items() if not is_meta_kind(n)]
             mask = np.isin(self.file.records["kind"], np.asarray(allowed, dtype=np.uint32))
         with self._lock:
             if len(self._masks) >= MASK_CACHE:

@@ -1,5 +1,9 @@
 """State changes as append-only ``meta.*`` event chunks, and the folds that read them.
 
+This module owns the event kinds (nothing else spells ``"meta."``), the content of each
+event, the proposal lifecycle (propose -> accept | reject) and the folds that turn events
+into state.
+
 Nothing is ever updated in place: a proposal, a decision, a supersession or a forget is a
 new chunk whose ``sources`` point at its subject, and its ``content`` is a small JSON
 object. The current state is a fold over the events of every layer, so history stays
@@ -13,23 +17,55 @@ Event kinds and their JSON content:
   "context_id": N, "reason": "...", "promoted_id": M | null}``; sources ``[P, N]``.
 - ``meta.supersede``: ``{"event": "supersede", "old_id": A, "new_id": B}``; sources ``[A, B]``.
 - ``meta.forget``: ``{"event": "forget", "context_id": N, "reason": "..."}``; sources ``[N]``.
+
+An accept is two commits: the copy into user, then the decision into delta. A proposal whose
+chunk already has its identical copy in user is accepted (the copy is what search shows),
+even before its decision is recorded; ``ProposalState.recorded`` says whether it was, and
+accepting again records it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sediment.format import Chunk
+import numpy as np
+import numpy.typing as npt
+
+from sediment.format import Chunk, LayerFile, Source
 from sediment.store.layers import LayerName
 
-PROPOSAL = "meta.proposal_event"
-DECISION = "meta.proposal_decision"
-SUPERSEDE = "meta.supersede"
-FORGET = "meta.forget"
+META_PREFIX = "meta."
+"""Kinds with this prefix are Sediment's own events: never context, never user-chosen."""
+PROPOSAL = META_PREFIX + "proposal_event"
+DECISION = META_PREFIX + "proposal_decision"
+SUPERSEDE = META_PREFIX + "supersede"
+FORGET = META_PREFIX + "forget"
 EVENT_KINDS = (PROPOSAL, DECISION, SUPERSEDE, FORGET)
+VERDICTS = {"accept": "accepted", "reject": "rejected"}
+
+
+def is_meta_kind(kind: str) -> bool:
+    return kind.startswith(META_PREFIX)
+
+
+def kind_mask(f: LayerFile, match: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
+    """Which rows of ``f``'s chunk table have a kind ``match`` accepts; each distinct kind
+    string is decoded and tested once, then one vectorised pass marks the rows."""
+    kinds = f.records["kind"]
+    wanted = [s for s in np.unique(kinds).tolist() if match(f.string(int(s)))]
+    return np.isin(kinds, np.asarray(wanted, dtype=kinds.dtype))
+
+
+@dataclass(frozen=True, slots=True)
+class EventChunk:
+    """An event to append: its kind, JSON content and the ids it is about."""
+
+    kind: str
+    content: str
+    sources: tuple[Source, ...]
 
 
 def event_content(**fields: Any) -> str:
@@ -63,10 +99,32 @@ class ProposalState:
     context_id: int
     status: str = "pending"  # pending | accepted | rejected
     decisions: list[Event] = field(default_factory=list)
+    recorded: bool = True
+    """False when accepted only by its copy in user (the decision commit did not happen)."""
 
     @property
     def id(self) -> int:
         return self.proposal.chunk.id
+
+
+def proposal_event(context_id: int, from_layer: LayerName, *, copied: bool) -> EventChunk:
+    """The event an agent's proposal appends to delta."""
+    return EventChunk(PROPOSAL, event_content(
+        event="propose", context_id=context_id, target="user", from_layer=from_layer.value,
+        copied_to_delta=copied), (context_id,))
+
+
+def decision_event(verdict: str, context_id: int, proposal_id: int | None, reason: str,
+                   from_layer: LayerName, promoted: bool) -> EventChunk:
+    """A human's accept or reject (of a proposal, or a promote without one)."""
+    content = event_content(
+        event=verdict, proposal_id=proposal_id, context_id=context_id, reason=reason,
+        promoted_id=context_id if promoted else None, from_layer=from_layer.value,
+        to_layer="user" if promoted else None,
+        via="proposal" if proposal_id is not None else "promote")
+    sources: tuple[Source, ...] = ((context_id,) if proposal_id is None
+                                   else (proposal_id, context_id))
+    return EventChunk(DECISION, content, sources)
 
 
 def iter_events(chunks: Iterable[tuple[LayerName, Chunk]]) -> Iterator[Event]:
@@ -84,8 +142,14 @@ def _subject(e: Event, key: str, position: int) -> int | None:
     return ids[position] if len(ids) > position else None
 
 
-def fold_proposals(events: Iterable[Event]) -> dict[int, ProposalState]:
-    """Proposal id -> its state after every decision so far (the first decision sticks)."""
+def fold_proposals(events: Iterable[Event], *,
+                   copied_to_user: Callable[[int], bool] | None = None,
+                   ) -> dict[int, ProposalState]:
+    """Proposal id -> its state after every decision so far (the first decision sticks).
+
+    ``copied_to_user(context_id)`` tells whether user holds the accepted copy of a chunk; a
+    pending proposal whose copy is there is accepted, not yet ``recorded``.
+    """
     out: dict[int, ProposalState] = {}
     for e in events:
         if e.kind == PROPOSAL:
@@ -99,10 +163,23 @@ def fold_proposals(events: Iterable[Event]) -> dict[int, ProposalState]:
                 continue
             state.decisions.append(e)
             if state.status == "pending":
-                verdict = e.data.get("event")
-                state.status = {"accept": "accepted", "reject": "rejected"}.get(
-                    str(verdict), state.status)
+                state.status = VERDICTS.get(str(e.data.get("event")), state.status)
+    if copied_to_user is not None:
+        for state in out.values():
+            if state.status == "pending" and copied_to_user(state.context_id):
+                state.status, state.recorded = "accepted", False
     return out
+
+
+def pending_by_chunk(states: Iterable[ProposalState]) -> dict[int, int]:
+    """Chunk id -> the proposal still waiting for a decision to be recorded."""
+    return {s.context_id: s.id for s in states if s.status == "pending" or not s.recorded}
+
+
+def find_proposal(states: Sequence[ProposalState], context_id: int) -> ProposalState | None:
+    """The pending proposal of ``context_id``, if any (proposing again returns it)."""
+    return next((s for s in states if s.context_id == context_id and s.status == "pending"),
+                None)
 
 
 def hidden_ids(events: Iterable[Event]) -> set[int]:

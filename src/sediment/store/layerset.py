@@ -35,11 +35,18 @@ from sediment.errors import (
 from sediment.format import Chunk, LayerFile, Source, encode_layer
 from sediment.format.profile import CACHE_KEY_ALG, check_compatible
 from sediment.format.writer import encode_append
-from sediment.store.atomic import atomic_write
-from sediment.store.events import Event, hidden_ids, iter_events
-from sediment.store.layers import AGENT_WRITABLE, PRECEDENCE, LayerName
-
-U32_MAX = 2**32 - 1
+from sediment.store.atomic import atomic_write, remove_stale_temporaries
+from sediment.store.events import (
+    Event,
+    ProposalState,
+    fold_proposals,
+    hidden_ids,
+    is_meta_kind,
+    iter_events,
+    kind_mask,
+)
+from sediment.store.ids import U32_MAX, first_written_id, recorded_high_water
+from sediment.store.layers import AGENT_WRITABLE, FILE_NAMES, PRECEDENCE, LayerName
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +91,8 @@ def _event_chunks(f: LayerFile) -> list[Chunk]:
     """The ``meta.*`` chunks of a file, found through its distinct kind ids, once per file."""
     cached = _EVENT_CACHE.get(f)
     if cached is None:
-        kinds = f.records["kind"]
-        sids = [int(s) for s in np.unique(kinds).tolist()
-                if f.string(int(s)).startswith("meta.")]
-        mask = np.isin(kinds, np.asarray(sids, dtype=np.uint32))
-        cached = _EVENT_CACHE[f] = [f.chunk_at(int(i)) for i in np.flatnonzero(mask).tolist()]
+        rows = np.flatnonzero(kind_mask(f, is_meta_kind)).tolist()
+        cached = _EVENT_CACHE[f] = [f.chunk_at(int(i)) for i in rows]
     return cached
 
 
@@ -98,6 +102,14 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
     except FileNotFoundError:
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """The same file by device and inode when both exist, else by resolved path."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 class LayerSet:
@@ -203,6 +215,25 @@ class LayerSet:
                 found.extend((layer.name, c) for c in _event_chunks(layer.file))
         return list(iter_events(found))
 
+    def proposals(self) -> dict[int, ProposalState]:
+        """Every proposal's state (``fold_proposals``), an accept whose decision commit is
+        missing counted as accepted by the copy it left in user."""
+        return fold_proposals(self.events(), copied_to_user=self.copied_to_user)
+
+    def copied_to_user(self, context_id: int) -> bool:
+        """Whether user holds the accepted copy of a delta (or local) chunk: same id and
+        content, which is what an accept's first commit writes."""
+        user = self.layer(LayerName.USER)
+        copy = user.file.get(context_id) if user is not None else None
+        if copy is None:
+            return False
+        for name in (LayerName.DELTA, LayerName.LOCAL):
+            layer = self.layer(name)
+            proposed = layer.file.get(context_id) if layer is not None else None
+            if proposed is not None:
+                return proposed.content == copy.content
+        return False
+
     def hidden(self, layers: Sequence[OpenLayer]) -> frozenset[int]:
         """Ids the events of ``layers`` supersede or forget, remembered for the exact file
         versions given, so a search pays for it once per change rather than per query."""
@@ -221,10 +252,7 @@ class LayerSet:
             f = layer.file
             if f.chunk_count:
                 top = max(top, int(f.ids.max()))
-            md = f.metadata or {}
-            hw = md.get("id_high_water")
-            if isinstance(hw, int) and not isinstance(hw, bool):
-                top = max(top, hw)
+            top = max(top, recorded_high_water(f.metadata))
         return top
 
     # -- writing -------------------------------------------------------------------------
@@ -234,7 +262,8 @@ class LayerSet:
 
         Appends inside run without re-locking, so a decision that reads the proposals'
         state and then writes to user and delta cannot interleave with another writer.
-        Nests; other threads and processes wait.
+        Nests; other threads and processes wait. Once the locks are held, temporaries left
+        by writers that were killed before their rename are removed.
         """
         depth = getattr(self._held, "depth", 0)
         if depth:
@@ -253,6 +282,9 @@ class LayerSet:
                     raise LockTimeoutError(
                         f"{lock_path}: another writer held the lock for more than "
                         f"{self.lock_timeout:g}s") from exc
+            for name in (LayerName.USER, LayerName.DELTA, LayerName.LOCAL):
+                if name in self.paths:
+                    remove_stale_temporaries(self.paths[name])
             self._held.depth = 1
             try:
                 yield
@@ -291,6 +323,7 @@ class LayerSet:
         path = self.paths.get(name)
         if path is None:
             raise NotFoundError(f"no path configured for the {name.value} layer")
+        self._refuse_base(name, path)
         vecs = np.asarray(vectors, dtype=np.float32)
         if vecs.ndim != 2 or vecs.shape[0] != len(items):
             raise ValidationError(f"need one vector per chunk: {len(items)} chunks, vectors of "
@@ -300,6 +333,14 @@ class LayerSet:
         with self.transaction():
             return self._append_locked(name, path, items, vecs, profile, embedder_metadata,
                                        element_type)
+
+    def _refuse_base(self, name: LayerName, path: Path) -> None:
+        """No role may write the base file: not by its name, not through another path to it."""
+        base = self.paths.get(LayerName.BASE)
+        if path.name == FILE_NAMES[LayerName.BASE] or (base is not None and _same_file(path, base)):
+            raise PermissionDeniedError(
+                f"{path} is the base layer (AGENTS.db), which is immutable (RFC 6.1); give the "
+                f"{name.value} layer its own file, e.g. {FILE_NAMES[name]}")
 
     def _append_locked(
         self, name: LayerName, path: Path, items: Sequence[NewChunk],
@@ -320,7 +361,7 @@ class LayerSet:
         existing_ids = set(np.intersect1d(
             np.asarray([i.id for i in items if i.id is not None], dtype=np.int64),
             target.file.ids.astype(np.int64)).tolist()) if target else set()
-        next_id = self.high_water() + 1
+        next_id = first_written_id(self.high_water())
         now = int(time.time() * 1000)
         new: list[Chunk] = []
         for item in items:

@@ -1,0 +1,135 @@
+"""kill -9 at the commit points of real commands (issue 13, items 11, 12 and 13).
+
+A child runs the real ``sediment`` command and holds still at a rename (before: the
+temporary is written; after: the layer is committed); the test kills it with SIGKILL and
+checks what a crash there leaves: valid files, no acknowledged write lost, no temporary
+kept past the next write, and for ``proposals accept`` a state that is never both pending
+and accepted and that accepting again repairs. The full randomised run is
+``python -m bench.reliability`` (docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from sediment.embed import HashEmbedder
+from sediment.format import Chunk, LayerFile, encode_layer
+from sediment.ops import WriteRequest, write_context
+from sediment.ops.propose import propose
+from sediment.review.decisions import get_proposal
+from sediment.review.provenance import inspect_chunk
+from sediment.search import SearchRequest, search
+from sediment.store import LayerName, LayerSet
+from tests.conftest import REPO, Runner
+from tests.store.killpoint import PAUSED
+
+EMB = HashEmbedder()
+PROPOSED = "Retries of the billing API back off exponentially after a 429."
+
+
+def make_base(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    docs = ["The deploy job runs nightly.", "Requests to /billing need the X-Account header."]
+    chunks = [Chunk(i, "canonical", t, "human", 1.0, 0, (f"docs/a.md:{i}",))
+              for i, t in enumerate(docs, 1)]
+    (directory / "AGENTS.db").write_bytes(encode_layer(
+        chunks, EMB.embed(docs), metadata={"v": 1, "embedding_profile": EMB.profile.to_dict()}))
+    return directory
+
+
+def kill_at(nth: int, when: str, *args: str) -> None:
+    """Run ``sediment ARGS`` until its ``nth`` rename (``when`` before or after), kill -9."""
+    env = dict(os.environ, SEDIMENT_EMBEDDER="hash")
+    child = subprocess.Popen([sys.executable, "-m", "tests.store.killpoint", str(nth), when,
+                              *args], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    guard = threading.Timer(60, child.kill)
+    guard.start()
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline().strip()
+        assert line == PAUSED, (line, child.stderr.read() if child.stderr else "")
+        os.kill(child.pid, signal.SIGKILL)
+        assert child.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        guard.cancel()
+        child.kill()
+        child.wait(timeout=30)
+        for stream in (child.stdout, child.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def temporaries(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".tmp"))
+
+
+def assert_valid(directory: Path) -> None:
+    for p in directory.glob("*.db"):
+        assert LayerFile.open(p).validate() == [], p
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_write_killed_at_its_rename(sediment: Runner, tmp_path: Path, when: str) -> None:
+    root = make_base(tmp_path / "store")
+    acked = write_context(LayerSet.from_directory(root), EMB,
+                          WriteRequest("Acknowledged before the crash.", "note", 0.5, [], "local"))
+    kill_at(1, when, "write", "--dir", str(root), "--kind", "note", "--content", "In flight.",
+            "--confidence", "0.5")
+    assert_valid(root)
+    local = {c.id: c.content for c in LayerFile.open(root / "AGENTS.local.db").chunks()}
+    assert local[acked] == "Acknowledged before the crash."
+    assert ("In flight." in local.values()) == (when == "after")
+    left = temporaries(root)
+    assert len(left) == (1 if when == "before" else 0), left
+    if left:
+        assert left[0].startswith(".AGENTS.local.db.")
+    r = sediment("write", "--dir", str(root), "--kind", "note", "--content", "Next write.",
+                 "--confidence", "0.5")
+    assert r.code == 0, r.err
+    assert temporaries(root) == []
+    assert_valid(root)
+
+
+def shown_layer(ls: LayerSet, chunk_id: int) -> str | None:
+    hits = search(ls, SearchRequest(text=PROPOSED, k=5, mode="lexical")).hits
+    return next((h.layer.value for h in hits if h.chunk.id == chunk_id), None)
+
+
+@pytest.mark.parametrize(("nth", "when"), [(1, "before"), (1, "after"), (2, "before"),
+                                           (2, "after")])
+def test_accept_killed_between_its_commits(sediment: Runner, tmp_path: Path, nth: int,
+                                           when: str) -> None:
+    """Accept commits user (rename 1), then delta (rename 2): every point is repairable."""
+    root = make_base(tmp_path / "store")
+    ls = LayerSet.from_directory(root)
+    cid = write_context(ls, EMB, WriteRequest(PROPOSED, "note", 0.8, [], "delta"))
+    pid = propose(ls, cid).proposal_id
+    kill_at(nth, when, "proposals", "accept", str(pid), "--dir", str(root))
+    assert_valid(root)
+    ls = LayerSet.from_directory(root)
+    status = get_proposal(ls, pid).status
+    layer = shown_layer(ls, cid)
+    assert (status, layer) in {("pending", "delta"), ("accepted", "user")}, (status, layer)
+    expect_done = (nth, when) != (1, "before")
+    assert (status == "accepted") == expect_done
+    report = inspect_chunk(root / LayerName.DELTA.file_name, cid)
+    assert report.proposals == ((pid, status),)
+    r = sediment("proposals", "accept", str(pid), "--dir", str(root), "--json")
+    assert r.code == 0, r.err
+    ls = LayerSet.from_directory(root)
+    view = get_proposal(ls, pid)
+    assert view.status == "accepted" and shown_layer(ls, cid) == "user"
+    assert [d.verdict for d in view.decisions] == ["accept"]
+    user = LayerFile.open(root / LayerName.USER.file_name)
+    assert [c.id for c in user.chunks()] == [cid]
+    assert temporaries(root) == []
+    r = sediment("proposals", "reject", str(pid), "--reason", "late", "--dir", str(root))
+    assert r.code == 1 and "already accepted" in r.err
