@@ -59,6 +59,9 @@ def _snippet(text: str, width: int = 90) -> str:
               help="Scan every vector even where an approximate index exists.")
 @click.option("--embedder", "embedder_name", default=None,
               help="Embedder to use for the query (minilm, hash, openai).")
+@click.option("--allow-mixed-schemas", "mixed_schemas", is_flag=True,
+              help="With --mode lexical, also search layers whose vectors do not share a "
+                   "schema (an error otherwise, RFC 8.3).")
 @click.option("--explain", is_flag=True, help="Show how each score was made.")
 @layer_options
 @signature_option
@@ -67,8 +70,8 @@ def _snippet(text: str, width: int = 90) -> str:
 def search(ctx: click.Context, /, query: str | None, k: int, kinds: tuple[str, ...],
            layers_csv: str | None, mode: str, metric: str, fusion: str, rrf_k: float,
            vector_weight: float | None, lexical_weight: float | None, query_vec: str | None,
-           include_meta: bool, exact: bool, embedder_name: str | None, explain: bool,
-           as_json: bool,
+           include_meta: bool, exact: bool, embedder_name: str | None, mixed_schemas: bool,
+           explain: bool, as_json: bool,
            layer_dir: Path | None, **paths: Path | None) -> None:
     """Search the layers with hybrid vector + BM25 retrieval."""
     cfg = get_config(ctx)
@@ -89,7 +92,7 @@ def search(ctx: click.Context, /, query: str | None, k: int, kinds: tuple[str, .
         raise click.UsageError("give a QUERY (non-empty), or --query-vec")
     request = SearchRequest(
         text=query, k=k, kinds=tuple(kinds) or None, layers=layers, include_meta=include_meta,
-        exact=exact,
+        exact=exact, mixed_schemas=mixed_schemas,
         mode=mode,  # type: ignore[arg-type]
         metric=metric,  # type: ignore[arg-type]
         fusion=make_fusion(fusion, k=rrf_k, vector_weight=vector_weight,

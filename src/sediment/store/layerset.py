@@ -14,7 +14,6 @@ import contextlib
 import os
 import threading
 import time
-import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from sediment.errors import (
 from sediment.format import Chunk, LayerFile, Source, encode_layer
 from sediment.format.writer import encode_append
 from sediment.store.atomic import atomic_write
+from sediment.store.derived import derived
 from sediment.store.events import Event, hidden_ids, iter_events
 from sediment.store.layers import AGENT_WRITABLE, PRECEDENCE, LayerName
 
@@ -77,19 +77,16 @@ class Schema:
     source: str = ""
 
 
-_EVENT_CACHE: weakref.WeakKeyDictionary[LayerFile, list[Chunk]] = weakref.WeakKeyDictionary()
-
-
 def _event_chunks(f: LayerFile) -> list[Chunk]:
     """The ``meta.*`` chunks of a file, found through its distinct kind ids, once per file."""
-    cached = _EVENT_CACHE.get(f)
-    if cached is None:
-        kinds = f.records["kind"]
-        sids = [int(s) for s in np.unique(kinds).tolist()
-                if f.string(int(s)).startswith("meta.")]
-        mask = np.isin(kinds, np.asarray(sids, dtype=np.uint32))
-        cached = _EVENT_CACHE[f] = [f.chunk_at(int(i)) for i in np.flatnonzero(mask).tolist()]
-    return cached
+    return derived(f, "store.event_chunks", _find_event_chunks)
+
+
+def _find_event_chunks(f: LayerFile) -> list[Chunk]:
+    kinds = f.records["kind"]
+    sids = [int(s) for s in np.unique(kinds).tolist() if f.string(int(s)).startswith("meta.")]
+    mask = np.isin(kinds, np.asarray(sids, dtype=np.uint32))
+    return [f.chunk_at(int(i)) for i in np.flatnonzero(mask).tolist()]
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
