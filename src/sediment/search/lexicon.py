@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sediment.errors import SedimentError
 from sediment.format import LayerFile
 from sediment.search.analysis import DEFAULT_ANALYZER
 from sediment.search.bm25 import Postings
@@ -209,7 +210,7 @@ def write_postings(f: LayerFile, p: Postings, key: str) -> Path | None:
     out = lexicon_path(f.path, key, p.analyzer)
     try:
         atomic_write(out, encode(p, key), mode=stat.S_IMODE(os.stat(f.path).st_mode) & 0o666)
-    except OSError as exc:
+    except (OSError, SedimentError) as exc:
         log.info("could not write lexicon %s (%s); it stays in memory", out, exc)
         return None
     for old in lexicon_files(f.path):
