@@ -22,9 +22,9 @@ from sediment.store import LayerSet
 from sediment.store.derived import derived
 
 EMB = HashEmbedder(dim=16)
-WORDS = ("deploy cluster staging nightly container database migration alembic server "
-         "billing header account frontend vite vitest postgres json schema layer search "
-         "kubernetes rollout canary").split()
+WORDS = ("deploy", "cluster", "staging", "nightly", "container", "database", "migration",
+         "alembic", "server", "billing", "header", "account", "frontend", "vite", "vitest",
+         "postgres", "json", "schema", "layer", "search", "kubernetes", "rollout", "canary")
 ANSWER = "Kubernetes rollouts use a canary stage before the whole cluster."
 
 
@@ -55,7 +55,7 @@ def lexical(ls: LayerSet, text: str, **kw: object) -> list[tuple[str, int, float
 def test_a_one_chunk_local_note_scores_like_the_same_text_in_base(tmp_path: Path) -> None:
     """With per-layer statistics the local copy scored against df = N = 1 (its IDF near
     zero) while the base copy was scored against the base's counts."""
-    base = texts(200) + [ANSWER]
+    base = [*texts(200), ANSWER]
     write_layer(tmp_path / "AGENTS.db", base)
     write_layer(tmp_path / "AGENTS.local.db", [ANSWER], first_id=1000)
     ls = LayerSet.from_directory(tmp_path)
@@ -96,7 +96,7 @@ def test_bm25_still_matches_the_formula_with_repeated_and_unknown_terms() -> Non
 # -- one schema per query (issue 13, item 3) ---------------------------------------------
 
 def mixed(tmp_path: Path) -> LayerSet:
-    write_layer(tmp_path / "AGENTS.db", texts(20) + [ANSWER], dim=16)
+    write_layer(tmp_path / "AGENTS.db", [*texts(20), ANSWER], dim=16)
     write_layer(tmp_path / "AGENTS.local.db", [ANSWER], dim=8, first_id=500)
     return LayerSet.from_directory(tmp_path)
 
@@ -159,7 +159,7 @@ def count_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 @pytest.mark.usefixtures("small_threshold")
 def test_the_first_query_writes_the_lexicon_and_the_next_process_maps_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write_layer(tmp_path / "AGENTS.db", texts(300) + [ANSWER])
+    write_layer(tmp_path / "AGENTS.db", [*texts(300), ANSWER])
     want = lexical(fresh(tmp_path), "kubernetes canary")
     [written] = lex_files(tmp_path)
     key = lexicon.content_key(LayerFile.open(tmp_path / "AGENTS.db"))
@@ -195,7 +195,7 @@ def _corruptions(data: bytes) -> dict[str, bytes]:
                                     "huge count", "huge terms", "header only", "other magic"])
 def test_a_damaged_lexicon_is_ignored_and_rebuilt(tmp_path: Path, damage: str,
                                                   caplog: pytest.LogCaptureFixture) -> None:
-    write_layer(tmp_path / "AGENTS.db", texts(300) + [ANSWER])
+    write_layer(tmp_path / "AGENTS.db", [*texts(300), ANSWER])
     want = lexical(fresh(tmp_path), "kubernetes canary deploy")
     [path] = lex_files(tmp_path)
     good = path.read_bytes()
@@ -209,7 +209,7 @@ def test_a_damaged_lexicon_is_ignored_and_rebuilt(tmp_path: Path, damage: str,
 def test_a_hostile_lexicon_with_a_valid_checksum_is_refused(tmp_path: Path) -> None:
     """A forger can recompute the CRC; out-of-range postings are still refused, since a
     posting past the chunk table would index outside the score array."""
-    write_layer(tmp_path / "AGENTS.db", texts(300) + [ANSWER])
+    write_layer(tmp_path / "AGENTS.db", [*texts(300), ANSWER])
     f = LayerFile.open(tmp_path / "AGENTS.db")
     key = lexicon.content_key(f)
     p = Postings.build(f.string(int(s)) for s in f.records["content"].tolist())
@@ -238,7 +238,7 @@ def test_a_stale_lexicon_is_never_used_and_is_replaced(tmp_path: Path) -> None:
     write_layer(tmp_path / "AGENTS.db", texts(300, seed=1))
     lexical(fresh(tmp_path), "deploy")
     [old] = lex_files(tmp_path)
-    write_layer(tmp_path / "AGENTS.db", texts(300, seed=2) + [ANSWER])
+    write_layer(tmp_path / "AGENTS.db", [*texts(300, seed=2), ANSWER])
     key = lexicon.content_key(LayerFile.open(tmp_path / "AGENTS.db"))
     current = lexicon.lexicon_path(tmp_path / "AGENTS.db", key, "english")
     old.rename(current)
@@ -275,7 +275,7 @@ def test_small_layers_get_no_lexicon_file(tmp_path: Path) -> None:
 def test_a_lexicon_that_cannot_be_written_or_read_still_searches(tmp_path: Path) -> None:
     """A directory squats on the lexicon's name (works as root too, unlike chmod): the
     read fails, the write fails, the search answers from memory."""
-    layer = write_layer(tmp_path / "AGENTS.db", texts(300) + [ANSWER])
+    layer = write_layer(tmp_path / "AGENTS.db", [*texts(300), ANSWER])
     key = lexicon.content_key(LayerFile.open(layer))
     lexicon.lexicon_path(layer, key, "english").mkdir()
     assert ("base", 301) in {(la, i) for la, i, _ in lexical(fresh(tmp_path), "canary")}
