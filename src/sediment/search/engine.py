@@ -363,7 +363,7 @@ def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: Sear
         lex = np.concatenate([p.lex for p in parts])
         lrank_of_layer = np.asarray([p.layer.rank for p in parts], dtype=np.int64)[which]
         ids = np.concatenate([files[p.layer].ids[p.pos] for p in parts]).astype(np.int64)
-    tie = [-lrank_of_layer, pos]
+    tie = [-lrank_of_layer, ids, pos]  # as hits are ordered: layer, then id
     no_rank = np.zeros(len(pos), dtype=np.int64)
     vrank = _ranks(vec, np.isfinite(vec), tie) if q is not None else no_rank
     lrank = _ranks(lex, lex > 0, tie) if request.mode != "vector" else no_rank
@@ -428,8 +428,9 @@ def _one_file_hits(part: _Part, f: LayerFile, request: SearchRequest,
     pos, vec, lex = part.pos, part.vec, part.lex
     ids = f.ids[pos]
     if request.mode == "hybrid":
-        vrank = _ranks(vec, np.isfinite(vec), [pos])
-        lrank = _ranks(lex, lex > 0, [pos])
+        tie = [ids.astype(np.int64), pos]
+        vrank = _ranks(vec, np.isfinite(vec), tie)
+        lrank = _ranks(lex, lex > 0, tie)
         fused = request.fusion.combine(Pool(vec, lex, vrank, lrank))
         order = np.lexsort((ids, -fused))
     else:
