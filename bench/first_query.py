@@ -55,6 +55,7 @@ class FirstQuery:
     cli_s: float
     cli_first_s: float
     """``sediment search`` right after the lexicon was deleted (it rebuilds and writes it)."""
+    runs: int = RUNS
 
 
 def texts(n: int, seed: int) -> list[str]:
@@ -74,7 +75,8 @@ def texts(n: int, seed: int) -> list[str]:
     return out
 
 
-def build(directory: Path, rows: int, seed: int, dim: int = 384) -> tuple[float, float, float]:
+def build(directory: Path, rows: int, seed: int, dim: int = 384,
+          index: bool = True) -> tuple[float, float, float]:
     """Write AGENTS.db with its approximate index and lexicon; (text MB, lexicon s, index s)."""
     contents = texts(rows, seed)
     text_mb = sum(len(t) for t in contents) / 1e6
@@ -92,8 +94,9 @@ def build(directory: Path, rows: int, seed: int, dim: int = 384) -> tuple[float,
     ensure_lexicon(path)
     lexicon_s = time.perf_counter() - t
     t = time.perf_counter()
-    ensure_index(path)
-    index_s = time.perf_counter() - t
+    if index:
+        ensure_index(path)
+    index_s = time.perf_counter() - t if index else float("nan")
     return text_mb, lexicon_s, index_s
 
 
@@ -119,14 +122,15 @@ def cli(directory: Path) -> float:
     return time.perf_counter() - t
 
 
-def measure(workdir: Path, rows: int, seed: int = 20240601) -> FirstQuery:
+def measure(workdir: Path, rows: int, seed: int = 20240601, *, runs: int = RUNS,
+            index: bool = True) -> FirstQuery:
     directory = workdir / f"first-query-{rows}"
-    log(f"first query: building {rows:,} chunks with index and lexicon")
-    text_mb, lexicon_s, index_s = build(directory, rows, seed)
+    log(f"first query: building {rows:,} chunks with {'index and ' if index else ''}lexicon")
+    text_mb, lexicon_s, index_s = build(directory, rows, seed, index=index)
     [lex] = lexicon_files(directory / "AGENTS.db")
     lexicon_bytes = lex.path.stat().st_size
     samples: dict[str, list[dict[str, Any]]] = {"lexicon file": [], "rebuilt in memory": []}
-    for _ in range(RUNS):  # alternate the variants so load changes hit both alike
+    for _ in range(runs):  # alternate the variants so load changes hit both alike
         samples["lexicon file"].append(probe(directory))
         samples["rebuilt in memory"].append(probe(directory, "--no-lexicon-file"))
     medians = {v: {key: statistics.median(float(s[key]) for s in runs)
@@ -134,7 +138,7 @@ def measure(workdir: Path, rows: int, seed: int = 20240601) -> FirstQuery:
                for v, runs in samples.items()}
     bm25 = {v: statistics.median(float(s["first_timings_ms"].get("bm25", 0.0))
                                  for s in runs) for v, runs in samples.items()}
-    cli_s = statistics.median(cli(directory) for _ in range(RUNS))
+    cli_s = statistics.median(cli(directory) for _ in range(runs))
     lex.path.unlink()
     cli_first_s = cli(directory)
     for v, m in medians.items():
@@ -143,7 +147,7 @@ def measure(workdir: Path, rows: int, seed: int = 20240601) -> FirstQuery:
     log(f"  sediment search end to end {cli_s:.2f} s ({cli_first_s:.2f} s rebuilding the lexicon)")
     shutil.rmtree(directory, ignore_errors=True)
     return FirstQuery(rows, text_mb, lexicon_s, index_s, lexicon_bytes, medians, bm25, cli_s,
-                      cli_first_s)
+                      cli_first_s, runs)
 
 
 def section(results: list[FirstQuery], command: str) -> str:
@@ -160,7 +164,9 @@ def section(results: list[FirstQuery], command: str) -> str:
                          f"{r.cli_s:.2f}" if variant == "lexicon file" else
                          f"{r.cli_first_s:.2f}"])
     builds = [[count(r.rows), f"{r.text_mb:,.0f}", mb(r.lexicon_bytes),
-               f"{r.build_lexicon_s:.1f}", f"{r.build_index_s:.1f}"] for r in results]
+               f"{r.build_lexicon_s:.1f}",
+               "none (exact scans)" if r.build_index_s != r.build_index_s
+               else f"{r.build_index_s:.1f}"] for r in results]
     return "\n\n".join([
         "## 9. First query of a fresh process (persisted lexicon)",
         f"Command: `{command}`",
@@ -170,7 +176,8 @@ def section(results: list[FirstQuery], command: str) -> str:
               ["r", "l", "r", "r", "r", "r", "r", "r"]),
         table(["Chunks", "Text (MB)", "Lexicon file (MB)", "Lexicon build (s)",
                "Approximate index build (s)"], builds, ["r", "r", "r", "r", "r"]),
-        f"Each row is the median of {RUNS} fresh processes (`python -m bench.first_query_probe`"
+        f"Each row is the median of {', '.join(sorted({str(r.runs) for r in results}))} "
+        "fresh processes (`python -m bench.first_query_probe`"
         ", the two variants alternating): imports, MiniLM loaded by one embed call and its "
         "*model digest* (the embedding profile hashes the model file, once per process, "
         "before a text query may be checked against the layers), then "
@@ -181,8 +188,8 @@ def section(results: list[FirstQuery], command: str) -> str:
         "included), or, as before lexicon files existed, built from the layer's strings "
         "(*rebuilt in memory*). *Of which BM25* is the engine's own `timings_ms['bm25']` of "
         "that query. `sediment search` end to end is the wall time of the real command "
-        "(process start, imports, model load, query, table printed): the median of "
-        f"{RUNS} runs with the lexicon file present, and one run right after deleting it "
+        "(process start, imports, model load, query, table printed): the median of as "
+        "many runs with the lexicon file present, and one run right after deleting it "
         "(that run rebuilds and rewrites it). Texts: 20 to 80 words drawn with Zipf "
         f"frequencies from {VOCABULARY:,} pseudo-words; vectors random unit rows recorded "
         "under the MiniLM profile; the query is three words of frequency ranks "
@@ -194,11 +201,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.first_query", description=__doc__)
     p.add_argument("--sizes", default="100000")
     p.add_argument("--workdir", type=Path, default=None)
+    p.add_argument("--runs", type=int, default=RUNS, help="fresh processes per variant")
+    p.add_argument("--no-index", action="store_true",
+                   help="no approximate index: exact scans (a 1M index takes long to build)")
     a = p.parse_args(argv)
     sizes = [int(s) for s in a.sizes.split(",") if s.strip()]
     workdir = Path(tempfile.mkdtemp(prefix="sediment-first-query-", dir=a.workdir))
     try:
-        results = [measure(workdir, n) for n in sizes]
+        results = [measure(workdir, n, runs=a.runs, index=not a.no_index) for n in sizes]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     command = " ".join(["python -m bench.first_query", *(argv if argv is not None
