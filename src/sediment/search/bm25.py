@@ -36,6 +36,8 @@ from sediment.search.analysis import DEFAULT_ANALYZER, analyzer
 K1 = 0.9
 B = 0.4
 TF_MAX = 65535
+BATCH_TOKENS = 1 << 16
+"""Tokens numbered per ``np.fromiter`` call while building."""
 
 F32 = npt.NDArray[np.float32]
 
@@ -52,6 +54,14 @@ class _Terms(Sequence[bytes]):
 
     def __getitem__(self, i: int) -> bytes:  # type: ignore[override]
         return bytes(self._blob[int(self._offsets[i]):int(self._offsets[i + 1])])
+
+
+class _Vocabulary(dict[str, int]):
+    """Numbers terms in order of first sight; a lookup stays in C for known terms."""
+
+    def __missing__(self, term: str) -> int:
+        number = self[term] = len(self)
+        return number
 
 
 class Postings:
@@ -85,38 +95,39 @@ class Postings:
 
     @classmethod
     def build(cls, texts: Iterable[str], analyzer_name: str = DEFAULT_ANALYZER) -> Postings:
+        """Analyse every text; count each (term, document) pair with one numpy sort
+        rather than a Python loop over terms."""
         analyze = analyzer(analyzer_name)
-        vocab: dict[str, int] = {}
-        pairs: list[int] = []
-        term_ids: list[int] = []
+        vocab = _Vocabulary()
         lengths: list[int] = []
-        for d, text in enumerate(texts):
+        batch: list[str] = []
+        ids: list[npt.NDArray[np.int64]] = []
+        for text in texts:
             tokens = analyze(text)
             lengths.append(len(tokens))
-            counts: dict[int, int] = {}
-            for t in tokens:
-                tid = vocab.setdefault(t, len(vocab))
-                counts[tid] = counts.get(tid, 0) + 1
-            for tid, c in counts.items():
-                term_ids.append(tid)
-                pairs.append(d)
-                pairs.append(c)
+            batch.extend(tokens)
+            if len(batch) >= BATCH_TOKENS:
+                ids.append(np.fromiter(map(vocab.__getitem__, batch), np.int64, len(batch)))
+                batch.clear()
+        ids.append(np.fromiter(map(vocab.__getitem__, batch), np.int64, len(batch)))
         words = sorted(vocab)
         rank = np.empty(len(words), dtype=np.int64)
         rank[np.asarray([vocab[w] for w in words], dtype=np.int64)] = np.arange(len(words))
         encoded = [w.encode("utf-8") for w in words]
         term_offsets = np.zeros(len(words) + 1, dtype=np.uint64)
         np.cumsum([len(e) for e in encoded], out=term_offsets[1:])
-        flat = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-        terms = rank[np.asarray(term_ids, dtype=np.int64)]
-        order = np.argsort(terms, kind="stable")  # documents stay ascending within a term
+        n = len(lengths)
+        doc_len = np.asarray(lengths, dtype=np.int64)
+        docs_of_tokens = np.repeat(np.arange(n, dtype=np.int64), doc_len)
+        pairs, tf = np.unique(rank[np.concatenate(ids)] * max(n, 1) + docs_of_tokens,
+                              return_counts=True)  # sorted: by term, then document
+        terms = pairs // max(n, 1)
         offsets = np.zeros(len(words) + 1, dtype=np.uint64)
         np.cumsum(np.bincount(terms, minlength=len(words)), out=offsets[1:])
-        doc_len = np.asarray(lengths, dtype=np.uint32)
-        return cls(analyzer_name, doc_len, int(doc_len.sum(dtype=np.uint64)),
+        return cls(analyzer_name, doc_len.astype(np.uint32), int(doc_len.sum()),
                    b"".join(encoded), term_offsets, offsets,
-                   flat[order, 0].astype(np.uint32),
-                   np.minimum(flat[order, 1], TF_MAX).astype(np.uint16))
+                   (pairs - terms * max(n, 1)).astype(np.uint32),
+                   np.minimum(tf, TF_MAX).astype(np.uint16))
 
     def term_id(self, term: str) -> int:
         """The term's number, or -1 when no document of this layer has it."""
