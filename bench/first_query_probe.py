@@ -1,4 +1,4 @@
-"""``python -m bench.first_query_probe DIR QUERY [--no-lexicon-file]``: one fresh process.
+"""``python -m bench.first_query_probe DIR QUERY [--no-lexicon-file] [--exact]``: one process.
 
 Imports Sediment, loads MiniLM (one embed call, then its profile, which hashes the model
 file once per process), then answers two hybrid searches of the
@@ -6,7 +6,8 @@ layer set in DIR through ``ops.run_search`` (what ``sediment search`` calls) and
 JSON timings: the first query pays every per-process cost (opening the layer, the
 approximate index, the BM25 postings), the second shows the steady state. With
 ``--no-lexicon-file`` the postings are built from the layer's strings in memory and not
-written, as every process did before lexicon files existed.
+written, as every process did before lexicon files existed; with ``--exact`` the vector
+side scans the matrix instead of opening the approximate index.
 """
 
 from __future__ import annotations
@@ -36,11 +37,13 @@ def main(argv: list[str]) -> None:
     digest_s = time.perf_counter() - t
     ls = LayerSet.from_directory(directory)
     t = time.perf_counter()
-    first = run_search(ls, SearchRequest(text=query, k=10), embedder=embedder)
+    exact = "--exact" in argv
+    first = run_search(ls, SearchRequest(text=query, k=10, exact=exact), embedder=embedder)
     _ = [h.chunk.content for h in first.hits]
     first_s = time.perf_counter() - t
     t = time.perf_counter()
-    second = run_search(ls, SearchRequest(text=query + " again", k=10), embedder=embedder)
+    second = run_search(ls, SearchRequest(text=query + " again", k=10, exact=exact),
+                        embedder=embedder)
     _ = [h.chunk.content for h in second.hits]
     second_s = time.perf_counter() - t
     print(json.dumps({"imports_s": imports_s, "model_s": model_s, "digest_s": digest_s,
