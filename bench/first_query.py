@@ -181,9 +181,10 @@ def section(results: list[FirstQuery], command: str) -> str:
               ["r", "l", "r", "r", "r", "r", "r", "r"]),
         table(["Chunks", "Text (MB)", "Lexicon file (MB)", "Lexicon build (s)",
                "Approximate index build (s)"], builds, ["r", "r", "r", "r", "r"]),
-        f"Each row is the median of {', '.join(sorted({str(r.runs) for r in results}))} "
-        "fresh processes (`python -m bench.first_query_probe`"
-        ", the two variants alternating): imports, MiniLM loaded by one embed call and its "
+        "Each row is the median over "
+        f"{' / '.join(sorted({str(r.runs) for r in results}))} fresh process(es) per variant "
+        "(`python -m bench.first_query_probe`, the variants alternating): imports, MiniLM "
+        "loaded by one embed call and its "
         "*model digest* (the embedding profile hashes the model file, once per process, "
         "before a text query may be checked against the layers), then "
         "`ops.run_search(layerset, SearchRequest(text=..., k=10), embedder=...)` on a "
