@@ -197,7 +197,7 @@ def open_postings(path: Path, key: str, analyzer_name: str, n_docs: int) -> Post
         return decode(mm, key, analyzer_name, n_docs)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
+    except Exception as exc:  # a cache must never fail a search, whatever it holds
         log.warning("ignoring lexicon %s (%s); rebuilding it", path, exc)
         return None
 
