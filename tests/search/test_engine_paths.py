@@ -135,8 +135,9 @@ def big_layer(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 RECALL_AT_10 = 0.9
-"""Bound on the approximate path's mean recall@10 over the drawn queries (the index's
-defaults give about 0.99 on this clustered set; exact re-scoring never changes a score)."""
+"""Bound on the approximate path's mean recall@10 (against an exact scan, same filter) over
+the drawn queries, expansions 4, 32 and the default alike (over 100 such queries: 0.978 at
+expansion 4, 1.0 at 32 and at the default); exact re-scoring never changes a score."""
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -157,6 +158,11 @@ def test_the_approximate_path_scores_exactly_and_keeps_recall(
         general = search(ls, request, q, normalised=True, shortcuts=False).hits
         exact = search(ls, SearchRequest(k=k, mode="vector", kinds=kinds, exact=True), q,
                        normalised=True).hits
+        top10 = {h.id for h in search(ls, SearchRequest(k=10, mode="vector", kinds=kinds,
+                                                        ann_expansion=expansion),
+                                      q, normalised=True).hits}
+        exact10 = {h.id for h in search(ls, SearchRequest(k=10, mode="vector", kinds=kinds,
+                                                          exact=True), q, normalised=True).hits}
     exact_scores = np.asarray(f.embeddings, dtype=np.float32) @ q
     assert described(fast) == described(general)
     assert kinds is not None or all(h.approximate for h in fast)
@@ -165,8 +171,7 @@ def test_the_approximate_path_scores_exactly_and_keeps_recall(
         assert h.vector_score == h.score
     assert [h.score for h in fast] == sorted((h.score for h in fast), reverse=True)
     assert len(fast) == len(exact)
-    found = len({h.id for h in fast} & {h.id for h in exact}) / max(len(exact), 1)
-    _RECALLS.append(found)
+    _RECALLS.append(len(top10 & exact10) / len(exact10))
     assert np.mean(_RECALLS) >= RECALL_AT_10 or len(_RECALLS) < 10
 
 
