@@ -22,6 +22,7 @@ from sediment.cli._write import _progress
 from sediment.errors import SedimentError
 from sediment.format import LayerFile
 from sediment.search.ann import ANN_MIN_ROWS, ensure_index, find_index, index_files, stale_indexes
+from sediment.search.lexicon import lexicon_files, stale_lexicons
 
 
 def _targets(ctx: click.Context, paths: tuple[Path, ...], layer_dir: Path | None,
@@ -34,7 +35,7 @@ def _targets(ctx: click.Context, paths: tuple[Path, ...], layer_dir: Path | None
 
 @cli.group()
 def index() -> None:
-    """Approximate-search index files for large layers.
+    """Approximate-search and lexical index files for large layers.
 
     An index is derived data beside its layer (`.AGENTS.db.<key>.<rows>.<metric>.faiss`),
     named by a hash of the embedding rows it covers, so a changed layer never uses a stale
@@ -42,6 +43,10 @@ def index() -> None:
     for those and scan the new rows exactly, and `index build` extends it rather than
     starting again. Searches use an index for layers of at least 100,000 rows and scan
     exactly otherwise or with --exact.
+
+    Layers of 5,000 chunks or more also get a lexical index (`.AGENTS.db.<key>.<analyzer>.lex`,
+    BM25 postings named by a digest of the layer's text), written by `compile` or by the
+    first search that needs it; `status` and `clean` cover those files too.
     """
 
 
@@ -88,11 +93,14 @@ def status_cmd(ctx: click.Context, /, paths: tuple[Path, ...], as_json: bool,
         f = LayerFile.open(path)
         rows = f.embedding_info.rows
         found = find_index(f)
+        old_lex = stale_lexicons(f)
         report.append({"layer": str(path), "rows": rows, "needs_index": rows >= ANN_MIN_ROWS,
                        "index": str(found.path) if found else None,
                        "indexed_rows": found.rows if found else 0,
+                       "lexicons": [str(x.path) for x in lexicon_files(path)
+                                    if x.path not in old_lex],
                        "stale": [str(p) for p in stale_indexes(
-                           f, keep=found.path if found else None)]})
+                           f, keep=found.path if found else None) + old_lex]})
     if as_json:
         emit_json(report)
         return
@@ -107,6 +115,7 @@ def status_cmd(ctx: click.Context, /, paths: tuple[Path, ...], as_json: bool,
         else:
             state = "small enough for exact scans"
         click.echo(f"{r['layer']}: {r['rows']} rows, {state}"
+                   + (f"; lexical index {', '.join(r['lexicons'])}" if r["lexicons"] else "")
                    + (f"; {len(r['stale'])} stale file(s)" if r["stale"] else ""))
 
 
@@ -118,18 +127,20 @@ def status_cmd(ctx: click.Context, /, paths: tuple[Path, ...], as_json: bool,
 @click.pass_context
 def clean_cmd(ctx: click.Context, /, paths: tuple[Path, ...], remove_all: bool, as_json: bool,
               layer_dir: Path | None, **layer_paths: Path | None) -> None:
-    """Remove index files of older layer versions (with --all, every index file)."""
+    """Remove index files (approximate and lexical) of older layer versions (with --all,
+    every index file)."""
     removed: list[str] = []
     for path in _targets(ctx, paths, layer_dir, layer_paths):
         if remove_all:
             found, odd = index_files(path)
-            doomed = [x.path for x in found] + odd
+            doomed = [x.path for x in found] + odd + [x.path for x in lexicon_files(path)]
         else:
             try:
-                doomed = stale_indexes(LayerFile.open(path))
+                f = LayerFile.open(path)
+                doomed = stale_indexes(f) + stale_lexicons(f)
             except SedimentError:  # an unreadable layer: none of its indexes is usable
                 found, odd = index_files(path)
-                doomed = [x.path for x in found] + odd
+                doomed = [x.path for x in found] + odd + [x.path for x in lexicon_files(path)]
         for old in doomed:
             with contextlib.suppress(FileNotFoundError):
                 old.unlink()

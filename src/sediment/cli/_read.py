@@ -63,6 +63,9 @@ def _snippet(text: str, width: int = 90) -> str:
               help="Scan every vector even where an approximate index exists.")
 @click.option("--embedder", "embedder_name", default=None,
               help="Embedder to use for the query (minilm, hash, openai).")
+@click.option("--allow-mixed-schemas", "mixed_schemas", is_flag=True,
+              help="With --mode lexical, also search layers whose vectors do not share a "
+                   "schema (an error otherwise, RFC 8.3).")
 @click.option("--explain", is_flag=True, help="Show how each score was made.")
 @layer_options
 @signature_option
@@ -71,8 +74,8 @@ def _snippet(text: str, width: int = 90) -> str:
 def search(ctx: click.Context, /, query: str | None, k: int, kinds: tuple[str, ...],
            layers_csv: str | None, mode: str, metric: str, fusion: str, rrf_k: float,
            vector_weight: float | None, lexical_weight: float | None, query_vec: str | None,
-           include_meta: bool, exact: bool, embedder_name: str | None, explain: bool,
-           as_json: bool,
+           include_meta: bool, exact: bool, embedder_name: str | None, mixed_schemas: bool,
+           explain: bool, as_json: bool,
            layer_dir: Path | None, **paths: Path | None) -> None:
     """Search the layers with hybrid vector + BM25 retrieval."""
     cfg = get_config(ctx)
@@ -90,7 +93,8 @@ def search(ctx: click.Context, /, query: str | None, k: int, kinds: tuple[str, .
         "layers": None if layers_csv is None else [x.strip() for x in layers_csv.split(",")],
         "query_vec": vec, "mode": mode, "metric": metric, "fusion": fusion, "rrf_k": rrf_k,
         "vector_weight": vector_weight, "lexical_weight": lexical_weight,
-        "include_meta": include_meta, "exact": exact, "explain": explain})
+        "include_meta": include_meta, "exact": exact, "explain": explain,
+        "mixed_schemas": mixed_schemas})
     embedder = build_embedder(cfg, embedder_name) if params.needs_embedder else None
     result = run_query(layerset, params, embedder=embedder, rerankers=STANDARD)
     notice = foreign_ids(layerset) if explain else None

@@ -33,6 +33,7 @@ from sediment.ingest.kinds import KindRule
 from sediment.ingest.model import DocChunk, Skipped, source_ref
 from sediment.ingest.sources import read_text_file
 from sediment.search.ann import eligible, ensure_index
+from sediment.search.lexicon import ensure_lexicon
 from sediment.store.atomic import atomic_write
 from sediment.store.events import is_meta_kind
 from sediment.store.ids import ID_RANGES
@@ -209,6 +210,7 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
                         element_type=opts.element_type, quant_scale=scale, metadata=metadata)
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(opts.out, data)
+    ensure_lexicon(opts.out)
     index = None
     if opts.build_index and eligible(len(chunks)):
         index = ensure_index(opts.out, progress=(lambda d, t: progress("indexing", d, t))

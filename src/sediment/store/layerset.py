@@ -14,7 +14,6 @@ import contextlib
 import os
 import threading
 import time
-import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from sediment.format import Chunk, LayerFile, Source, encode_layer
 from sediment.format.profile import CACHE_KEY_ALG, check_compatible
 from sediment.format.writer import encode_append
 from sediment.store.atomic import atomic_write, remove_stale_temporaries
+from sediment.store.derived import derived
 from sediment.store.events import (
     Event,
     ProposalState,
@@ -84,16 +84,14 @@ class Schema:
     source: str = ""
 
 
-_EVENT_CACHE: weakref.WeakKeyDictionary[LayerFile, list[Chunk]] = weakref.WeakKeyDictionary()
-
-
 def _event_chunks(f: LayerFile) -> list[Chunk]:
     """The ``meta.*`` chunks of a file, found through its distinct kind ids, once per file."""
-    cached = _EVENT_CACHE.get(f)
-    if cached is None:
-        rows = np.flatnonzero(kind_mask(f, is_meta_kind)).tolist()
-        cached = _EVENT_CACHE[f] = [f.chunk_at(int(i)) for i in rows]
-    return cached
+    return derived(f, "store.event_chunks", _find_event_chunks)
+
+
+def _find_event_chunks(f: LayerFile) -> list[Chunk]:
+    rows = np.flatnonzero(kind_mask(f, is_meta_kind)).tolist()
+    return [f.chunk_at(int(i)) for i in rows]
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
