@@ -35,6 +35,9 @@ class EmbedderConfig:
     model: str | None = None
     dim: int | None = None
     api_key: str | None = None
+    explicit: bool = False
+    """True when a config file or the environment names the embedder; otherwise a search
+    may take the offline embedder recorded in the layers' profile."""
 
 
 @dataclass(slots=True)
@@ -104,6 +107,7 @@ def _apply(cfg: Config, data: Mapping[str, Any], source: Path) -> None:
         cfg.cache_dir = source.parent / _expect(store["cache_dir"], str,
                                                 f"{source}: store.cache_dir")
     emb = _expect(data.get("embedder", {}), dict, f"{source}: [embedder]")
+    cfg.embedder.explicit = cfg.embedder.explicit or "name" in emb
     for key in ("name", "base_url", "model"):
         if key in emb:
             setattr(cfg.embedder, key, _expect(emb[key], str, f"{source}: embedder.{key}"))
@@ -166,6 +170,7 @@ def load_config(cwd: Path | None = None, env: Mapping[str, str] | None = None) -
         cfg.layer_dir = Path(env["SEDIMENT_DIR"])
     if env.get("SEDIMENT_EMBEDDER"):
         cfg.embedder.name = env["SEDIMENT_EMBEDDER"]
+        cfg.embedder.explicit = True
     if env.get("SEDIMENT_EMBED_BASE_URL"):
         cfg.embedder.base_url = env["SEDIMENT_EMBED_BASE_URL"]
     if env.get("SEDIMENT_EMBED_MODEL"):

@@ -29,7 +29,7 @@ from sediment.ingest.kinds import KindRule
 from sediment.ingest.model import DocChunk, Skipped, source_ref
 from sediment.ingest.sources import read_text_file
 from sediment.search.ann import eligible, ensure_index
-from sediment.store.atomic import atomic_write
+from sediment.store.atomic import is_regular_target, write_output
 
 Progress = Callable[[str, int, int], None]
 EMBED_BATCH = 64
@@ -69,6 +69,9 @@ class CompileOptions:
     annotator: Annotator | None = None
     build_index: bool = True
     """Build the approximate-search index when the layer reaches ANN_MIN_ROWS chunks."""
+    allow_empty: bool = True
+    """False: a compile that finds no text in the sources raises instead of writing an
+    empty layer (a glob typo should not go unnoticed)."""
 
 
 @dataclass(slots=True)
@@ -156,6 +159,13 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
             pieces.extend((got.path, c) for c in doc_chunks)
         if progress:
             progress("reading", n, len(rels))
+    if not pieces and not opts.allow_empty:
+        found = f"{len(rels)} file(s) matched, none with text" if rels else "no file matched"
+        raise ValidationError(
+            f"{found} under {root} (include {', '.join(opts.include) or '-'}"
+            + (f"; exclude {', '.join(opts.exclude)}" if opts.exclude else "")
+            + f"); nothing was written to {opts.out}. Pass --allow-empty to write an empty "
+              "layer")
     extra_paths = list(annotator.manifest_paths) if annotator is not None else []
     times = source_times(root, sorted({p for p, _ in pieces} | set(extra_paths)))
     chunks = [
@@ -195,9 +205,10 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
     data = encode_layer(chunks, vectors, dim=embedder.profile.dim,
                         element_type=opts.element_type, quant_scale=scale, metadata=metadata)
     opts.out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(opts.out, data)
+    write_output(opts.out, data)
     index = None
-    if opts.build_index and eligible(len(chunks)):
+    if opts.build_index and eligible(len(chunks)) and str(opts.out) != "-" \
+            and is_regular_target(opts.out):
         index = ensure_index(opts.out, progress=(lambda d, t: progress("indexing", d, t))
                              if progress else None)
     return CompileReport(
