@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import anyio
@@ -17,6 +18,7 @@ from sediment.cli._options import (
     signature_option,
 )
 from sediment.cli._output import note, visible
+from sediment.config import Config
 from sediment.errors import NotFoundError
 from sediment.store import FILE_NAMES
 
@@ -51,19 +53,29 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
 
     The handshake is answered at once: the embedding model loads in the background.
     """
-    from sediment.ops.service import ContextService
-    from sediment.server import (
-        bind_socket,
-        build_http_app,
-        build_server,
-        check_binding,
-        check_http_path,
-    )
+    from sediment.server import bind_socket, check_binding, check_http_path
 
     cfg = get_config(ctx)
+    sock = None
     if transport == "http":
         check_http_path(http_path)
         check_binding(host, token)
+        sock = bind_socket(host, port)
+    try:
+        _serve(cfg, sock, transport, host, http_path, token, embedder_name, root,
+               no_warm_up, layer_dir, paths)
+    finally:
+        if sock is not None:
+            sock.close()
+
+
+def _serve(cfg: Config, sock: socket.socket | None, transport: str,
+           host: str, http_path: str, token: str | None, embedder_name: str | None,
+           root: Path | None, no_warm_up: bool, layer_dir: Path | None,
+           paths: dict[str, Path | None]) -> None:
+    from sediment.ops.service import ContextService
+    from sediment.server import build_http_app, build_server
+
     if root is not None and not root.is_dir():
         raise NotFoundError(f"--root {root}: no such directory")
     layerset = open_layerset(cfg, layer_dir, **paths)
@@ -80,20 +92,17 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
             service.warm_up()
         anyio.run(server.run_stdio_async)
         return
-    sock = bind_socket(host, port)
+    assert sock is not None
     app = build_http_app(server, host=host, token=token, path=http_path)
     import uvicorn
 
     if not no_warm_up:
         service.warm_up()
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    userver = uvicorn.Server(config)
     bound = sock.getsockname()[1]
+    config = uvicorn.Config(app, host=host, port=bound, log_level="warning", lifespan="on")
+    userver = uvicorn.Server(config)
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"sediment: serving MCP on http://{shown}:{bound}{http_path} "
                f"(layers in {visible(str(layer_dir or cfg.layer_dir))}; pid {os.getpid()})",
                err=True)
-    try:
-        userver.run(sockets=[sock])
-    finally:
-        sock.close()
+    userver.run(sockets=[sock])
