@@ -38,7 +38,7 @@ def _num(value: float | None, digits: int) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
 
 
-def explain_line(hit: Hit, digits: int) -> str:
+def explain_parts(hit: Hit, digits: int) -> list[str]:
     """Every part of a hit's score, in the order they were applied."""
     e = hit.explanation()
     parts = [f"vector {_num(e['vector_score'], 4)} (rank {e['vector_rank'] or '-'})",
@@ -55,7 +55,23 @@ def explain_line(hit: Hit, digits: int) -> str:
         parts.append(f"matched in {e['matched_layer']}")
     if e["hidden_versions"]:
         parts.append(f"hides {', '.join(e['hidden_versions'])}")
-    return ", ".join(parts)
+    return parts
+
+
+def _pack(parts: list[str], columns: int, indent: str) -> list[str]:
+    """``parts`` joined by ", " on lines of at most ``columns``, never breaking a part."""
+    lines: list[str] = []
+    line = ""
+    for n, part in enumerate(parts):
+        piece = part + ("," if n < len(parts) - 1 else "")
+        if line and len(indent) + len(line) + 1 + len(piece) > columns:
+            lines.append(indent + line)
+            line = piece
+        else:
+            line = f"{line} {piece}" if line else piece
+    if line:
+        lines.append(indent + line)
+    return lines
 
 
 def render_hits(hits: Sequence[Hit], *, full: bool = False, explain: bool = False,
@@ -78,8 +94,7 @@ def render_hits(hits: Sequence[Hit], *, full: bool = False, explain: bool = Fals
                                    break_long_words=True, break_on_hyphens=False) or [header])
         lines.extend(INDENT + line for line in text_lines(c.content, cols, full=full))
         if explain:
-            lines.extend(textwrap.wrap(explain_line(h, digits), cols, initial_indent=INDENT,
-                                       subsequent_indent=INDENT + "  "))
+            lines.extend(_pack(explain_parts(h, digits), cols, INDENT))
     return lines
 
 
