@@ -1,10 +1,10 @@
 """The forget service: hide a chunk from search with a ``meta.forget`` event (nothing is
 deleted; the event names who and why, and ``inspect --id`` shows it).
 
-The event goes into the layer that holds the chunk's winning version when that layer may
-be written by the caller, else into the lowest writable layer above it (a base chunk is
-forgotten in user for a person, in delta for an agent), so the event is searched together
-with the chunk it hides.
+The event goes into the layer that holds the chunk's winning version when the caller may
+write it, else into the first layer of ``allowed`` above it (a base chunk is forgotten in
+user when a person forgets it), so the event is searched together with the chunk it
+hides.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Forgotten:
 def _target(found: LayerName, allowed: Sequence[LayerName]) -> LayerName:
     if found in allowed:
         return found
-    above = sorted((n for n in allowed if n.rank > found.rank), key=lambda n: n.rank)
+    above = [n for n in allowed if n.rank > found.rank]
     if not above:
         raise PermissionDeniedError(f"no layer above {found.value} may be written here")
     return above[0]
