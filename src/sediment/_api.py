@@ -5,7 +5,7 @@ behaves exactly like ``sediment search`` and ``sediment write``::
     import sediment
 
     store = sediment.open("path/to/project")          # the directory of the AGENTS*.db files
-    for hit in store.search("how do layers override each other", k=5):
+    for hit in store.search("release checklist", k=5):
         print(hit.score, hit.layer.value, hit.id, hit.chunk.content)
     new_id = store.write("Deploys freeze on Fridays.", kind="decision", confidence=0.9)
 """

@@ -92,7 +92,8 @@ def render_hits(hits: Sequence[Hit], *, full: bool = False, explain: bool = Fals
             lines.append("")
         lines.extend(textwrap.wrap(header, cols, subsequent_indent=INDENT,
                                    break_long_words=True, break_on_hyphens=False) or [header])
-        lines.extend(INDENT + line for line in text_lines(c.content, cols, full=full))
+        lines.extend((INDENT + line) if line else "" for line in text_lines(c.content, cols,
+                                                                             full=full))
         if explain:
             lines.extend(_pack(explain_parts(h, digits), cols, INDENT))
     return lines

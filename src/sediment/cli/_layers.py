@@ -152,20 +152,18 @@ def layers(ctx: click.Context, /, as_json: bool, layer_dir: Path | None,
                    {"dim": schema.dim, "element_type": schema.element_type,
                     "profile": schema.profile}})
         return
-    table = Table("layer", "chunks", "bytes", "vectors", "profile", "path")
     for r in rows:
-        prof = r["profile"]
-        table.add_row(r["layer"], str(r["chunks"]) if r["present"] else "-",
-                      str(r["bytes"]) if r["present"] else "-",
-                      f"{r['dim']} {r['element_type']}" if r["present"] else "-",
-                      visible(f"{prof['backend']}/{prof['model']}") if prof else "-",
-                      visible(r["path"] or "") + ("" if r["present"] else " (absent)"))
-    con = console()
-    con.print(table)
-    con.print("precedence: local > user > delta > base; schemas compatible")
+        if r["present"]:
+            click.echo(f"{r['layer']:<6} {r['chunks']:>8} chunks {r['bytes']:>11} bytes  "
+                       f"{r['dim']} {r['element_type']}  {visible(r['path'] or '')}")
+        else:
+            click.echo(f"{r['layer']:<6} {'absent':>15}  {visible(r['path'] or '-')}")
+    profiles = {visible(f"{p['backend']}/{p['model']}") for r in rows if (p := r["profile"])}
+    click.echo("profile: " + (", ".join(sorted(profiles)) or "none recorded"))
+    click.echo("precedence: local > user > delta > base; schemas compatible")
     if schema is not None and schema.profile is not None:
         found = embedder_for_profile(schema.profile)
-        con.print("searched with: " + (f"{visible(found.profile.describe())} (recorded in "
+        click.echo("searched with: " + (f"{visible(found.profile.describe())} (recorded in "
                                        "the layers; --embedder or sediment.toml overrides)"
                                        if found is not None else
                                        "the configured embedder (the layers record "

@@ -11,6 +11,7 @@ to the same string).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import textwrap
@@ -48,6 +49,8 @@ def width() -> int:
 
 INDENT = "   "
 PREVIEW_LINES = 2
+_STRUCTURE = re.compile(r"^(\s{4}|\s*([#|>*+-]|\d+[.)])\s?)")
+"""Lines that keep their own line with --full: headings, tables, quotes, list items, code."""
 
 
 def text_lines(text: str, columns: int, *, full: bool = False) -> list[str]:
@@ -62,9 +65,29 @@ def text_lines(text: str, columns: int, *, full: bool = False) -> list[str]:
             lines[-1] = lines[-1][: body - 1] + "…"
         return lines
     out: list[str] = []
+    para: list[str] = []
+    fenced = False
+
+    def flush() -> None:
+        if para:
+            out.extend(textwrap.wrap(" ".join(para), body, break_long_words=True,
+                                     break_on_hyphens=False))
+            para.clear()
+
     for raw in visible(text, keep_lines=True).expandtabs(4).splitlines():
-        out.extend(textwrap.wrap(raw, body, break_long_words=True, break_on_hyphens=False,
-                                 replace_whitespace=False) or [""])
+        stripped = raw.strip()
+        if stripped.startswith(("```", "~~~")):
+            flush()
+            fenced = not fenced
+            out.append(raw)
+        elif fenced or not stripped or _STRUCTURE.match(raw):
+            flush()
+            out.extend(textwrap.wrap(raw, body, break_long_words=True, break_on_hyphens=False,
+                                     replace_whitespace=False, subsequent_indent="  ")
+                       if len(raw) > body else [raw.rstrip()])
+        else:
+            para.append(stripped)
+    flush()
     while out and not out[-1]:
         out.pop()
     return out
@@ -76,7 +99,8 @@ def entry(header: str, text: str | None = None, *, full: bool = False) -> list[s
     lines = textwrap.wrap(header, cols, subsequent_indent=INDENT, break_long_words=True,
                           break_on_hyphens=False) or [header]
     if text is not None:
-        lines.extend(INDENT + line for line in text_lines(text, cols, full=full))
+        lines.extend((INDENT + line) if line else "" for line in text_lines(text, cols,
+                                                                             full=full))
     return lines
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import click
@@ -17,7 +18,7 @@ from sediment.cli._options import (
     open_layerset,
     signature_option,
 )
-from sediment.cli._output import emit_json, note
+from sediment.cli._output import emit_json, note, width
 from sediment.errors import ValidationError
 from sediment.ops.query import run_search
 from sediment.search import MAX_K, SearchRequest, make_fusion
@@ -107,6 +108,8 @@ def search(ctx: click.Context, /, query: str | None, k: int, kinds: tuple[str, .
     print_hits(result.hits, full=full, explain=explain)
     if explain:
         if embedder is not None:
-            click.echo(f"embedder: {embedder.profile.describe()}")
+            for line in textwrap.wrap(f"embedder: {embedder.profile.describe()}", width(),
+                                      subsequent_indent="  ", break_on_hyphens=False):
+                click.echo(line)
         t = result.timings_ms
         click.echo("time: " + ", ".join(f"{k} {v:.1f} ms" for k, v in t.items()))
