@@ -188,3 +188,12 @@ def test_index_build_refuses_a_device_at_the_index_path(sediment: Runner, repo: 
     r = sediment("index", "build", str(repo / "AGENTS.db"), "--min-rows", "1", timeout=60)
     assert r.code == 1 and "not a regular file" in r.err, r.err
     assert_kind(target, stat.S_ISCHR)
+
+
+def test_reading_a_fifo_as_a_layer_is_an_error_not_a_hang(sediment: Runner,
+                                                           tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "AGENTS.db")
+    for args in (("inspect", str(tmp_path / "AGENTS.db")),
+                 ("search", "x", "--dir", str(tmp_path))):
+        r = sediment(*args, timeout=60)
+        assert r.code == 1 and "not a regular file" in r.err, r.err
