@@ -111,8 +111,8 @@ def test_accept_killed_between_its_commits(sediment: Runner, tmp_path: Path, nth
     """Accept commits user (rename 1), then delta (rename 2): every point is repairable."""
     root = make_base(tmp_path / "store")
     ls = LayerSet.from_directory(root)
-    cid = write_context(ls, EMB, WriteRequest(content=PROPOSED, kind="note", confidence=0.8, sources=[],
-                                             scope="delta"))
+    cid = write_context(ls, EMB, WriteRequest(content=PROPOSED, kind="note", confidence=0.8,
+                                              sources=[], scope="delta"))
     pid = propose(ls, cid).proposal_id
     kill_at(nth, when, "proposals", "accept", str(pid), "--dir", str(root))
     assert_valid(root)

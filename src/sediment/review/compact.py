@@ -30,7 +30,7 @@ from sediment.format.writer import quantize
 from sediment.review._common import is_event
 from sediment.review.rotate import Rotation, archive_and_reset, high_water, utc_stamp
 from sediment.store import LayerName, LayerSet
-from sediment.store.atomic import atomic_write
+from sediment.store.atomic import write_output
 from sediment.store.events import fold_proposals, hidden_ids, iter_events
 
 
@@ -153,7 +153,7 @@ def _check_out(out: Path, inputs: Sequence[Path], force: bool) -> None:
                                   "a new file and never touches its inputs")
     if out.is_dir():
         raise ValidationError(f"--out {out} is a directory")
-    if out.exists() and not force:
+    if out.is_file() and not force:
         raise ValidationError(f"{out} already exists; pass --force to overwrite it")
 
 
@@ -182,7 +182,7 @@ def compact(base: Path, user: Path, out: Path, *, keep_events: bool = False,
                             provenance={"base_sha256": _sha256(base),
                                         "user_sha256": _sha256(user)})
         out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(out, data)
+        write_output(out, data)
         rotated: list[Rotation] = []
         pending = _pending(delta) if rotate else 0
         if resets:

@@ -269,3 +269,22 @@ def stale_lexicons(f: LayerFile) -> list[Path]:
 def _build(f: LayerFile, analyzer_name: str) -> Postings:
     contents = f.records["content"].tolist()
     return Postings.build((f.string(int(s)) for s in contents), analyzer_name)
+
+
+def clean_lexicons(layer_path: str | os.PathLike[str], *, remove_all: bool = False
+                   ) -> list[Path]:
+    """Remove the lexicon files of older versions of the layer (with ``remove_all``, every
+    lexicon beside it); return those removed. A layer that cannot be read keeps none."""
+    if remove_all:
+        doomed = [x.path for x in lexicon_files(layer_path)]
+    else:
+        try:
+            doomed = stale_lexicons(LayerFile.open(layer_path))
+        except SedimentError:
+            doomed = [x.path for x in lexicon_files(layer_path)]
+    removed = []
+    for old in doomed:
+        with contextlib.suppress(FileNotFoundError):
+            old.unlink()
+            removed.append(old)
+    return removed

@@ -11,8 +11,11 @@ the protection on by itself only for the three spellings ``127.0.0.1``, ``localh
 
 from __future__ import annotations
 
+import errno
 import hmac
 import ipaddress
+import re
+import socket
 from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -60,6 +63,39 @@ def check_binding(host: str, token: str | None) -> None:
         raise ConfigError("the bearer token must be at least 16 characters")
 
 
+_PATH = re.compile(r"^/[A-Za-z0-9._~!$&'()*+,;=:@/%-]*$")
+
+
+def check_http_path(path: str) -> str:
+    """The URL path of the MCP endpoint: starts with ``/``, no query, fragment or spaces."""
+    if not _PATH.match(path):
+        raise ConfigError(f"--path {path!r} is not a URL path: give one that starts with '/', "
+                          "e.g. /mcp")
+    return path
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: any free port), bound before the server
+    starts so that a taken port is a one-line error and the real port can be printed."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        why = "the address is already in use" if exc.errno == errno.EADDRINUSE else \
+            (exc.strerror or str(exc))
+        raise ConfigError(f"cannot listen on {host}:{port}: {why}") from exc
+    sock.setblocking(False)
+    return sock
+
+
 class BearerAuth:
     """Rejects HTTP requests without ``Authorization: Bearer <token>`` with 401."""
 
@@ -87,6 +123,7 @@ class BearerAuth:
 def build_http_app(server: Any, *, host: str, token: str | None, path: str = "/mcp") -> Any:
     """The streamable HTTP ASGI app, wrapped in bearer auth when a token is set."""
     check_binding(host, token)
+    check_http_path(path)
     security = loopback_security(host) if is_loopback(host) else None
     app = server.streamable_http_app(streamable_http_path=path, host=host,
                                      transport_security=security)

@@ -48,6 +48,10 @@ from sediment.store.events import (
 from sediment.store.ids import U32_MAX, first_written_id, recorded_high_water
 from sediment.store.layers import AGENT_WRITABLE, FILE_NAMES, PRECEDENCE, LayerName
 
+LOCK_FILE = ".sediment.lock"
+"""The one lock file of each directory that holds writable layers (``sediment init``'s
+.gitignore block covers it)."""
+
 
 @dataclass(frozen=True, slots=True)
 class NewChunk:
@@ -290,9 +294,12 @@ class LayerSet:
                 self._held.depth = 0
 
     def _lock_paths(self) -> list[Path]:
-        paths = {self.paths[n] for n in (LayerName.USER, LayerName.DELTA, LayerName.LOCAL)
-                 if n in self.paths}
-        return sorted(p.parent / f".{p.name}.lock" for p in paths)
+        """One lock per directory holding a writable layer, taken in sorted order: any two
+        sets that share a writable file share its directory's lock, so they exclude each
+        other, and sorted order keeps two sets over several directories from deadlocking."""
+        dirs = {self.paths[n].parent for n in (LayerName.USER, LayerName.DELTA, LayerName.LOCAL)
+                if n in self.paths}
+        return sorted(d / LOCK_FILE for d in dirs)
 
     def append(
         self,
