@@ -11,7 +11,7 @@ import sediment
 
 SRC = Path(sediment.__file__).parent
 
-RANK = {"format": 0, "store": 1, "auth": 1, "embed": 2, "search": 2, "credentials": 2,
+RANK = {"format": 0, "store": 1, "auth": 2, "embed": 2, "search": 2, "credentials": 2,
         "ingest": 3, "review": 3, "kcp": 4, "memory": 4, "ops": 5, "server": 6, "cli": 7}
 ASIDE = {"errors", "config", "__init__", "__main__", "py"}
 
