@@ -27,6 +27,7 @@ from sediment.errors import NotFoundError, SedimentError
 from sediment.ops.service import ContextService, SearchArgs
 from sediment.ops.write import WriteRequest
 from sediment.search import MAX_K
+from sediment.server.memory_tools import add_memory_tools
 
 INSTRUCTIONS = """\
 Sediment serves a layered context store (AGENTS.db). Search it with agents_search before
@@ -201,6 +202,7 @@ def build_server(service: ContextService, *, name: str = "sediment") -> MCPServe
     for layer_name in ("base", "user", "delta", "local"):
         _add_layer_resource(server, service, layer_name)
     _add_knowledge(server, service)
+    add_memory_tools(server, service)
     return server
 
 
