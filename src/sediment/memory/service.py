@@ -460,7 +460,7 @@ class MemoryService:
             raise ValidationError(
                 f"forget_all would forget all {len(mine)} of your memories in "
                 f"{' and '.join(s.value for s in scopes)} scope; nothing was changed. "
-                "Call it again with confirm: true")
+                "Call it again with confirm: true (sediment memory forget-all --yes)")
         author = "human" if human else "mcp"
         by_place: dict[Place, list[Memory]] = {}
         for m in mine:

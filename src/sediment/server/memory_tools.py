@@ -86,17 +86,23 @@ class ManageOut(BaseModel):
     status: str | None = None
 
 
+def memory_threshold(env: Mapping[str, str] | None = None) -> float:
+    """The dedup threshold: ``SEDIMENT_MEMORY_DEDUP``, else the default."""
+    env = os.environ if env is None else env
+    if not env.get("SEDIMENT_MEMORY_DEDUP"):
+        return DEFAULT_DEDUP_THRESHOLD
+    try:
+        return float(env["SEDIMENT_MEMORY_DEDUP"])
+    except ValueError:
+        raise ConfigError(f"SEDIMENT_MEMORY_DEDUP={env['SEDIMENT_MEMORY_DEDUP']!r} is not a "
+                          "number") from None
+
+
 def memory_service_for(service: ContextService,
                        env: Mapping[str, str] | None = None) -> MemoryService:
     """The memory service over the project's layers and the actors' own stores."""
     env = os.environ if env is None else env
-    threshold = DEFAULT_DEDUP_THRESHOLD
-    if env.get("SEDIMENT_MEMORY_DEDUP"):
-        try:
-            threshold = float(env["SEDIMENT_MEMORY_DEDUP"])
-        except ValueError:
-            raise ConfigError(f"SEDIMENT_MEMORY_DEDUP={env['SEDIMENT_MEMORY_DEDUP']!r} is not "
-                              "a number") from None
+    threshold = memory_threshold(env)
     profile = service.embedder.profile
     store = FileMemoryStore(service.layerset, data_dir(env), profile=profile.to_dict(),
                             dim=profile.dim, embedder_metadata=service.embedder.metadata())
