@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sediment.auth import TokenStore
 from sediment.errors import ConfigError
+from sediment.server.lifecycle import ShutdownHooks
 from sediment.server.principals import ActorAuth, default_tokens
 
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
@@ -70,4 +71,4 @@ def build_http_app(server: Any, *, host: str, token: str | None, path: str = "/m
     tokens = tokens or default_tokens()
     check_binding(host, token, tokens)
     app = server.streamable_http_app(streamable_http_path=path, host=host)
-    return ActorAuth(app, tokens, legacy=token)
+    return ShutdownHooks(ActorAuth(app, tokens, legacy=token))

@@ -11,8 +11,6 @@ or the OS user). Use counts are flushed every ``SEDIMENT_MEMORY_FLUSH_SECONDS`` 
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import os
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, cast
@@ -33,6 +31,7 @@ from sediment.memory import (
     MemoryService,
 )
 from sediment.ops.service import ContextService
+from sediment.server.lifecycle import on_shutdown
 from sediment.server.principals import data_dir, default_actor, request_principal
 
 Category = Literal["preference", "pattern", "correction", "fact", "instruction", "convention"]
@@ -284,10 +283,5 @@ def add_memory_tools(server: MCPServer, service: ContextService, *,
     except ValueError:
         interval = DEFAULT_FLUSH_SECONDS
     mem.start_flusher(interval)
-    atexit.register(_close_quietly, mem)
+    on_shutdown(mem.close)
     return mem
-
-
-def _close_quietly(mem: MemoryService) -> None:
-    with contextlib.suppress(SedimentError):
-        mem.close()
