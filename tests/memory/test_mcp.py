@@ -8,13 +8,13 @@ from typing import Any
 
 import anyio
 import pytest
-from tests.mcp.conftest import make_store
 
 from mcp import Client
 from sediment.embed import HashEmbedder
 from sediment.ops.service import ContextService
 from sediment.server import build_server
 from sediment.store import LayerSet
+from tests.mcp.conftest import make_store
 
 TIMEOUT = 60
 
