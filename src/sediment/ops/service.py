@@ -84,6 +84,9 @@ class ContextService:
                     isinstance(x, str) and x for x in kinds):
                 raise ValidationError("filters.kind must be a list of non-empty strings")
             kinds = tuple(kinds) or None
+            if kinds and any(k.startswith("memory.") for k in kinds):
+                raise ValidationError("filters.kind: memories are private to their actor; "
+                                      "read them with recall_memories")
         layers = parse_layers(args.layers)
         text = args.query
         if text is not None and (not isinstance(text, str) or not text.strip()):
@@ -131,13 +134,17 @@ class ContextService:
             layer_name = LayerName.parse(layer)
             opened = self.layerset.layer(layer_name)
             chunk = opened.file.get(chunk_id) if opened else None
-            if chunk is None:
-                raise NotFoundError(f"no chunk {chunk_id} in the {layer_name.value} layer")
+            if chunk is None or chunk.kind.startswith("memory."):
+                raise NotFoundError(f"no chunk {chunk_id} in the {layer_name.value} layer"
+                                    + (" (it is an actor's memory)" if chunk else ""))
             return {"layer": layer_name.value, **chunk.to_dict()}
         versions = self.layerset.versions(chunk_id)
         if not versions:
             raise NotFoundError(f"no chunk {chunk_id} in any layer")
         top_layer, top = versions[0]
+        if top.kind.startswith("memory."):
+            raise NotFoundError(f"chunk {chunk_id} is an actor's memory; read memories with "
+                                "recall_memories or manage_memory")
         return {"layer": top_layer.value, **top.to_dict(),
                 "hidden_versions": [{"layer": n.value, **c.to_dict()} for n, c in versions[1:]]}
 

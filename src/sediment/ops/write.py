@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sediment.credentials import refuse_credentials
 from sediment.embed import Embedder
 from sediment.errors import ValidationError
 from sediment.format import Source
@@ -112,6 +113,7 @@ def write_context(layerset: LayerSet, embedder: Embedder, request: WriteRequest,
     """Validate, embed and append one chunk; return its new id."""
     scope = check_scope(request.scope, allowed)
     content = check_content(request.content)
+    refuse_credentials(content, "content")
     kind = check_kind(request.kind)
     confidence = check_confidence(request.confidence)
     sources = check_sources(layerset, request.sources)

@@ -25,6 +25,11 @@ MASK_CACHE = 8
 """Kind-filter masks kept per layer file (one byte per chunk each)."""
 
 
+HIDDEN_KINDS = ("meta.", "memory.")
+"""Kinds a search leaves out unless asked for by name: events, and actors' private
+memories (read through the memory service, which asks for the actor's own kinds)."""
+
+
 class LayerIndex:
     def __init__(self, f: LayerFile) -> None:
         self.file = f
@@ -61,8 +66,8 @@ class LayerIndex:
             wanted = set(kinds)
             allowed = [s for s, n in names.items() if n in wanted]
             mask = np.isin(self.file.records["kind"], np.asarray(allowed, dtype=np.uint32))
-        elif not include_meta and any(n.startswith("meta.") for n in names.values()):
-            allowed = [s for s, n in names.items() if not n.startswith("meta.")]
+        elif not include_meta and any(n.startswith(HIDDEN_KINDS) for n in names.values()):
+            allowed = [s for s, n in names.items() if not n.startswith(HIDDEN_KINDS)]
             mask = np.isin(self.file.records["kind"], np.asarray(allowed, dtype=np.uint32))
         with self._lock:
             if len(self._masks) >= MASK_CACHE:
