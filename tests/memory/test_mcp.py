@@ -8,13 +8,15 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp.client.stdio import StdioServerParameters
 
 from mcp import Client
 from sediment.embed import HashEmbedder
+from sediment.memory import FileMemoryStore, MemoryService
 from sediment.ops.service import ContextService
 from sediment.server import build_server
 from sediment.store import LayerSet
-from tests.mcp.conftest import make_store
+from tests.mcp.conftest import SEDIMENT, make_store
 
 TIMEOUT = 60
 
@@ -136,3 +138,28 @@ def test_another_actors_memory_is_not_found(store: Path,
                 assert [m["id"] for m in r.structured_content["memories"]] == [mid]
 
     anyio.run(main)
+
+
+def test_stdio_acts_as_sediment_actor_and_flushes_uses_on_exit(
+        store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEDIMENT_ACTOR", "dana")
+    params = StdioServerParameters(command=SEDIMENT, args=[
+        "serve", "--dir", str(store), "--embedder", "hash"], env=dict(os.environ))
+
+    async def main() -> str:
+        with anyio.fail_after(TIMEOUT):
+            async with Client(params) as client:
+                r = await client.call_tool("save_memory", {
+                    "content": "Dana pairs on Thursdays", "category": "pattern"})
+                assert not r.is_error, text_of(r)
+                r = await client.call_tool("recall_memories", {"query": "pairing day"})
+                (m,) = r.structured_content["memories"]
+                assert (m["actor"], m["use_count"]) == ("dana", 1)
+                return str(m["id"])
+
+    mid = anyio.run(main)
+    emb = HashEmbedder()
+    memory = MemoryService(FileMemoryStore(
+        LayerSet.from_directory(store), Path(os.environ["SEDIMENT_DATA_DIR"]),
+        profile=emb.profile.to_dict(), dim=emb.profile.dim), emb)
+    assert memory.show("dana", mid)["memory"]["use_count"] == 1
