@@ -250,7 +250,8 @@ class FileMemoryStore:
         result = search(ls, request, np.asarray(vector, dtype=np.float32),
                         normalised=normalised)
         return [Candidate(MemoryRef(store, h.id), float(h.vector_score or 0.0),
-                          float(h.lexical_score or 0.0)) for h in result.hits]
+                          float(h.lexical_score or 0.0), float(h.score))
+                for h in result.hits]
 
     # -- purge -----------------------------------------------------------------------
     def purge(self, actor: str, refs: Sequence[MemoryRef]) -> int:

@@ -4,9 +4,11 @@ Validation, secret refusal, embedding, dedup by supersession, the per-actor view
 counting happen here once, so the MCP tools, the CLI and any later adapter behave alike.
 Storage is a :class:`~sediment.memory.store.MemoryStore`.
 
-Recall ranks by hybrid relevance (the convex fusion of min-max normalised cosine and BM25
-over the candidates of every store the actor reads), then by confidence, then by recency;
-relevance is compared at 6 decimals, so only true ties fall through to the tie-breakers.
+Recall ranks by hybrid relevance, then by confidence, then by recency; relevance is
+compared at 6 decimals, so only true ties fall through to the tie-breakers. Relevance is
+the search engine's fused score when the matches come from one store; when several stores
+match (user, project, global), their candidates are fused again in one pool (the convex
+fusion of min-max normalised cosine and BM25), so the scores of different stores compare.
 """
 
 from __future__ import annotations
@@ -294,10 +296,10 @@ class MemoryService:
         scopes = tuple(Scope) if scope is None else (check_scope(scope),)
         k = _limit(limit, DEFAULT_LIMIT, MAX_LIMIT)
         vec = self._embed(query)
-        pool: list[Candidate] = []
-        for s in scopes:
-            pool.extend(self.store.search(actor, s, query, vec, cats, max(3 * k, 30)))
-        scores = _fuse(pool)
+        found_in = [got for s in scopes
+                    if (got := self.store.search(actor, s, query, vec, cats, max(3 * k, 30)))]
+        pool = [c for got in found_in for c in got]
+        scores = [c.score for c in pool] if len(found_in) == 1 else _fuse(pool)
         fold = self._fold(actor)
         found: list[Memory] = []
         for cand, score in zip(pool, scores, strict=True):

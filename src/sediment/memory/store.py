@@ -76,11 +76,13 @@ class StoredMemory:
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A search match with both raw scores (cosine; BM25, 0 when no term matches)."""
+    """A search match: both raw scores (cosine; BM25, 0 when no term matches) and the
+    store's own fused score."""
 
     ref: MemoryRef
     vector_score: float
     lexical_score: float
+    score: float = 0.0
 
 
 class MemoryStore(Protocol):
