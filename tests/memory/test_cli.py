@@ -74,7 +74,8 @@ def test_global_save_by_a_human_is_seen_by_everyone(sediment: Runner, tmp_path: 
             "convention", "--scope", "global")
     assert g["status"] == "created"
     assert mem(sediment, store, "bob", "recall", "timestamps")["memories"][0]["id"] == g["id"]
-    assert LayerFile.open(store / "AGENTS.user.db").chunk_count == 2
+    assert [c.kind for c in LayerFile.open(store / "AGENTS.user.db").chunks()] == [
+        "memory.convention.admin"]
 
 
 def test_tokens_create_list_revoke(sediment: Runner, tmp_path: Path) -> None:

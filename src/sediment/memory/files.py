@@ -1,7 +1,9 @@
 """The memory store on Sediment's layer files (the first ``MemoryStore``).
 
 - ``user`` scope: the actor's own layer file, ``<data dir>/actors/<actor>/AGENTS.user.db``
-  (ids shown as ``u<N>``). It follows the actor across projects.
+  (ids shown as ``u<N>``). It follows the actor across projects. The use counts of these
+  memories go to ``AGENTS.local.db`` beside it, so a flush never invalidates the derived
+  search indexes of the memories' file.
 - ``project`` scope: this project's local layer, the owner recorded in the kind (``p<N>``).
 - ``global``: the project's human-governed user layer (and base, after a compaction); an
   agent's global save goes to the delta layer with a proposal event and becomes global
@@ -43,32 +45,48 @@ from sediment.store.events import event_content
 from sediment.store.layerset import describe_profile, profile_differences
 
 ACTOR_FILE = "AGENTS.user.db"
+ACTOR_USAGE_FILE = "AGENTS.local.db"
 _WHERE = {Place.USER: ("u", LayerName.USER), Place.PROJECT: ("p", LayerName.LOCAL),
-          Place.GLOBAL: ("p", LayerName.USER), Place.PROPOSAL: ("p", LayerName.DELTA)}
+          Place.GLOBAL: ("p", LayerName.USER), Place.PROPOSAL: ("p", LayerName.DELTA),
+          Place.USER_USAGE: ("u", LayerName.LOCAL)}
 _GLOBAL_LAYERS = (LayerName.USER, LayerName.BASE)
-_EVENTS: weakref.WeakKeyDictionary[LayerFile, list[tuple[int, str, int, dict[str, Any],
-                                                         tuple[int | str, ...]]]] = \
-    weakref.WeakKeyDictionary()
+_Parsed = tuple[int, str, int, dict[str, Any], tuple[int | str, ...]]
+_EVENTS: weakref.WeakKeyDictionary[LayerFile, list[_Parsed]] = weakref.WeakKeyDictionary()
+_PARSED: dict[tuple[str, int, int], _Parsed | None] = {}
+"""(file path, chunk id, created_at_ms) -> parsed event: events never change, so a new
+version of a file only parses the events it added. Bounded by ``_PARSED_MAX``."""
+_PARSED_MAX = 1_000_000
 
 
-def _file_events(f: LayerFile) -> list[tuple[int, str, int, dict[str, Any],
-                                             tuple[int | str, ...]]]:
-    """The memory events of a file, parsed once per mapped file."""
+def _file_events(f: LayerFile) -> list[_Parsed]:
+    """The memory events of a file, parsed once per event (not once per file version)."""
     got = _EVENTS.get(f)
-    if got is None:
-        names = layer_index(f).kind_names()
-        sids = [s for s, n in names.items() if n in MEMORY_EVENT_KINDS]
-        got = []
-        if sids:
-            mask = np.isin(f.records["kind"], np.asarray(sids, dtype=np.uint32))
-            for c in f.chunks_at(np.flatnonzero(mask)):
+    if got is not None:
+        return got
+    names = layer_index(f).kind_names()
+    sids = [s for s, n in names.items() if n in MEMORY_EVENT_KINDS]
+    got = []
+    if sids:
+        pos = np.flatnonzero(np.isin(f.records["kind"], np.asarray(sids, dtype=np.uint32)))
+        ids = f.ids[pos].tolist()
+        times = f.records["created_at"][pos].tolist()
+        path = str(f.path)
+        if len(_PARSED) > _PARSED_MAX:
+            _PARSED.clear()
+        for p, cid, ms in zip(pos.tolist(), ids, times, strict=True):
+            key = (path, int(cid), int(ms))
+            if key not in _PARSED:
+                c = f.chunk_at(p)
                 try:
                     data = json.loads(c.content)
                 except ValueError:
-                    continue
-                if isinstance(data, dict):
-                    got.append((c.id, c.kind, c.created_at_ms, data, c.sources))
-        _EVENTS[f] = got
+                    data = None
+                _PARSED[key] = (c.id, c.kind, c.created_at_ms, data, c.sources) \
+                    if isinstance(data, dict) else None
+            parsed = _PARSED[key]
+            if parsed is not None:
+                got.append(parsed)
+    _EVENTS[f] = got
     return got
 
 
@@ -102,8 +120,9 @@ class FileMemoryStore:
     def actor_set(self, actor: str) -> LayerSet:
         got = self._actor_sets.get(actor)
         if got is None:
+            path = self.actor_path(actor)
             got = self._actor_sets[actor] = LayerSet(
-                {LayerName.USER: self.actor_path(actor)},
+                {LayerName.USER: path, LayerName.LOCAL: path.parent / ACTOR_USAGE_FILE},
                 lock_timeout=self.project.lock_timeout)
         return got
 

@@ -240,9 +240,7 @@ class MemoryService:
                     targets = list(old.related_to)
             memory = NewMemory(memory_kind(cat, actor), text, author, SOURCES[src],
                                tuple(sources), vec)
-            events = [NewEvent(SAVE, {"event": "save", "memory_id": New(0), "actor": actor,
-                                      "scope": scp.value, "source": src, "context": ctx,
-                                      "related_to": targets}, (New(0),), author)]
+            events = _save_event(actor, scp, src, SOURCES[src], ctx, targets, author)
             signals: list[str] = []
             if old is not None:
                 signals = correction_signals(old.content, text)
@@ -270,14 +268,13 @@ class MemoryService:
     def _nearest(self, actor: str, scope: Scope, text: str, vec: np.ndarray
                  ) -> tuple[Memory | None, float]:
         found = self.store.search(actor, scope, text, vec, CATEGORIES, 5, lexical=False)
-        fold = self._fold(actor)
         for cand in found:
             if cand.vector_score < self.dedup_threshold:
                 break
             stored = self.store.get(actor, cand.ref)
             if stored is None:
                 continue
-            memory = self._view(actor, stored, fold.memories.get(cand.ref))
+            memory = self._view(actor, stored, self._fold(actor).memories.get(cand.ref))
             if memory.active and memory.actor == actor:
                 return memory, cand.vector_score
         return None, 0.0
@@ -420,10 +417,8 @@ class MemoryService:
                            vec)
         signals = correction_signals(old.content, text)
         events = [
-            NewEvent(SAVE, {"event": "save", "memory_id": New(0), "actor": old.actor,
-                            "scope": old.scope.value, "source": old.source,
-                            "context": old.context, "related_to": old.related_to},
-                     (New(0),), author),
+            *_save_event(old.actor, old.scope, old.source, float(conf), old.context,
+                         old.related_to, author),
             NewEvent(SUPERSEDE, {"event": "supersede", "old_id": old.ref.id,
                                  "new_id": New(0), "reason": "update", "similarity": None,
                                  "correction": bool(signals), "signals": signals,
@@ -572,7 +567,7 @@ class MemoryService:
         taken = self.usage.take()
         written = 0
         for (actor, store), uses in taken.items():
-            place = Place.USER if store == "u" else Place.PROJECT
+            place = Place.USER_USAGE if store == "u" else Place.PROJECT
             event = NewEvent(USE, {"event": "use", "actor": actor,
                                    "uses": {str(cid): [n, last]
                                             for cid, (n, last) in sorted(uses.items())}},
@@ -594,6 +589,19 @@ class MemoryService:
             self._flusher.stop()
             self._flusher = None
         self.flush()
+
+
+def _save_event(actor: str, scope: Scope, source: str, confidence: float,
+                context: str | None, related: Sequence[str], author: str) -> list[NewEvent]:
+    """The ``meta.memory`` event of a new memory, when it holds anything the chunk does
+    not: a context, relationships, or a source its confidence does not imply. Most saves
+    need none, which keeps every later fold and search of events short."""
+    if context is None and not related and math.isclose(SOURCES.get(source, -1.0),
+                                                         confidence, abs_tol=1e-6):
+        return []
+    return [NewEvent(SAVE, {"event": "save", "memory_id": New(0), "actor": actor,
+                            "scope": scope.value, "source": source, "context": context,
+                            "related_to": list(related)}, (New(0),), author)]
 
 
 def _ranks(x: np.ndarray, valid: np.ndarray) -> np.ndarray:

@@ -8,7 +8,9 @@ memory tests take the store as a fixture so they run against both.
 
 Where things go is a :class:`Place`, not a path: ``user`` is the actor's own store,
 ``project`` this project's local layer, ``global`` the project's human-governed user
-layer, ``proposal`` the project's delta layer (an agent's global save awaiting review).
+layer, ``proposal`` the project's delta layer (an agent's global save awaiting review),
+``user_usage`` where the use counts of the actor's own memories go (beside, not in, the
+file that holds them, so counting a use never changes the file a recall searches).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class Place(StrEnum):
     PROJECT = "project"
     GLOBAL = "global"
     PROPOSAL = "proposal"
+    USER_USAGE = "user_usage"
 
 
 PLACE_OF_SCOPE = {Scope.USER: Place.USER, Scope.PROJECT: Place.PROJECT,
