@@ -89,3 +89,22 @@ def test_general_search_and_chunk_reads_leave_memories_out(tmp_path: Path) -> No
         ctx.search(SearchArgs("x", 5, ["memory.fact.alice"]))
     with pytest.raises(NotFoundError, match="memory"):
         ctx.read_chunk(int(mine["id"][1:]))
+
+
+def test_an_agents_global_save_becomes_global_when_a_human_accepts_it(tmp_path: Path) -> None:
+    from sediment.review.decisions import accept
+    from sediment.store.events import fold_proposals
+
+    store = make_store(tmp_path / "store")
+    layers = LayerSet.from_directory(store)
+    svc = service_over(layers, tmp_path / "data")
+    out = svc.save("alice", "Every repository has a CODEOWNERS file", "convention",
+                   scope="global")
+    assert out["status"] == "proposed"
+    assert svc.recall("bob", "code owners")["memories"] == []
+    assert [m["pending"] for m in svc.list_memories("alice")["memories"]] == [True]
+    (proposal,) = [p.id for p in fold_proposals(layers.events()).values()
+                   if p.context_id == int(out["id"][1:])]
+    accept(layers, [proposal], "agreed")
+    seen = svc.recall("bob", "code owners")["memories"]
+    assert [(m["id"], m["scope"]) for m in seen] == [(out["id"], "global")]
