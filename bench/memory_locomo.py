@@ -71,49 +71,61 @@ def _plain_run(conv: locomo.Conversation, embedder: Embedder, root: Path) -> Sco
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.memory_locomo", description=__doc__)
     p.add_argument("--conversations", type=int, default=None, help="only the first N")
-    p.add_argument("--threshold", type=float, default=DEFAULT_DEDUP_THRESHOLD)
+    p.add_argument("--thresholds", default=str(DEFAULT_DEDUP_THRESHOLD),
+                   help="comma-separated dedup thresholds, one memory run each")
+    p.add_argument("--no-baselines", action="store_true",
+                   help="skip plain search and the dedup-off run")
     p.add_argument("--embedder", default="minilm", choices=("minilm", "hash"))
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     p.add_argument("--json", type=Path, default=None)
     opts = p.parse_args(argv)
     embedder = make_embedder(opts.embedder, opts.cache)
-    totals: dict[str, Scores] = {"plain search": Scores(),
-                                 "memory, dedup off": Scores(),
-                                 f"memory, dedup {opts.threshold:.2f}": Scores()}
-    saves = supersessions = 0
+    thresholds = [float(x) for x in opts.thresholds.split(",")]
+    names = [] if opts.no_baselines else ["plain search", "memory, dedup off"]
+    names += [f"memory, dedup {t:.2f}" for t in thresholds]
+    totals: dict[str, Scores] = {name: Scores() for name in names}
+    saves = 0
+    supersessions = dict.fromkeys(thresholds, 0)
     seconds = {"save": 0.0, "recall": 0.0}
     for conv in locomo.load(limit=opts.conversations):
         embedder.embed([locomo.memory_text(t, STYLE) for t in conv.turns])
         embedder.embed([q.text for q in conv.questions])
         with tempfile.TemporaryDirectory(prefix="sediment-memory-locomo-") as tmp:
             root = Path(tmp)
-            runs = {"plain search": _plain_run(conv, embedder, root / "plain")}
-            off, _, _, _ = _memory_run(conv, embedder, 1.0, root / "off")
-            runs["memory, dedup off"] = off
-            on, sup, s_save, s_recall = _memory_run(conv, embedder, opts.threshold,
-                                                    root / "on")
-            runs[f"memory, dedup {opts.threshold:.2f}"] = on
+            runs: dict[str, Scores] = {}
+            if not opts.no_baselines:
+                runs["plain search"] = _plain_run(conv, embedder, root / "plain")
+                runs["memory, dedup off"] = _memory_run(conv, embedder, 1.0, root / "off")[0]
+            sups = []
+            for t in thresholds:
+                on, sup, s_save, s_recall = _memory_run(conv, embedder, t, root / f"t{t}")
+                runs[f"memory, dedup {t:.2f}"] = on
+                supersessions[t] += sup
+                sups.append(f"{sup} at {t:.2f}")
+                seconds["save"] += s_save
+                seconds["recall"] += s_recall
         for name, sc in runs.items():
             for k, v in sc.hits.items():
                 totals[name].hits[k] = totals[name].hits.get(k, 0) + v
             totals[name].ndcg += sc.ndcg
             totals[name].n += sc.n
         saves += len(conv.turns)
-        supersessions += sup
-        seconds["save"] += s_save
-        seconds["recall"] += s_recall
-        print(f"{conv.sample_id}: {len(conv.turns)} turns, {sup} supersessions", flush=True)
+        print(f"{conv.sample_id}: {len(conv.turns)} turns, supersessions {', '.join(sups)}",
+              flush=True)
     rows: dict[str, Any] = {name: sc.row() for name, sc in totals.items()}
     print("\n| run | recall@5 | recall@10 |\n|---|---|---|")
     for name, row in rows.items():
         print(f"| {name} | {row['recall@5']:.3f} | {row['recall@10']:.3f} |")
-    print(f"\nsaves {saves}, supersessions {supersessions} "
-          f"({supersessions / max(saves, 1):.1%}); save {seconds['save'] / saves * 1e3:.1f} ms "
-          f"per turn; questions {totals['plain search'].n}")
+    runs_n = saves * len(thresholds)
+    print(f"\nsaves {saves} per run; supersessions: " + ", ".join(
+        f"{n} ({n / max(saves, 1):.1%}) at {t:.2f}" for t, n in supersessions.items())
+        + f"; save {seconds['save'] / max(runs_n, 1) * 1e3:.1f} ms per turn; questions "
+        f"{next(iter(totals.values())).n}")
     if opts.json:
         opts.json.write_text(json.dumps({"rows": rows, "saves": saves,
-                                         "supersessions": supersessions,
-                                         "threshold": opts.threshold}, indent=2))
+                                         "supersessions": {str(t): n for t, n in
+                                                           supersessions.items()}},
+                                        indent=2))
 
 
 if __name__ == "__main__":
