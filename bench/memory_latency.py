@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from bench.quality.__main__ import DEFAULT_CACHE, make_embedder
-from sediment.embed import MiniLMEmbedder
+from sediment.embed import Embedder, HashEmbedder, MiniLMEmbedder
 from sediment.memory import FileMemoryStore, MemoryService, Scope
 from sediment.memory.model import memory_kind
 from sediment.memory.store import NewMemory, Place
@@ -51,10 +51,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--saves", type=int, default=100)
     p.add_argument("--recalls", type=int, default=200)
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    p.add_argument("--embedder", default="minilm", choices=("minilm", "hash"),
+                   help="hash: no model, to see what the store and search cost alone")
     p.add_argument("--json", type=Path, default=None)
     opts = p.parse_args(argv)
-    bulk = make_embedder("minilm", opts.cache)
-    model = MiniLMEmbedder()
+    bulk = make_embedder(opts.embedder, opts.cache)
+    model: Embedder = MiniLMEmbedder() if opts.embedder == "minilm" else HashEmbedder(384)
     actor = "bench"
     with tempfile.TemporaryDirectory(prefix="sediment-memory-latency-") as tmp:
         root = Path(tmp)
@@ -114,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
         forget_s = time.perf_counter() - t
         size = store.actor_path(actor).stat().st_size
     result: dict[str, Any] = {
-        "memories": opts.memories, "build_seconds": build_s,
+        "embedder": opts.embedder, "memories": opts.memories, "build_seconds": build_s,
         "save_ms": {"p50": pct(saves, 50), "p99": pct(saves, 99)},
         "save_parts_ms": {k: {"p50": pct(v, 50), "p99": pct(v, 99)} for k, v in parts.items()},
         "recall_ms": {"p50": pct(recalls, 50), "p99": pct(recalls, 99)},

@@ -26,7 +26,17 @@ from sediment.credentials import refuse_credentials
 from sediment.embed import Embedder
 from sediment.errors import NotFoundError, PermissionDeniedError, ValidationError
 from sediment.memory.correction import correction_signals
-from sediment.memory.events import CONTEXT, DEFAULT_PRIORITY, SAVE, USE, Fold, MemoryState
+from sediment.memory.events import (
+    CONTEXT,
+    DEFAULT_PRIORITY,
+    SAVE,
+    USE,
+    Fold,
+    MemoryState,
+)
+from sediment.memory.events import (
+    fold as fold_events,
+)
 from sediment.memory.model import (
     CATEGORIES,
     DEFAULT_SOURCE,
@@ -149,13 +159,11 @@ class MemoryService:
         return np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
 
     def _fold(self, actor: str) -> Fold:
-        from sediment.memory.events import fold
-
         version = self.store.version()
         cached = self._folds.get(actor)
         if cached is not None and cached[0] == version:
             return cached[1]
-        result = fold(self.store.events(actor))
+        result = fold_events(self.store.events(actor))
         if len(self._folds) > 64:
             self._folds.clear()
         self._folds[actor] = (self.store.version(), result)
