@@ -202,3 +202,22 @@ def test_contexts(service: MemoryService) -> None:
     assert rows == [{"name": "python", "scope": "user", "description": "Python habits",
                      "priority": 0.9, "memories": 1}]
     assert service.contexts("bob")["contexts"] == []
+
+
+def test_the_timer_flushes_uses_without_a_call(memory_store: MemoryStore,
+                                                embedder: object) -> None:
+    import time
+
+    svc = MemoryService(memory_store, embedder)  # type: ignore[arg-type]
+    ref = svc.save("alice", "Standups are at 9:30", "fact")["id"]
+    svc.recall("alice", "standup time")
+    before = memory_store.version()
+    svc.start_flusher(0.05)
+    try:
+        deadline = time.monotonic() + 30
+        while memory_store.version() == before and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        svc.close()
+    fresh = MemoryService(memory_store, embedder)  # type: ignore[arg-type]
+    assert fresh.show("alice", ref)["memory"]["use_count"] == 1
