@@ -14,11 +14,13 @@ from sediment.cli import (  # noqa: F401
     _init,
     _kcp,
     _layers,
+    _memory,
     _promote,
     _proposals,
     _read,
     _serve,
     _sign,
+    _token,
     _write,
 )
 from sediment.cli._app import cli

@@ -21,12 +21,18 @@ from sediment.search import ann, lexicon
 from sediment.search.bm25 import Postings
 from sediment.search.vector import F32, Metric, dot_scores, row_norms, top_k
 from sediment.store.derived import derived
-from sediment.store.events import is_meta_kind
+from sediment.store.events import MEMORY_KIND_PREFIX, is_meta_kind
 
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 MASK_CACHE = 8
 """Kind-filter masks kept per layer file (one byte per chunk each)."""
+
+
+def _hidden(kind: str) -> bool:
+    """Kinds a search leaves out unless asked for by name: events, and actors' private
+    memories (read through the memory service, which asks for the actor's own kinds)."""
+    return is_meta_kind(kind) or kind.startswith(MEMORY_KIND_PREFIX)
 
 
 class LayerIndex:
@@ -74,8 +80,8 @@ class LayerIndex:
             wanted = set(kinds)
             allowed = [s for s, n in names.items() if n in wanted]
             mask = np.isin(self.file.records["kind"], np.asarray(allowed, dtype=np.uint32))
-        elif not include_meta and any(is_meta_kind(n) for n in names.values()):
-            allowed = [s for s, n in names.items() if not is_meta_kind(n)]
+        elif not include_meta and any(_hidden(n) for n in names.values()):
+            allowed = [s for s, n in names.items() if not _hidden(n)]
             mask = np.isin(self.file.records["kind"], np.asarray(allowed, dtype=np.uint32))
         with self._lock:
             if len(self._masks) >= MASK_CACHE:
