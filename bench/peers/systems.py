@@ -2,12 +2,12 @@
 
 Settings are each library's documented way to get exact or HNSW search over inner
 product (unit vectors, so inner product = cosine). HNSW everywhere: M = 16, construction
-ef = 128. Sediment's approximate index is an inverted file (nprobe lists searched) whose
-candidates Sediment re-scores exactly. Search breadth: the table row uses each system's
-default (ef 64 for FAISS, Chroma and LanceDB, their common default; Sediment's own default
-for Sediment); the sweep opens each approximate system again at every breadth of
-``EFFORTS`` (ef), or of the system's own ``efforts`` (Sediment: nprobe), to compare them at
-equal recall.
+ef = 128. Sediment's approximate index is an HNSW graph over 8-bit codes (FAISS
+``IndexHNSWSQ``, the same M and construction ef) whose candidates Sediment re-scores
+exactly. Search breadth: the table row uses each system's default (ef 64 for FAISS, Chroma
+and LanceDB, their common default; Sediment's own default for Sediment); the sweep opens
+each approximate system again at every breadth of ``EFFORTS`` (ef) to compare them at equal
+recall.
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ K = 10
 M, EF_CONSTRUCTION, EF_SEARCH = 16, 128, 64
 EFFORTS = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384)
 """HNSW search breadths (ef) of the sweep."""
-PROBES = (2, 4, 6, 8, 10, 12, 16, 24, 32, 64)
-"""Lists visited (nprobe) in the sweep of Sediment's inverted file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,8 +239,7 @@ SYSTEMS = {s.name: s for s in [
     System("faiss-flat", "exact", _faiss_build(False), _faiss_open),
     System("lancedb", "exact", _lance_build(False), _lance_open(True)),
     System("sqlite-vec", "exact", _sqlite_build, _sqlite_open),
-    System("sediment-ann", "approximate", _sediment_build("f32", True), _sediment_open(False),
-           efforts=PROBES, breadth="nprobe"),
+    System("sediment-ann", "approximate", _sediment_build("f32", True), _sediment_open(False)),
     System("faiss-hnsw", "approximate", _faiss_build(True), _faiss_open),
     System("usearch", "approximate", _usearch_build, _usearch_open),
     System("lancedb-hnsw", "approximate", _lance_build(True), _lance_open(False)),

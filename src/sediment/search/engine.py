@@ -47,7 +47,7 @@ class SearchRequest:
     """One search. ``exact`` forces exact vector scans even where an approximate index
     exists; ``candidates`` is how many chunks each retriever proposes per layer (default
     max(5k, 50)); ``bm25`` chooses the analyzer and constants of the lexical side;
-    ``ann_expansion`` is how wide the approximate index searches (lists visited; None: the
+    ``ann_expansion`` is how wide the approximate index searches (its graph walk; None: the
     index's default), trading time for recall."""
 
     text: str | None = None
