@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from sediment.errors import SedimentError
@@ -22,6 +23,18 @@ def atomic_write(path: Path, data: bytes | bytearray | memoryview, *,
                  mode: int = 0o644) -> None:
     """Write ``data`` to a temporary file beside ``path``, fsync it, rename it over ``path``,
     then fsync the directory so the rename itself is durable."""
+    atomic_fill(path, lambda fd: _write_all(fd, data), mode=mode)
+
+
+def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    view = memoryview(data).cast("B")
+    while len(view):
+        view = view[os.write(fd, view):]
+
+
+def atomic_fill(path: Path, fill: Callable[[int], object], *, mode: int = 0o644) -> None:
+    """:func:`atomic_write` of whatever ``fill`` writes into the temporary file's
+    descriptor (at any offsets: it is a new, empty regular file)."""
     directory = path.parent if str(path.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
@@ -29,10 +42,11 @@ def atomic_write(path: Path, data: bytes | bytearray | memoryview, *,
         raise SedimentError(f"{path}: cannot create a temporary file in {directory}: "
                             f"{exc.strerror}") from exc
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            fill(fd)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
         fsync_dir(directory)

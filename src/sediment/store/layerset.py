@@ -33,8 +33,8 @@ from sediment.errors import (
     ValidationError,
 )
 from sediment.format import Chunk, LayerFile, Source, encode_layer
-from sediment.format.writer import encode_append
-from sediment.store.atomic import atomic_write
+from sediment.format.writer import write_append
+from sediment.store.atomic import atomic_fill, atomic_write
 from sediment.store.events import Event, hidden_ids, iter_events
 from sediment.store.layers import AGENT_WRITABLE, PRECEDENCE, LayerName
 
@@ -332,9 +332,9 @@ class LayerSet:
                     f"({describe_profile(profile)} vs {describe_profile(schema.profile)}: "
                     f"{'; '.join(diff)})")
         target = self.layer(name)
-        existing_ids = set(np.intersect1d(
-            np.asarray([i.id for i in items if i.id is not None], dtype=np.int64),
-            target.file.ids.astype(np.int64)).tolist()) if target else set()
+        explicit = np.asarray([i.id for i in items if i.id is not None], dtype=np.int64)
+        existing_ids = set(np.intersect1d(explicit, target.file.ids.astype(np.int64)).tolist()
+                           ) if target and len(explicit) else set()
         next_id = self.high_water() + 1
         now = int(time.time() * 1000)
         new: list[Chunk] = []
@@ -367,8 +367,10 @@ class LayerSet:
         metadata["id_high_water"] = max(next_id - 1, max(c.id for c in new),
                                         int(metadata.get("id_high_water") or 0))
         metadata.setdefault("tool_name", "sediment")
+        path.parent.mkdir(parents=True, exist_ok=True)
         if target is not None and (target.file.chunk_count or target.file.dim == dim):
-            data = encode_append(target.file, new, vecs, metadata=metadata)
+            old = target.file
+            atomic_fill(path, lambda fd: write_append(fd, old, new, vecs, metadata=metadata))
         else:
             etype = schema.element_type if schema is not None else element_type
             scale = None
@@ -377,7 +379,6 @@ class LayerSet:
                 scale = 1.0 / 127.0 if norm == "l2" else None
             data = encode_layer(new, vecs, dim=dim, element_type=etype, quant_scale=scale,
                                 metadata=metadata)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, data)
+            atomic_write(path, data)
         self._refresh(name)
         return [c.id for c in new]

@@ -59,7 +59,7 @@ LINKS = 16
 """Graph links per node and upper level (FAISS's ``M``; level 0 has twice as many)."""
 BUILD_SEARCH = 128
 """Breadth of the search that places each added row in the graph (``efConstruction``)."""
-SEARCH = 48
+SEARCH = 96
 """Default breadth of a query's walk (``efSearch``; see docs/peers.md for the sweep it was
 chosen from)."""
 TRAIN_ROWS = 262_144
