@@ -10,7 +10,9 @@ memory or context store does on every write.
 
 from __future__ import annotations
 
+import gc
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +42,8 @@ class AppendLatency:
     stats: Stats
     variant: str = "append"
     """``append`` (LayerSet.append), ``in memory`` (the previous write: the whole file
-    assembled in memory, then written) or ``save`` (MiniLM embedding, then append)."""
+    assembled in memory, then written), ``save`` (MiniLM embedding, then append) or
+    ``embed`` (the embedding part of each save)."""
 
     @property
     def chunks_per_s(self) -> float:
@@ -50,9 +53,6 @@ class AppendLatency:
 def _timed(fns: list[Callable[[], object]], resets: list[Callable[[], object]],
            repeats: int) -> list[Stats]:
     """``fns`` in turn, each after its untimed reset, ``repeats`` times (plus one warm-up)."""
-    import gc
-    import time
-
     out: list[list[float]] = [[] for _ in fns]
     for i in range(repeats + 1):
         for fn, reset, samples in zip(fns, resets, out, strict=True):
@@ -136,11 +136,14 @@ def _saves(workdir: Path, embedder: Embedder, seed: int, repeats: int) -> list[A
         for existing in SAVE_SIZES:
             template, path, ls = _layer(workdir, existing, element_type, dim, seed)
             turn = iter(range(10**9))
+            embeds: list[float] = []
 
-            def save(ls: LayerSet = ls, turn: Iterator[int] = turn,
-                     existing: int = existing) -> object:
+            def save(ls: LayerSet = ls, turn: Iterator[int] = turn, existing: int = existing,
+                     embeds: list[float] = embeds) -> object:
                 text = f"{texts[next(turn) % len(texts)]} ({existing})"
+                t = time.perf_counter()
                 vec = embedder.embed([text])
+                embeds.append(time.perf_counter() - t)
                 # profile=None: the template's vectors are synthetic (its profile is not
                 # MiniLM's); comparing two profile dicts costs microseconds either way.
                 return ls.append(LayerName.LOCAL, [NewChunk("note", text, "mcp", 0.9)], vec,
@@ -153,6 +156,8 @@ def _saves(workdir: Path, embedder: Embedder, seed: int, repeats: int) -> list[A
 
             (stats,) = _timed([save], [reset], repeats)
             out.append(AppendLatency(existing, 1, element_type, stats, "save"))
+            out.append(AppendLatency(existing, 1, element_type, Stats(tuple(embeds[1:])),
+                                     "embed"))
             shutil.rmtree(path.parent, ignore_errors=True)
             template.unlink()
     return out
