@@ -1,7 +1,7 @@
 """Append latency through ``LayerSet.append`` at 1k, 10k and 100k chunks, f32 and i8.
 
-Every timed append starts from a fresh copy of a template layer (copied and re-opened
-untimed), so each sample appends to exactly ``existing`` chunks. One-chunk appends are
+Every timed append starts from a fresh copy of a template layer (copied, flushed to disk
+and re-opened untimed), so each sample appends to exactly ``existing`` chunks. One-chunk appends are
 timed interleaved with the previous way of writing the same commit (the whole new file
 assembled in memory by ``encode_append``, then written), so a slow spell of the shared
 machine hits both alike; *save* adds embedding the new text with MiniLM first, as an agent
@@ -11,6 +11,7 @@ memory or context store does on every write.
 from __future__ import annotations
 
 import gc
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -65,6 +66,17 @@ def _timed(fns: list[Callable[[], object]], resets: list[Callable[[], object]],
     return [Stats(tuple(s)) for s in out]
 
 
+def _fresh_copy(template: Path, path: Path) -> None:
+    """Copy the template over the layer and flush it, so the timed append does not pay for
+    writing back the copy (an agent's appends follow appends already on disk)."""
+    shutil.copyfile(template, path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _layer(workdir: Path, existing: int, element_type: str, dim: int, seed: int
            ) -> tuple[Path, Path, LayerSet]:
     template = workdir / f"append-{element_type}-{existing}.template.db"
@@ -89,7 +101,7 @@ def measure(workdir: Path, dim: int, seed: int, repeats: int,
 
             def reset(template: Path = template, path: Path = path,
                       ls: LayerSet = ls) -> None:
-                shutil.copyfile(template, path)
+                _fresh_copy(template, path)
                 ls.layers()
 
             for batch in BATCHES:
@@ -151,7 +163,7 @@ def _saves(workdir: Path, embedder: Embedder, seed: int, repeats: int) -> list[A
 
             def reset(template: Path = template, path: Path = path,
                       ls: LayerSet = ls) -> None:
-                shutil.copyfile(template, path)
+                _fresh_copy(template, path)
                 ls.layers()
 
             (stats,) = _timed([save], [reset], repeats)

@@ -252,8 +252,9 @@ def append(res: Results) -> str:
               ["r", "r", "l", "r", "r", "r", "r", "r"]),
         "`LayerSet.append(LayerName.LOCAL, chunks, vectors, profile=...)` on a layer set "
         f"holding only the local layer: median and p99 of {n} appends, each to a fresh copy "
-        "of the same starting file (copy and re-open untimed). An append is a commit: it "
-        "takes the file locks, re-reads the layer, writes a new file beside it (the old "
+        "of the same starting file (copy, fsync and re-open untimed). An append is a "
+        "commit: it takes the file locks, re-reads the layer, writes a new file beside it "
+        "(the old "
         "sections copied as bytes from the old file's mapping, the new chunks encoded), "
         "fsyncs it, renames it over the old one and fsyncs the directory, so its cost grows "
         "with the layer's size. *Previous write* is the same one-chunk commit written the "
