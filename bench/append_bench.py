@@ -122,12 +122,13 @@ def measure(workdir: Path, dim: int, seed: int, repeats: int,
                               vecs: npt.NDArray[np.float32] = vecs) -> None:
                     from sediment.format import Chunk
 
-                    layer = ls.layer(LayerName.LOCAL)
-                    assert layer is not None
-                    f = layer.file
-                    chunk = Chunk(10**9, "note", new_texts[0], "mcp", 0.9, 0)
-                    atomic_write(path, encode_append(f, [chunk], vecs,
-                                                     metadata=dict(f.metadata or {})))
+                    with ls.transaction():  # the same locks as an append
+                        layer = ls.layer(LayerName.LOCAL)
+                        assert layer is not None
+                        f = layer.file
+                        chunk = Chunk(10**9, "note", new_texts[0], "mcp", 0.9, 0)
+                        atomic_write(path, encode_append(f, [chunk], vecs,
+                                                         metadata=dict(f.metadata or {})))
 
                 now, before = _timed([append, in_memory], [reset, reset], repeats)
                 out.append(AppendLatency(existing, batch, element_type, now))

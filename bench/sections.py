@@ -259,7 +259,8 @@ def append(res: Results) -> str:
         "fsyncs it, renames it over the old one and fsyncs the directory, so its cost grows "
         "with the layer's size. *Previous write* is the same one-chunk commit written the "
         "way appends were written before (`encode_append` assembling the whole new file in "
-        "memory, then `atomic_write`), timed alternately with the append.",
+        "memory, then `atomic_write`, under the same locks), timed alternately with the "
+        "append.",
     ]
     if saves:
         parts += [
