@@ -2,7 +2,7 @@
 
 Every timed append starts from a fresh copy of a template layer (copied, flushed to disk
 and re-opened untimed), so each sample appends to exactly ``existing`` chunks. One-chunk appends are
-timed interleaved with the previous way of writing the same commit (the whole new file
+timed interleaved with the same append through the previous write (the whole new file
 assembled in memory by ``encode_append``, then written), so a slow spell of the shared
 machine hits both alike; *save* adds embedding the new text with MiniLM first, as an agent
 memory or context store does on every write.
@@ -14,9 +14,11 @@ import gc
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,9 +26,9 @@ import numpy.typing as npt
 from bench import layerfiles, synthetic
 from bench.timing import Stats
 from sediment.embed import Embedder
+from sediment.format import Chunk, LayerFile
 from sediment.format.writer import encode_append
 from sediment.store import LayerName, LayerSet, NewChunk
-from sediment.store.atomic import atomic_write
 
 EXISTING = (1_000, 10_000, 100_000)
 BATCHES = (1, 100)
@@ -64,6 +66,28 @@ def _timed(fns: list[Callable[[], object]], resets: list[Callable[[], object]],
             if i:
                 samples.append(time.perf_counter() - t)
     return [Stats(tuple(s)) for s in out]
+
+
+@contextmanager
+def _previous_write() -> Iterator[None]:
+    """``LayerSet.append`` with the write it had before: the whole new file assembled in
+    memory by ``encode_append``, then written in one call (everything else unchanged)."""
+    from sediment.store import layerset
+
+    def assembled(fd: int, base: LayerFile, chunks: Sequence[Chunk],
+                  embeddings: npt.NDArray[np.float32], *,
+                  metadata: dict[str, Any] | None) -> int:
+        data = memoryview(encode_append(base, chunks, embeddings, metadata=metadata))
+        while len(data):
+            data = data[os.write(fd, data):]
+        return 0
+
+    real = layerset.write_append
+    layerset.write_append = assembled
+    try:
+        yield
+    finally:
+        layerset.write_append = real
 
 
 def _fresh_copy(template: Path, path: Path) -> None:
@@ -118,17 +142,9 @@ def measure(workdir: Path, dim: int, seed: int, repeats: int,
                     out.append(AppendLatency(existing, batch, element_type, stats))
                     continue
 
-                def in_memory(ls: LayerSet = ls, path: Path = path,
-                              vecs: npt.NDArray[np.float32] = vecs) -> None:
-                    from sediment.format import Chunk
-
-                    with ls.transaction():  # the same locks as an append
-                        layer = ls.layer(LayerName.LOCAL)
-                        assert layer is not None
-                        f = layer.file
-                        chunk = Chunk(10**9, "note", new_texts[0], "mcp", 0.9, 0)
-                        atomic_write(path, encode_append(f, [chunk], vecs,
-                                                         metadata=dict(f.metadata or {})))
+                def in_memory(append: Callable[[], object] = append) -> object:
+                    with _previous_write():
+                        return append()
 
                 now, before = _timed([append, in_memory], [reset, reset], repeats)
                 out.append(AppendLatency(existing, batch, element_type, now))

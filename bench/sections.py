@@ -257,10 +257,9 @@ def append(res: Results) -> str:
         "(the old "
         "sections copied as bytes from the old file's mapping, the new chunks encoded), "
         "fsyncs it, renames it over the old one and fsyncs the directory, so its cost grows "
-        "with the layer's size. *Previous write* is the same one-chunk commit written the "
-        "way appends were written before (`encode_append` assembling the whole new file in "
-        "memory, then `atomic_write`, under the same locks), timed alternately with the "
-        "append.",
+        "with the layer's size. *Previous write* is the same `LayerSet.append` with the "
+        "file written the way it was before (`encode_append` assembling the whole new file "
+        "in memory, then one write), timed alternately with the append.",
     ]
     if saves:
         parts += [
