@@ -168,7 +168,8 @@ def write(results: Mapping[str, Mapping[str, Any]], out: Path, command: str) -> 
     parts = [BEGIN, "", f"Command: `{command}`. Machine: {machine()}.", "", table(results), ""]
     if sweep:
         parts += ["Equal recall: the fastest p50 of each approximate system over its sweep of "
-                  "search breadths (HNSW ef) that reaches each recall@10.",
+                  "search breadths (HNSW ef; nprobe for ivf-previous) that reaches each "
+                  "recall@10.",
                   "", sweep, ""]
     block = "\n".join([*parts, f"![latency against recall]({png.name})", "", END])
     text = out.read_text() if out.exists() else f"# Peers\n\n{BEGIN}\n{END}\n"
