@@ -21,7 +21,7 @@ This replaced an inverted file (IVF over the same codes, 1,024 lists at 100k row
 visited). The inverted file was tuned on a Gaussian mixture with 1,000 points per centre,
 where it was about twice as fast as HNSW at equal recall; on vectors without such clusters
 (a low-rank Gaussian plus noise) and on real MiniLM embeddings of WordNet's glosses, it
-needed ten times the lists for recall@10 0.95, while the graph reached it at a small
+needed 5 to 20 times the lists for recall@10 0.95, while the graph reached it at a small
 ``efSearch`` on every workload (docs/peers.md has the sweeps). Search breadth is
 ``efSearch`` (:data:`SEARCH` by default, ``SearchRequest.ann_expansion`` overrides it); at
 least :data:`MIN_FETCH` candidates are re-scored.
@@ -180,7 +180,7 @@ class AnnIndex:
         breadth = max(expansion or SEARCH, count)
         params = self._params.get(breadth)
         if params is None:
-            params = self._params[breadth] = faiss_search_params(breadth)
+            params = self._params[breadth] = _search_params(breadth)
         # search_c, not FAISS's search wrapper: the wrapper's argument checks and copies
         # cost about as much as a short walk (tens of microseconds) on every query.
         ids = np.empty(count, dtype=np.int64)
@@ -190,7 +190,7 @@ class AnnIndex:
         return ids[ids >= 0]
 
 
-def faiss_search_params(breadth: int) -> Any:
+def _search_params(breadth: int) -> Any:
     import faiss
 
     return faiss.SearchParametersHNSW(efSearch=breadth)  # type: ignore[attr-defined]
