@@ -1,21 +1,40 @@
-"""Append latency through ``LayerSet.append``: one chunk, and a batch of 100, to a local
-layer that already holds 1k or 10k chunks."""
+"""Append latency through ``LayerSet.append`` at 1k, 10k and 100k chunks, f32 and i8.
+
+Every timed append starts from a fresh copy of a template layer (copied, flushed to disk
+and re-opened untimed), so each sample appends to exactly ``existing`` chunks. One-chunk appends are
+timed interleaved with the same append through the previous write (the whole new file
+assembled in memory by ``encode_append``, then written), so a slow spell of the shared
+machine hits both alike; *save* adds embedding the new text with MiniLM first, as an agent
+memory or context store does on every write.
+"""
 
 from __future__ import annotations
 
+import gc
+import os
 import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from bench import layerfiles, synthetic
-from bench.timing import Stats, repeat_with_setup
+from bench.timing import Stats
+from sediment.embed import Embedder
+from sediment.format import Chunk, LayerFile
+from sediment.format.writer import encode_append
 from sediment.store import LayerName, LayerSet, NewChunk
 
-EXISTING = (1_000, 10_000)
+EXISTING = (1_000, 10_000, 100_000)
 BATCHES = (1, 100)
+SAVE_SIZES = (5_000, 10_000)
+"""The progressive-context target is set at 5,000 items, agent memory's at 10,000."""
+ELEMENT_TYPES = ("f32", "i8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,43 +43,150 @@ class AppendLatency:
     batch: int
     element_type: str
     stats: Stats
+    variant: str = "append"
+    """``append`` (LayerSet.append), ``in memory`` (the previous write: the whole file
+    assembled in memory, then written), ``save`` (MiniLM embedding, then append) or
+    ``embed`` (the embedding part of each save)."""
 
     @property
     def chunks_per_s(self) -> float:
         return self.batch / self.stats.p50
 
 
-def _time_appends(template: Path, path: Path, items: list[NewChunk],
-                  vecs: npt.NDArray[np.float32], prof: dict[str, object], repeats: int
-                  ) -> Stats:
-    ls = LayerSet({LayerName.LOCAL: path})
+def _timed(fns: list[Callable[[], object]], resets: list[Callable[[], object]],
+           repeats: int) -> list[Stats]:
+    """``fns`` in turn, each after its untimed reset, ``repeats`` times (plus one warm-up)."""
+    out: list[list[float]] = [[] for _ in fns]
+    for i in range(repeats + 1):
+        for fn, reset, samples in zip(fns, resets, out, strict=True):
+            reset()
+            gc.collect()
+            t = time.perf_counter()
+            fn()
+            if i:
+                samples.append(time.perf_counter() - t)
+    return [Stats(tuple(s)) for s in out]
 
-    def reset() -> None:
-        shutil.copyfile(template, path)
-        ls.layers()
 
-    def append(_: int) -> object:
-        return ls.append(LayerName.LOCAL, items, vecs, profile=prof, allowed=(LayerName.LOCAL,))
+@contextmanager
+def _previous_write() -> Iterator[None]:
+    """``LayerSet.append`` with the write it had before: the whole new file assembled in
+    memory by ``encode_append``, then written in one call (everything else unchanged)."""
+    from sediment.store import layerset
 
-    return repeat_with_setup(append, reset, repeats)
+    def assembled(fd: int, base: LayerFile, chunks: Sequence[Chunk],
+                  embeddings: npt.NDArray[np.float32], *,
+                  metadata: dict[str, Any] | None) -> int:
+        data = memoryview(encode_append(base, chunks, embeddings, metadata=metadata))
+        while len(data):
+            data = data[os.write(fd, data):]
+        return 0
+
+    real = layerset.write_append
+    layerset.write_append = assembled
+    try:
+        yield
+    finally:
+        layerset.write_append = real
+
+
+def _fresh_copy(template: Path, path: Path) -> None:
+    """Copy the template over the layer and flush it, so the timed append does not pay for
+    writing back the copy (an agent's appends follow appends already on disk)."""
+    shutil.copyfile(template, path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _layer(workdir: Path, existing: int, element_type: str, dim: int, seed: int
+           ) -> tuple[Path, Path, LayerSet]:
+    template = workdir / f"append-{element_type}-{existing}.template.db"
+    layerfiles.build(template, synthetic.chunks(synthetic.texts(existing, seed)),
+                     synthetic.unit_vectors(existing, dim, seed), element_type)
+    path = workdir / f"append-{element_type}-{existing}" / LayerName.LOCAL.file_name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(template, path)
+    return template, path, LayerSet({LayerName.LOCAL: path})
 
 
 def measure(workdir: Path, dim: int, seed: int, repeats: int,
-            element_type: str = "f32") -> list[AppendLatency]:
-    """Every timed append starts from a fresh copy of a template layer (copied and re-opened
-    untimed), so each sample appends to exactly ``existing`` chunks."""
-    out = []
+            embedder: Embedder | None = None) -> list[AppendLatency]:
+    """Every size and element type; ``embedder`` (MiniLM, loaded) adds the save rows."""
+    out: list[AppendLatency] = []
     prof = synthetic.profile(dim)
     new_texts = synthetic.texts(max(BATCHES), seed + 1)
     new_vecs = synthetic.unit_vectors(max(BATCHES), dim, seed + 2)
-    for existing in EXISTING:
-        template = workdir / f"append-{element_type}-{existing}.template.db"
-        layerfiles.build(template, synthetic.chunks(synthetic.texts(existing, seed)),
-                         synthetic.unit_vectors(existing, dim, seed), element_type)
-        path = workdir / f"append-{element_type}-{existing}" / LayerName.LOCAL.file_name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        for batch in BATCHES:
-            items = [NewChunk("note", t, "mcp", 0.9) for t in new_texts[:batch]]
-            stats = _time_appends(template, path, items, new_vecs[:batch], prof, repeats)
-            out.append(AppendLatency(existing, batch, element_type, stats))
+    for element_type in ELEMENT_TYPES:
+        for existing in EXISTING:
+            template, path, ls = _layer(workdir, existing, element_type, dim, seed)
+
+            def reset(template: Path = template, path: Path = path,
+                      ls: LayerSet = ls) -> None:
+                _fresh_copy(template, path)
+                ls.layers()
+
+            for batch in BATCHES:
+                items = [NewChunk("note", t, "mcp", 0.9) for t in new_texts[:batch]]
+                vecs = new_vecs[:batch]
+
+                def append(ls: LayerSet = ls, items: list[NewChunk] = items,
+                           vecs: npt.NDArray[np.float32] = vecs) -> object:
+                    return ls.append(LayerName.LOCAL, items, vecs, profile=prof,
+                                     allowed=(LayerName.LOCAL,))
+
+                if batch > 1:
+                    (stats,) = _timed([append], [reset], repeats)
+                    out.append(AppendLatency(existing, batch, element_type, stats))
+                    continue
+
+                def in_memory(append: Callable[[], object] = append) -> object:
+                    with _previous_write():
+                        return append()
+
+                now, before = _timed([append, in_memory], [reset, reset], repeats)
+                out.append(AppendLatency(existing, batch, element_type, now))
+                out.append(AppendLatency(existing, batch, element_type, before, "in memory"))
+            shutil.rmtree(path.parent, ignore_errors=True)
+            template.unlink()
+    if embedder is not None:
+        out += _saves(workdir, embedder, seed, repeats)
+    return out
+
+
+def _saves(workdir: Path, embedder: Embedder, seed: int, repeats: int) -> list[AppendLatency]:
+    """Embed one new text with the real model, then append it: an agent's save."""
+    out = []
+    dim = embedder.profile.dim
+    texts = synthetic.texts(repeats + 2, seed + 9)
+    for element_type in ELEMENT_TYPES:
+        for existing in SAVE_SIZES:
+            template, path, ls = _layer(workdir, existing, element_type, dim, seed)
+            turn = iter(range(10**9))
+            embeds: list[float] = []
+
+            def save(ls: LayerSet = ls, turn: Iterator[int] = turn, existing: int = existing,
+                     embeds: list[float] = embeds) -> object:
+                text = f"{texts[next(turn) % len(texts)]} ({existing})"
+                t = time.perf_counter()
+                vec = embedder.embed([text])
+                embeds.append(time.perf_counter() - t)
+                # profile=None: the template's vectors are synthetic (its profile is not
+                # MiniLM's); comparing two profile dicts costs microseconds either way.
+                return ls.append(LayerName.LOCAL, [NewChunk("note", text, "mcp", 0.9)], vec,
+                                 profile=None, allowed=(LayerName.LOCAL,))
+
+            def reset(template: Path = template, path: Path = path,
+                      ls: LayerSet = ls) -> None:
+                _fresh_copy(template, path)
+                ls.layers()
+
+            (stats,) = _timed([save], [reset], repeats)
+            out.append(AppendLatency(existing, 1, element_type, stats, "save"))
+            out.append(AppendLatency(existing, 1, element_type, Stats(tuple(embeds[1:])),
+                                     "embed"))
+            shutil.rmtree(path.parent, ignore_errors=True)
+            template.unlink()
     return out

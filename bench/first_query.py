@@ -173,7 +173,7 @@ def section(results: list[FirstQuery], command: str) -> str:
                "none (exact scans)" if r.build_index_s != r.build_index_s
                else f"{r.build_index_s:.1f}"] for r in results]
     return "\n\n".join([
-        "## 9. First query of a fresh process (persisted lexicon)",
+        "## 10. First query of a fresh process (persisted lexicon)",
         f"Command: `{command}`",
         table(["Chunks", "BM25 postings", "Model load (ms)", "Model digest (ms)",
                "First hybrid query after the model (ms)", "of which BM25 (ms)",

@@ -9,6 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FULL_SIZES = (10_000, 100_000, 1_000_000)
+SECTIONS = ("search", "layers", "append", "compile", "embed-memory", "first-query")
+"""What ``--only`` can select: search (bandwidth, files, exact and hybrid search, resident
+memory, at each size), layers, append, compile (and raw embedding throughput), and
+embed-memory (Sediment's embedder beside a bare onnxruntime loop, compile's peak RSS), and
+first-query (a fresh process's first hybrid query with the persisted lexicon)."""
 QUICK_SIZES = (10_000, 100_000)
 
 
@@ -22,6 +27,11 @@ class Options:
     dim: int
     seed: int
     command: str
+    only: tuple[str, ...] = ()
+    """Sections to run (empty: all); the report then replaces only those sections."""
+
+    def runs(self, section: str) -> bool:
+        return not self.only or section in self.only
 
     def queries_for(self, rows: int) -> int:
         """Timed vector queries per configuration: fewer for 1M rows and in quick mode."""
@@ -57,6 +67,14 @@ class Options:
     def append_repeats(self) -> int:
         return 10 if self.quick else 20
 
+    @property
+    def embed_memory_texts(self) -> int:
+        return 64 if self.quick else 256
+
+    @property
+    def embed_memory_rounds(self) -> int:
+        return 2 if self.quick else 3
+
 
 def _sizes(text: str) -> tuple[int, ...]:
     try:
@@ -67,6 +85,14 @@ def _sizes(text: str) -> tuple[int, ...]:
     if not sizes or any(s <= 0 for s in sizes):
         raise argparse.ArgumentTypeError("--sizes wants positive integers")
     return tuple(sorted(set(sizes)))
+
+
+def _only(text: str) -> tuple[str, ...]:
+    got = tuple(s.strip() for s in text.split(",") if s.strip())
+    bad = [s for s in got if s not in SECTIONS]
+    if bad or not got:
+        raise argparse.ArgumentTypeError(f"--only wants some of {', '.join(SECTIONS)}")
+    return got
 
 
 def parse(argv: list[str] | None = None) -> Options:
@@ -86,8 +112,11 @@ def parse(argv: list[str] | None = None) -> Options:
     p.add_argument("--keep", action="store_true", help="keep the generated files")
     p.add_argument("--dim", type=int, default=384, help="embedding dimensions (default 384)")
     p.add_argument("--seed", type=int, default=20240601, help="random seed")
+    p.add_argument("--only", type=_only, default=(),
+                   help=f"comma-separated sections to run ({', '.join(SECTIONS)}); the "
+                        "report keeps every other section as it was")
     a = p.parse_args(args_list)
     sizes = a.sizes or (QUICK_SIZES if a.quick else FULL_SIZES)
     command = " ".join(["python -m bench", *(shlex.quote(x) for x in args_list)])
     return Options(quick=a.quick, sizes=sizes, out=a.out, workdir=a.workdir, keep=a.keep,
-                   dim=a.dim, seed=a.seed, command=command)
+                   dim=a.dim, seed=a.seed, command=command, only=a.only)

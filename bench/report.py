@@ -101,4 +101,28 @@ equal-recall comparison of the approximate indexes) is its own, longer run:
 
 def write(res: Results, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
+    if res.options.only and out.exists():
+        out.write_text(splice(out.read_text(encoding="utf-8"), res), encoding="utf-8")
+        return
     out.write_text(render(res), encoding="utf-8")
+
+
+def splice(text: str, res: Results) -> str:
+    """``text`` with the sections ``--only`` ran replaced (or added before "Beside other
+    systems"), and a line saying which command produced them."""
+    prefixes = [p for name in res.options.only for p in sections.SECTION_OF[name]]
+    fresh = [s for s in sections.all_sections(res) if s.startswith(tuple(prefixes))]
+    blocks = text.split("\n\n## ")
+    blocks = [blocks[0], *("## " + b for b in blocks[1:])]
+    for new in fresh:
+        head = new.split(" ", 2)[1]  # "8." and the like
+        note = (f"\n\n*This section: `{res.machine.command}`, {res.machine.date}, load "
+                f"average {res.machine.load_start[0]:.2f} at the start.*")
+        at = [i for i, b in enumerate(blocks) if b.startswith(f"## {head} ")]
+        if at:
+            blocks[at[0]] = new + note
+        else:
+            tail = next((i for i, b in enumerate(blocks)
+                         if b.startswith("## Beside other systems")), len(blocks))
+            blocks.insert(tail, new + note)
+    return "\n\n".join(blocks).rstrip("\n") + "\n"

@@ -16,6 +16,7 @@ from bench import (
     append_bench,
     bandwidth,
     compile_bench,
+    embed_memory,
     first_query,
     hybrid_search,
     layerfiles,
@@ -29,6 +30,7 @@ from bench import (
 )
 from bench.options import Options
 from bench.progress import log
+from sediment.embed import Embedder
 
 ELEMENT_TYPES = ("f32", "i8")
 HYBRID_MAX_ROWS = 100_000
@@ -58,6 +60,8 @@ class Results:
     appends: list[append_bench.AppendLatency] = field(default_factory=list)
     compiles: list[compile_bench.CompileRun] = field(default_factory=list)
     embed: compile_bench.EmbedRun | None = None
+    embed_runs: embed_memory.EmbedRuns | None = None
+    compile_memory: embed_memory.CompileMemory | None = None
     first_queries: list[first_query.FirstQuery] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -112,6 +116,52 @@ def _run_size(opts: Options, workdir: Path, rows: int, queries: np.ndarray,
     return result
 
 
+def _search_sections(opts: Options, workdir: Path, res: Results) -> None:
+    log("memory bandwidth: 1 GiB np.copyto, best of 5")
+    res.bandwidth = bandwidth.measure()
+    log(f"  {res.bandwidth.copy_gbps:.2f} GB/s (read + write)")
+    gc.collect()
+    max_q = max(opts.queries_for(r) for r in opts.sizes) + opts.warmup
+    queries = synthetic.unit_vectors(max(max_q, 16), opts.dim, opts.seed + 1)
+    query_texts = synthetic.query_texts(max_q, opts.seed + 2)
+    for rows in opts.sizes:
+        problem = _check_resources(opts, workdir, rows)
+        if problem:
+            log(f"SKIPPING {rows:,} chunks: {problem}")
+            res.skipped.append((rows, problem))
+            continue
+        res.sizes.append(_run_size(opts, workdir, rows, queries, query_texts))
+        gc.collect()
+
+
+def _layer_split(opts: Options, workdir: Path, res: Results) -> None:
+    total = opts.layer_split_total
+    log(f"layers: {total:,} chunks over 1, 2 and 4 layers")
+    max_q = opts.queries_for(total) + opts.warmup
+    queries = synthetic.unit_vectors(max(max_q, 16), opts.dim, opts.seed + 1)
+    vectors = synthetic.unit_vectors(total, opts.dim, opts.seed + 3)
+    contents = synthetic.texts(total, opts.seed + 3)
+    for etype in ELEMENT_TYPES:
+        res.splits += multilayer.measure(workdir, vectors, contents, queries, etype,
+                                         opts.queries_for(total), opts.warmup)
+
+
+def _compiles(opts: Options, workdir: Path, res: Results, embedder: Embedder,
+              load_s: float) -> None:
+    log(f"compile: hash embedder, {opts.hash_corpus_files} files")
+    res.compiles.append(compile_bench.compile_corpus(
+        workdir, "hash", compile_bench.hash_embedder(), opts.hash_corpus_files))
+    log("MiniLM: raw embedding throughput")
+    res.embed = compile_bench.embed_throughput(embedder, load_s, opts.embed_texts)
+    log(f"  {res.embed.texts_per_s:.0f} texts/s")
+    log(f"compile: MiniLM embedder, {opts.minilm_corpus_files} files")
+    res.compiles.append(compile_bench.compile_corpus(
+        workdir, "minilm", embedder, opts.minilm_corpus_files))
+    for c in res.compiles:
+        log(f"  {c.embedder}: {c.chunks} chunks in {c.seconds:.2f}s "
+            f"({c.chunks_per_s:.0f} chunks/s)")
+
+
 def run(opts: Options) -> Results:
     t0 = time.perf_counter()
     parent = opts.workdir
@@ -121,48 +171,31 @@ def run(opts: Options) -> Results:
     res = Results(opts, machine.describe(opts.command), workdir)
     log(f"workdir {workdir}, free disk {resources.gib(resources.disk_free(workdir))}")
     try:
-        log("memory bandwidth: 1 GiB np.copyto, best of 5")
-        res.bandwidth = bandwidth.measure()
-        log(f"  {res.bandwidth.copy_gbps:.2f} GB/s (read + write)")
-        gc.collect()
-        max_q = max(opts.queries_for(r) for r in opts.sizes) + opts.warmup
-        queries = synthetic.unit_vectors(max(max_q, 16), opts.dim, opts.seed + 1)
-        query_texts = synthetic.query_texts(max_q, opts.seed + 2)
-        for rows in opts.sizes:
-            problem = _check_resources(opts, workdir, rows)
-            if problem:
-                log(f"SKIPPING {rows:,} chunks: {problem}")
-                res.skipped.append((rows, problem))
-                continue
-            res.sizes.append(_run_size(opts, workdir, rows, queries, query_texts))
-            gc.collect()
-        total = opts.layer_split_total
-        log(f"layers: {total:,} chunks over 1, 2 and 4 layers")
-        vectors = synthetic.unit_vectors(total, opts.dim, opts.seed + 3)
-        contents = synthetic.texts(total, opts.seed + 3)
-        for etype in ELEMENT_TYPES:
-            res.splits += multilayer.measure(workdir, vectors, contents, queries, etype,
-                                             opts.queries_for(total), opts.warmup)
-        del vectors, contents
-        log("append latency")
-        res.appends = append_bench.measure(workdir, opts.dim, opts.seed + 4,
-                                           opts.append_repeats)
-        log(f"compile: hash embedder, {opts.hash_corpus_files} files")
-        res.compiles.append(compile_bench.compile_corpus(
-            workdir, "hash", compile_bench.hash_embedder(), opts.hash_corpus_files))
-        log("MiniLM: load and raw embedding throughput")
-        embedder, load_s = compile_bench.warm_minilm()
-        res.embed = compile_bench.embed_throughput(embedder, load_s, opts.embed_texts)
-        log(f"  {res.embed.texts_per_s:.0f} texts/s")
-        log(f"compile: MiniLM embedder, {opts.minilm_corpus_files} files")
-        res.compiles.append(compile_bench.compile_corpus(
-            workdir, "minilm", embedder, opts.minilm_corpus_files))
-        for c in res.compiles:
-            log(f"  {c.embedder}: {c.chunks} chunks in {c.seconds:.2f}s "
-                f"({c.chunks_per_s:.0f} chunks/s)")
-        for rows in opts.sizes:
-            if rows in first_query.TARGETS:
-                res.first_queries.append(first_query.measure(workdir, rows, opts.seed))
+        if opts.runs("search"):
+            _search_sections(opts, workdir, res)
+        if opts.runs("layers"):
+            _layer_split(opts, workdir, res)
+        embedder, load_s = None, 0.0
+        if opts.runs("append") or opts.runs("compile"):
+            log("MiniLM: load")
+            embedder, load_s = compile_bench.warm_minilm()
+        if opts.runs("append"):
+            log("append latency (and MiniLM saves)")
+            res.appends = append_bench.measure(workdir, opts.dim, opts.seed + 4,
+                                               opts.append_repeats, embedder)
+        if opts.runs("compile") and embedder is not None:
+            _compiles(opts, workdir, res, embedder, load_s)
+        if opts.runs("embed-memory"):
+            log(f"MiniLM beside bare onnxruntime: {opts.embed_memory_texts} texts x "
+                f"{opts.embed_memory_rounds} rounds, fresh processes")
+            res.embed_runs = embed_memory.measure(workdir, opts.embed_memory_texts,
+                                                  opts.embed_memory_rounds)
+            log(f"compile peak RSS: MiniLM, {opts.minilm_corpus_files} files")
+            res.compile_memory = embed_memory.compile_peak(workdir, opts.minilm_corpus_files)
+        if opts.runs("first-query"):
+            for rows in opts.sizes:
+                if rows in first_query.TARGETS:
+                    res.first_queries.append(first_query.measure(workdir, rows, opts.seed))
     finally:
         if not opts.keep:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -124,11 +124,9 @@ def hybrid(res: Results) -> str:
         table(["Chunks", "Type", "First hybrid query (ms)", "of which BM25 (ms)",
                "p50 (ms)", "p99 (ms)", "BM25 part p50 (ms)", "Vector part p50 (ms)"], rows,
               ["r", "l", *["r"] * 6]),
-        "The layer is written without a lexicon file, so the first lexical query builds the "
-        "BM25 postings from the layer's strings (and writes the lexicon file beside the "
-        "layer, which section 9 measures a fresh process finding): the *first hybrid query* "
-        "(on a layer set that already ran one vector query) is that build plus one query, "
-        "and *of which BM25* is the "
+        "The BM25 index is built from the layer's strings by the first lexical query and kept "
+        "for the life of the process: the *first hybrid query* (on a layer set that already "
+        "ran one vector query) is that build plus one query, and *of which BM25* is the "
         "engine's own `timings_ms['bm25']` for it. The percentiles are over later queries of "
         "2 or 3 words from the same vocabulary; the BM25 and vector parts are the engine's "
         "own timings (the rest is fusion, precedence and decoding).",
@@ -220,40 +218,121 @@ def compile_and_embed(res: Results) -> str:
                 ["Throughput", f"**{rate(e.texts_per_s)} texts/s**"],
             ], ["l", "r"]),
             "`make_embedder('minilm', cache_path=None).embed(texts)` on short texts like a "
-            "one-line agent note (the embedder batches 64 at a time, all available cores), "
+            "one-line agent note (the embedder sorts by length and runs batches of up to 64 "
+            "texts and 2,048 padded tokens on all available cores), "
             f"median of {e.batch.n} calls after one warm-up call.",
         ]
     return "\n\n".join(parts)
 
 
 def append(res: Results) -> str:
-    rows = [[f"{a.existing:,}", str(a.batch), a.element_type, ms(a.stats.p50),
-             ms(a.stats.p99), rate(a.chunks_per_s)] for a in res.appends]
-    if not rows:
+    plain = [a for a in res.appends if a.variant == "append"]
+    if not plain:
         return "## 8. Append latency\n\nNot measured."
-    n = res.appends[0].stats.n
-    return "\n\n".join([
+    before = {(a.existing, a.element_type): a for a in res.appends if a.variant == "in memory"}
+    rows = []
+    for a in plain:
+        old = before.get((a.existing, a.element_type)) if a.batch == 1 else None
+        rows.append([f"{a.existing:,}", str(a.batch), a.element_type, ms(a.stats.p50),
+                     ms(a.stats.p99), rate(a.chunks_per_s),
+                     f"{ms(old.stats.p50)} / {ms(old.stats.p99)}" if old else "",
+                     f"{a.stats.p50 / old.stats.p50:.2f}x" if old else ""])
+    embeds = {(a.existing, a.element_type): a.stats for a in res.appends
+              if a.variant == "embed"}
+    saves = []
+    for a in res.appends:
+        if a.variant == "save":
+            e = embeds.get((a.existing, a.element_type))
+            saves.append([f"{a.existing:,}", a.element_type, ms(a.stats.p50), ms(a.stats.p99),
+                          f"{ms(e.p50)} / {ms(e.p99)}" if e else ""])
+    n = plain[0].stats.n
+    parts = [
         "## 8. Append latency",
         table(["Chunks already in the layer", "Appended", "Type", "p50 (ms)", "p99 (ms)",
-               "Chunks/s"], rows, ["r", "r", "l", "r", "r", "r"]),
+               "Chunks/s", "Previous write p50 / p99 (ms)", "p50 now / before"], rows,
+              ["r", "r", "l", "r", "r", "r", "r", "r"]),
         "`LayerSet.append(LayerName.LOCAL, chunks, vectors, profile=...)` on a layer set "
         f"holding only the local layer: median and p99 of {n} appends, each to a fresh copy "
-        "of the same starting file (copy and re-open untimed). An append is a commit: it "
-        "takes the file locks, re-reads the layer, re-encodes the whole file with the new "
-        "chunks, fsyncs it and renames it over the old one, so its cost grows with the "
-        "layer's size.",
-    ])
+        "of the same starting file (copy, fsync and re-open untimed). An append is a "
+        "commit: it takes the file locks, re-reads the layer, writes a new file beside it "
+        "(the old "
+        "sections copied as bytes from the old file's mapping, the new chunks encoded), "
+        "fsyncs it, renames it over the old one and fsyncs the directory, so its cost grows "
+        "with the layer's size. *Previous write* is the same `LayerSet.append` with the "
+        "file written the way it was before (`encode_append` assembling the whole new file "
+        "in memory, then one write), timed alternately with the append.",
+    ]
+    if saves:
+        parts += [
+            table(["Chunks already in the layer", "Type", "Save p50 (ms)", "Save p99 (ms)",
+                   "Of which embedding p50 / p99 (ms)"], saves, ["r", "l", "r", "r", "r"]),
+            "*Save*: what an agent memory or progressive-context store pays per write: one new "
+            "text embedded by the loaded MiniLM model (no cache), then appended as above. "
+            "The targets are p99 under 100 ms at 10,000 memories and at 5,000 context "
+            "items (docs/architecture.md, \"Appends\").",
+        ]
+    return "\n\n".join(parts)
+
+
+def embed_memory(res: Results) -> str:
+    e, c = res.embed_runs, res.compile_memory
+    title = "## 9. Embedding memory: Sediment's embedder beside a bare onnxruntime loop"
+    if e is None:
+        return title + "\n\nNot measured."
+    rows = []
+    for variant, label in (("sediment", "Sediment `MiniLMEmbedder`"),
+                           ("bare", "bare onnxruntime loop")):
+        wall, cpu = e.median(variant, "wall_s"), e.median(variant, "cpu_s")
+        peak, loaded = e.median(variant, "peak_rss"), e.median(variant, "loaded_rss")
+        rows.append([label, rate(e.texts / wall), f"{cpu / e.texts * 1e3:.1f}",
+                     f"{peak / 1e6:,.0f}", f"{(peak - loaded) / 1e6:,.0f}"])
+    ratio = (e.median("bare", "cpu_s") / e.median("sediment", "cpu_s"))
+    wall_ratio = e.median("bare", "wall_s") / e.median("sediment", "wall_s")
+    parts = [
+        title,
+        table(["Embedder", "Texts/s", "CPU ms per text", "Peak RSS (MB)",
+               "Peak above the loaded model (MB)"], rows, ["l", "r", "r", "r", "r"]),
+        f"{e.texts} texts of 1,000 characters (about 200 tokens each) embedded in one call, "
+        f"in a fresh process per run, the two alternating over {len(e.runs['sediment'])} "
+        "rounds; medians. The bare loop is a default `onnxruntime.InferenceSession` over the "
+        "same model file and tokenizer, 64 texts at a time in their order, padded to the "
+        "longest of each batch, mean-pooled and normalised. Sediment sorts by length and "
+        "cuts batches at 2,048 padded tokens, with the arena growing by what is asked "
+        f"(`src/sediment/embed/minilm.py`). Throughput, Sediment against bare: "
+        f"**{wall_ratio:.2f}x** by wall time, **{ratio:.2f}x** by CPU time (above 1: "
+        f"Sediment is faster). Largest difference between their vectors: {e.max_diff:.1e}.",
+    ]
+    if c is not None:
+        bound = (1 << 30) + c.layer_bytes
+        word = "within" if c.peak_rss <= bound else "OVER"
+        parts += [table(["Compile (MiniLM, fresh process)", "Value"], [
+            ["Files / chunks", f"{c.files} / {c.chunks:,}"],
+            ["Layer written (MB)", f"{c.layer_bytes / 1e6:,.1f}"],
+            ["Peak RSS (MB)", f"**{c.peak_rss / 1e6:,.0f}**"],
+            ["Peak RSS after loading the model (MB)", f"{c.loaded_rss / 1e6:,.0f}"],
+            ["Target: 1 GiB + the layer (MB)", f"{bound / 1e6:,.0f} ({word})"],
+            ["CPU seconds", secs(c.cpu_s)],
+        ], ["l", "r"]),
+            "`compile_layer` over the generated Markdown corpus of section 7, in a fresh "
+            "process (`python -m bench.embed_probe compile`); peak RSS is its `VmHWM`."]
+    return "\n\n".join(parts)
 
 
 def fresh_process(res: Results) -> str:
     if not res.first_queries:
-        return "## 9. First query of a fresh process\n\nNot measured (no size of 100k or 1M)."
+        return "## 10. First query of a fresh process\n\nNot measured (no size of 100k or 1M)."
     return first_query.section(res.first_queries, res.options.command)
 
 
 def all_sections(res: Results) -> list[str]:
     return [bandwidth(res), files(res), vector(res), hybrid(res), resident(res), layers(res),
-            compile_and_embed(res), append(res), fresh_process(res)]
+            compile_and_embed(res), append(res), embed_memory(res), fresh_process(res)]
+
+
+SECTION_OF = {"search": ("## 1.", "## 2.", "## 3.", "## 4.", "## 5."), "layers": ("## 6.",),
+              "compile": ("## 7.",), "append": ("## 8.",), "embed-memory": ("## 9.",),
+              "first-query": ("## 10.",)}
+"""The report sections each ``--only`` choice rewrites, by heading prefix."""
 
 
 def method(res: Results) -> str:

@@ -1,9 +1,10 @@
-"""``python -m bench.peers [--sizes 100000,1000000] [--quick] [--systems ...]``.
+"""``python -m bench.peers [--sizes 100000,1000000] [--workloads ...] [--quick] [--systems ...]``.
 
-For each size: generate the shared data, then for each system build its files in one
-subprocess and query them in another. Results accumulate in ``<workdir>/results.json``
-(a rerun of some systems replaces only their rows); the Markdown table and the PNG plot
-are rewritten from it (``--out``, default docs/peers.md and docs/peers.png).
+For each workload and size (``bench/peers/data.py``): generate the shared data, then for
+each system build its files in one subprocess and query them in another. Results
+accumulate in ``<workdir>/results.json`` (a rerun of some systems replaces only their
+rows); the Markdown table and the PNG plot are rewritten from it (``--out``, default
+docs/peers.md and docs/peers.png).
 
 Approximate (HNSW) builds take minutes per million vectors on two cores, so by default
 they run only at sizes up to ``--approx-max`` (100,000); Chroma, whose inserts build its
@@ -23,6 +24,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 from bench.peers import data, report
 from bench.peers.systems import EFFORTS, SYSTEMS
@@ -54,11 +57,19 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="also query approximate systems at every search breadth of --efforts "
                         "(HNSW ef; Sediment sweeps its own nprobe values)")
     p.add_argument("--efforts", default=",".join(map(str, EFFORTS)))
+    p.add_argument("--workloads", default=",".join(data.WORKLOADS),
+                   help="mixture, unclustered (synthetic, at each of --sizes) and minilm "
+                        "(real MiniLM vectors of WordNet glosses, at the corpus's size)")
+    p.add_argument("--minilm-vectors", type=Path, default=data.MINILM_CACHE,
+                   help="the cached MiniLM vectors (made by python -m bench.peers.wordnet)")
     a = p.parse_args(argv)
     if a.rounds < 1:
         p.error("--rounds must be at least 1")
     if a.quick:
         a.sizes, a.queries, a.seconds, a.rounds = "100000", 50, 5.0, 1
+    bad = set(a.workloads.split(",")) - set(data.WORKLOADS)
+    if bad:
+        p.error(f"unknown workloads {sorted(bad)}; choose from {', '.join(data.WORKLOADS)}")
     return a
 
 
@@ -81,19 +92,25 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, object]] = (
         json.loads(results_path.read_text()) if results_path.exists() else {})
     t0 = time.perf_counter()
-    for n in (int(s) for s in a.sizes.split(",")):
-        print(f"{n:,} vectors: generating data and exact answers", file=sys.stderr)
-        d = data.prepare(a.workdir, n, max(a.queries, 50))
+    plan = [(w, int(n)) for w in a.workloads.split(",") if w != "minilm"
+            for n in a.sizes.split(",")]
+    plan += [("minilm", 0)] if "minilm" in a.workloads.split(",") else []
+    for workload, n in plan:
+        print(f"{workload} {n:,}: preparing data and exact answers", file=sys.stderr)
+        d = data.prepare(a.workdir, n, max(a.queries, 50), workload, a.minilm_vectors)
+        n = n or int(np.load(d / "vectors.npy", mmap_mode="r").shape[0])
         for name in a.systems.split(","):
             system = SYSTEMS[name]
-            key = f"{n}/{name}"
+            key = f"{n}/{name}" if workload == "mixture" else f"{workload}/{n}/{name}"
             if system.mode == "approximate" and n > a.approx_max:
                 results[key] = {"size": n, "system": name, "mode": system.mode,
+                                "workload": workload,
                                 "skipped": f"approximate builds capped at {a.approx_max:,}"}
                 continue
-            sysdir = a.workdir / f"{n}" / name
+            sysdir = d / name
             kept = sysdir / "build.json"
-            row: dict[str, object] = {"size": n, "system": name, "mode": system.mode}
+            row: dict[str, object] = {"size": n, "system": name, "mode": system.mode,
+                                      "workload": workload}
             built: dict[str, float] | str
             if a.reuse and kept.exists():
                 built = json.loads(kept.read_text())

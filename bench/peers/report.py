@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from bench.peers.data import WORKLOADS
 from bench.peers.systems import SYSTEMS
 
 BEGIN = "<!-- peers:begin -->"
@@ -24,14 +25,25 @@ def _mb(v: Any) -> str:
     return f"{float(v) / 1e6:,.0f}"
 
 
+def workload(row: Mapping[str, Any]) -> str:
+    """The row's workload (rows of runs before workloads existed are the mixture)."""
+    return str(row.get("workload", "mixture"))
+
+
+def _order(w: str) -> int:
+    return WORKLOADS.index(w) if w in WORKLOADS else len(WORKLOADS)
+
+
 def table(results: Mapping[str, Mapping[str, Any]]) -> str:
-    head = ("| vectors | system | mode | build / import s | open s | first query ms | p50 ms "
-            "| p99 ms | QPS | recall@10 | build peak RSS MB | query peak RSS MB | disk MB |")
-    lines = [head, "|" + "---|" * 2 + "---|" + "---:|" * 10]
-    rows = sorted(results.values(), key=lambda r: (r["size"], r["mode"] != "exact",
+    head = ("| workload | vectors | system | mode | build / import s | open s | first query ms "
+            "| p50 ms | p99 ms | QPS | recall@10 | build peak RSS MB | query peak RSS MB "
+            "| disk MB |")
+    lines = [head, "|" + "---|" * 3 + "---|" + "---:|" * 10]
+    rows = sorted(results.values(), key=lambda r: (_order(workload(r)), r["size"],
+                                                   r["mode"] != "exact",
                                                    r.get("p50_ms", 1e12)))
     for r in rows:
-        lead = f"| {r['size']:,} | {r['system']} | {r['mode']} |"
+        lead = f"| {workload(r)} | {r['size']:,} | {r['system']} | {r['mode']} |"
         if "skipped" in r:
             lines.append(lead + f" {r['skipped']} |" + " |" * 9)
             continue
@@ -69,10 +81,12 @@ def equal_recall(results: Mapping[str, Mapping[str, Any]]) -> str:
     if not rows:
         return ""
     names = sorted({str(r["system"]) for r in rows})
-    lines = ["| vectors | recall@10 at least | " + " | ".join(names) + " | fastest |",
-             "|---:|---:|" + "---:|" * len(names) + "---|"]
-    for n in sorted({int(r["size"]) for r in rows}):
-        by_name = {str(r["system"]): r for r in rows if r["size"] == n}
+    lines = ["| workload | vectors | recall@10 at least | " + " | ".join(names) + " | fastest |",
+             "|---|---:|---:|" + "---:|" * len(names) + "---|"]
+    groups = sorted({(workload(r), int(r["size"])) for r in rows},
+                    key=lambda g: (_order(g[0]), g[1]))
+    for w, n in groups:
+        by_name = {str(r["system"]): r for r in rows if r["size"] == n and workload(r) == w}
         for target in TARGETS:
             cells: list[str] = []
             best: tuple[float, str] | None = None
@@ -87,7 +101,8 @@ def equal_recall(results: Mapping[str, Mapping[str, Any]]) -> str:
                 if best is None or ms < best[0]:
                     best = (ms, name)
             lead = best[1] if best else "-"
-            lines.append(f"| {n:,} | {target:.2f} | " + " | ".join(cells) + f" | {lead} |")
+            lines.append(f"| {w} | {n:,} | {target:.2f} | " + " | ".join(cells)
+                         + f" | {lead} |")
     return "\n".join(lines)
 
 
@@ -120,10 +135,12 @@ def plot(results: Mapping[str, Mapping[str, Any]], out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sizes = sorted({int(r["size"]) for r in results.values()})
-    fig, axes = plt.subplots(1, len(sizes), figsize=(6 * len(sizes), 4.5), squeeze=False)
-    for ax, n in zip(axes[0], sizes, strict=True):
-        rows = [r for r in results.values() if r["size"] == n and "skipped" not in r]
+    groups = sorted({(workload(r), int(r["size"])) for r in results.values()},
+                    key=lambda g: (_order(g[0]), g[1]))
+    fig, axes = plt.subplots(1, len(groups), figsize=(6 * len(groups), 4.5), squeeze=False)
+    for ax, (w, n) in zip(axes[0], groups, strict=True):
+        rows = [r for r in results.values()
+                if r["size"] == n and workload(r) == w and "skipped" not in r]
         for r in rows:
             marker = "o" if r["mode"] == "exact" else "^"
             dots = ax.scatter(r["p50_ms"], r["recall_at_10"], marker=marker, s=50)
@@ -136,8 +153,8 @@ def plot(results: Mapping[str, Mapping[str, Any]], out: Path) -> None:
         ax.set_xscale("log")
         ax.set_xlabel("p50 latency, ms (log scale)")
         ax.set_ylabel("recall@10 against exact search")
-        ax.set_title(f"{n:,} vectors x 384 dims, top-10\n(o exact, ^ approximate default; "
-                     "lines: breadth sweep)", fontsize=10)
+        ax.set_title(f"{w}: {n:,} vectors x 384 dims, top-10\n(o exact, ^ approximate "
+                     "default; lines: breadth sweep)", fontsize=10)
         ax.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
@@ -151,7 +168,8 @@ def write(results: Mapping[str, Mapping[str, Any]], out: Path, command: str) -> 
     parts = [BEGIN, "", f"Command: `{command}`. Machine: {machine()}.", "", table(results), ""]
     if sweep:
         parts += ["Equal recall: the fastest p50 of each approximate system over its sweep of "
-                  "search breadths (HNSW ef; nprobe for Sediment) that reaches each recall@10.",
+                  "search breadths (HNSW ef; nprobe for ivf-previous) that reaches each "
+                  "recall@10.",
                   "", sweep, ""]
     block = "\n".join([*parts, f"![latency against recall]({png.name})", "", END])
     text = out.read_text() if out.exists() else f"# Peers\n\n{BEGIN}\n{END}\n"

@@ -2,12 +2,12 @@
 
 Settings are each library's documented way to get exact or HNSW search over inner
 product (unit vectors, so inner product = cosine). HNSW everywhere: M = 16, construction
-ef = 128. Sediment's approximate index is an inverted file (nprobe lists searched) whose
-candidates Sediment re-scores exactly. Search breadth: the table row uses each system's
-default (ef 64 for FAISS, Chroma and LanceDB, their common default; Sediment's own default
-for Sediment); the sweep opens each approximate system again at every breadth of
-``EFFORTS`` (ef), or of the system's own ``efforts`` (Sediment: nprobe), to compare them at
-equal recall.
+ef = 128. Sediment's approximate index is an HNSW graph over 8-bit codes (FAISS
+``IndexHNSWSQ``, the same M and construction ef) whose candidates Sediment re-scores
+exactly. Search breadth: the table row uses each system's default (ef 64 for FAISS, Chroma
+and LanceDB, their common default; Sediment's own default for Sediment); the sweep opens
+each approximate system again at every breadth of ``EFFORTS`` (ef) to compare them at equal
+recall.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ K = 10
 M, EF_CONSTRUCTION, EF_SEARCH = 16, 128, 64
 EFFORTS = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384)
 """HNSW search breadths (ef) of the sweep."""
-PROBES = (2, 4, 6, 8, 10, 12, 16, 24, 32, 64)
-"""Lists visited (nprobe) in the sweep of Sediment's inverted file."""
+PROBES = (4, 8, 12, 16, 24, 32, 64, 96, 128, 256)
+"""Lists visited (nprobe) in the sweep of the previous index, the inverted file."""
+IVF_DEFAULT_PROBES = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,47 @@ def _sediment_open(exact: bool) -> Opener:
         return run
 
     return open_
+
+
+# -- Sediment's previous index: an inverted file over 8-bit codes ----------------------------
+def _ivf_build(d: Path, x: F32) -> None:
+    """The index Sediment used before the HNSW graph, built as it was: 4 x sqrt(n) lists
+    (a power of two), 8-bit codes, list centres in a small HNSW graph, rows assigned with
+    a centre search of breadth 128."""
+    import math
+
+    import faiss
+
+    lists = max(1, min(int(2 ** round(math.log2(4 * math.sqrt(len(x))))), len(x) // 39))
+    centres = faiss.IndexHNSWFlat(x.shape[1], 32, faiss.METRIC_INNER_PRODUCT)
+    qt_8bit: object = faiss.ScalarQuantizer.QT_8bit
+    index = faiss.IndexIVFScalarQuantizer(centres, x.shape[1], lists, qt_8bit,
+                                          faiss.METRIC_INNER_PRODUCT)
+    index.train(x[np.linspace(0, len(x) - 1, min(len(x), 262_144)).astype(np.int64)])
+    centres.hnsw.efSearch = 128
+    index.add(x)
+    faiss.write_index(index, str(d / "index.faiss"))
+    np.save(d / "vectors.npy", x)
+
+
+def _ivf_open(d: Path, effort: int | None) -> Searcher:
+    """Candidates from the inverted file, the best 20 re-scored exactly (as Sediment's
+    engine did)."""
+    import faiss
+
+    index = faiss.read_index(str(d / "index.faiss"))
+    x = np.load(d / "vectors.npy", mmap_mode="r")
+    probes = effort or IVF_DEFAULT_PROBES
+    params = faiss.SearchParametersIVF(
+        nprobe=probes, quantizer_params=faiss.SearchParametersHNSW(efSearch=max(32, 2 * probes)))
+
+    def run(q: F32) -> list[int]:
+        _, ids = index.search(q[None, :], 20, params=params)
+        cand = ids[0][ids[0] >= 0]
+        scores = x[cand] @ q
+        return [int(i) for i in cand[np.argsort(-scores)[:K]]]
+
+    return run
 
 
 # -- usearch -------------------------------------------------------------------------------
@@ -241,8 +283,9 @@ SYSTEMS = {s.name: s for s in [
     System("faiss-flat", "exact", _faiss_build(False), _faiss_open),
     System("lancedb", "exact", _lance_build(False), _lance_open(True)),
     System("sqlite-vec", "exact", _sqlite_build, _sqlite_open),
-    System("sediment-ann", "approximate", _sediment_build("f32", True), _sediment_open(False),
-           efforts=PROBES, breadth="nprobe"),
+    System("sediment-ann", "approximate", _sediment_build("f32", True), _sediment_open(False)),
+    System("ivf-previous", "approximate", _ivf_build, _ivf_open, efforts=PROBES,
+           breadth="nprobe"),
     System("faiss-hnsw", "approximate", _faiss_build(True), _faiss_open),
     System("usearch", "approximate", _usearch_build, _usearch_open),
     System("lancedb-hnsw", "approximate", _lance_build(True), _lance_open(False)),

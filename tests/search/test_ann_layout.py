@@ -1,4 +1,4 @@
-"""Index files are walked before FAISS reads them: hostile sizes, links and ids are refused."""
+"""Index files are walked before FAISS reads them: hostile sizes and links are refused."""
 
 from __future__ import annotations
 
@@ -13,11 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sediment.format import Chunk, encode_layer
 from sediment.search import ann
 from sediment.search.ann.layout import LayoutError, check
 from sediment.store import LayerSet
-from tests.search.test_ann import PROFILE, N, clustered, ids, make_layer
+from tests.search.test_ann import N, clustered, ids, make_layer
 
 
 @pytest.fixture(autouse=True)
@@ -59,45 +58,71 @@ def test_a_real_index_passes(built: tuple[Path, bytes]) -> None:
         check(built[0], N - 1, dim())
 
 
-def test_an_inflated_list_size_is_refused(
-        tmp_path: Path, built: tuple[Path, bytes]) -> None:
+def _graph(path: Path) -> tuple[object, np.ndarray, np.ndarray, np.ndarray]:
+    """The index (keep it alive: it owns the graph), its offsets, levels and level sizes."""
+    index = faiss.read_index(str(path))
+    graph = index.hnsw
+    return (index, faiss.vector_to_array(graph.offsets), faiss.vector_to_array(graph.levels),
+            faiss.vector_to_array(graph.cum_nneighbor_per_level))
+
+
+def _links_start(data: bytes, total_links: int) -> int:
+    """Byte offset of the first graph link: the links end 20 bytes (entry point, top level
+    and three search settings) before the code store's record."""
+    return data.index(b"IxSQ") - 20 - 4 * total_links
+
+
+def test_an_inflated_code_store_is_refused(tmp_path: Path, built: tuple[Path, bytes]) -> None:
     data = built[1]
-    first_size = data.index(b"ilar") + 4 + 16 + 4 + 8
-    # 2^34 rows of 40 bytes: FAISS alone would allocate and zero 640 GiB here.
-    assert "list sizes" in refused(tmp_path, patched(data, first_size, "Q", 1 << 34))
-    assert "list sizes" in refused(tmp_path, patched(data, first_size, "Q", 2**64 - 1))
+    codes_len = data.index(b"IxSQ") + 4 + 33 + 4 + 4 + 4 + 16 + 8 + 4 * 2 * dim()
+    # 2^34 codes: FAISS alone would allocate and zero 16 GiB here.
+    assert "codes" in refused(tmp_path, patched(data, codes_len, "Q", 1 << 34))
+    assert "codes" in refused(tmp_path, patched(data, codes_len, "Q", 2**64 - 1))
+    msg = refused(tmp_path, patched(data, codes_len, "Q", N * dim() - 1))
+    assert "expected" in msg and "at byte" in msg
 
 
 def test_a_vector_longer_than_the_file_is_refused(tmp_path: Path,
                                                    built: tuple[Path, bytes]) -> None:
     data = built[1]
-    sizes_len = data.index(b"ilar") + 4 + 16 + 4
-    msg = refused(tmp_path, patched(data, sizes_len, "Q", 1 << 40))
-    assert "the list sizes declares 1099511627776 items" in msg and "at byte" in msg
+    links_len = _links_start(data, int(_graph(built[0])[1][-1])) - 8
+    msg = refused(tmp_path, patched(data, links_len, "Q", 1 << 40))
+    assert "the links declares 1099511627776 items" in msg and "at byte" in msg
 
 
-def test_a_graph_link_to_no_centre_is_refused(tmp_path: Path,
-                                              built: tuple[Path, bytes]) -> None:
+def test_a_graph_link_to_no_row_is_refused(tmp_path: Path, built: tuple[Path, bytes]) -> None:
     data = built[1]
-    last_link = data.index(b"IxFI") - 20 - 4
-    assert "names no centre" in refused(tmp_path, patched(data, last_link, "i", 1 << 20))
+    last_link = data.index(b"IxSQ") - 20 - 4
+    assert "names no row" in refused(tmp_path, patched(data, last_link, "i", 1 << 20))
+    assert "names no row" in refused(tmp_path, patched(data, last_link, "i", -2))
 
 
-def test_an_upper_link_to_a_centre_without_that_level_is_refused(
+def test_an_upper_link_to_a_row_without_that_level_is_refused(
         tmp_path: Path, built: tuple[Path, bytes]) -> None:
     """FAISS follows the link and reads the target's links at the link's level, which a
-    centre on level 0 alone does not have: past the end of the table for the last one."""
+    row on level 0 alone does not have: past the end of the table for the last one."""
     path, data = built
-    ivf = faiss.read_index(str(path))  # owns the quantizer: keep it alive
-    graph = faiss.downcast_index(ivf.quantizer).hnsw
-    offsets = faiss.vector_to_array(graph.offsets)
-    levels = faiss.vector_to_array(graph.levels)
-    cum = faiss.vector_to_array(graph.cum_nneighbor_per_level)
+    index, offsets, levels, cum = _graph(path)
+    graph = index.hnsw  # type: ignore[attr-defined]
     assert graph.max_level >= 1 and levels[-1] == 1
-    links_start = data.index(b"IxFI") - 20 - 4 * int(offsets[-1])
+    start = _links_start(data, int(offsets[-1]))
     slot = int(offsets[graph.entry_point] + cum[1])  # the entry point's first level-1 link
-    damaged = patched(data, links_start + 4 * slot, "i", len(levels) - 1)
+    damaged = patched(data, start + 4 * slot, "i", len(levels) - 1)
     assert "not on the link's level" in refused(tmp_path, damaged)
+    # The same link to a row that does have level 1 is fine.
+    upper = int(np.flatnonzero(levels > 1)[0])
+    check_ok = tmp_path / "ok.faiss"
+    check_ok.write_bytes(patched(data, start + 4 * slot, "i", upper))
+    check(check_ok, N, dim())
+
+
+def test_a_graph_with_a_node_per_row_missing_is_refused(
+        tmp_path: Path, built: tuple[Path, bytes]) -> None:
+    data = built[1]
+    with pytest.raises(LayoutError, match="3001"):
+        check(built[0], N + 1, dim())
+    at = data.index(b"IHNs") + 4 + 4  # the index's row count
+    assert "expected 3000" in refused(tmp_path, patched(data, at, "q", N - 1))
 
 
 def test_a_sparse_file_declaring_gigabytes_is_refused_without_reading_them(
@@ -105,7 +130,7 @@ def test_a_sparse_file_declaring_gigabytes_is_refused_without_reading_them(
     """A hole costs no disk, so 'fits in the file' alone does not bound what FAISS
     allocates: every table is also bounded by what such a graph can hold."""
     data = built[1]
-    at = data.index(b"IHNf") + 4 + 4 + 8 + 16 + 1 + 4  # the level probabilities' length
+    at = data.index(b"IHNs") + 4 + 4 + 8 + 16 + 1 + 4  # the level probabilities' length
     count = struct.unpack_from("<Q", data, at)[0]
     hole = 1 << 31
     path = tmp_path / "sparse.faiss"
@@ -120,34 +145,12 @@ def test_a_sparse_file_declaring_gigabytes_is_refused_without_reading_them(
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB
 
 
-def test_an_index_of_mostly_empty_lists_passes(tmp_path: Path) -> None:
-    """FAISS writes list sizes as (list, size) pairs when most lists are empty."""
-    few = clustered(12, 4)
-    vectors = few[np.arange(N) % len(few)]
-    chunks = [Chunk(i + 1, "note", f"chunk {i}", "human", 1.0, 0) for i in range(N)]
-    path = tmp_path / "AGENTS.db"
-    path.write_bytes(encode_layer(chunks, vectors, metadata={
-        "v": 1, "embedding_profile": PROFILE}))
-    index = ann.ensure_index(path)
-    assert index is not None and b"sprs" in index.read_bytes()
-    check(index, N, dim())
-    got, approximate = ids(LayerSet.from_directory(tmp_path), few[3])
-    assert approximate and got[0] % len(few) == 4
-
-
-def test_a_row_id_outside_the_layer_is_refused(tmp_path: Path,
-                                               built: tuple[Path, bytes]) -> None:
-    data = built[1]
-    assert "outside" in refused(tmp_path, patched(data, len(data) - 8, "q", N + 7))
-    assert "outside" in refused(tmp_path, patched(data, len(data) - 8, "q", -2))
-
-
 def test_truncated_padded_and_foreign_files_are_refused(tmp_path: Path,
                                                         built: tuple[Path, bytes]) -> None:
     data = built[1]
     assert "bytes" in refused(tmp_path, data[:-1])
     assert "bytes" in refused(tmp_path, data + b"\0")
-    assert "expected a 'IwSq' record" in refused(tmp_path, b"IxFI" + data[4:])
+    assert "expected a 'IHNs' record" in refused(tmp_path, b"IwSq" + data[4:])
     assert "empty" in refused(tmp_path, b"")
 
 
@@ -157,14 +160,14 @@ def test_search_logs_a_refused_index_and_scans_exactly(
     index = ann.ensure_index(path)
     assert index is not None
     data = index.read_bytes()
-    # A row id past the layer: FAISS reads this file happily and would hand the engine a
-    # row that does not exist.
-    index.write_bytes(patched(data, len(data) - 8, "q", N + 7))
+    # A link past the layer: FAISS reads this file happily and would follow it out of
+    # bounds.
+    index.write_bytes(patched(data, data.index(b"IxSQ") - 24, "i", N + 7))
     q = clustered(1, 5)[0]
     with caplog.at_level(logging.WARNING):
         got, approximate = ids(LayerSet.from_directory(tmp_path), q)
     assert not approximate and got == ids(ls, q, exact=True)[0]
-    assert "outside" in caplog.text and "searching exactly" in caplog.text
+    assert "names no row" in caplog.text and "searching exactly" in caplog.text
 
 
 @settings(max_examples=60, deadline=None,

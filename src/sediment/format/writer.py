@@ -8,6 +8,8 @@ reader's zero-copy view is aligned for SIMD kernels (the RFC allows any offset).
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -138,6 +140,57 @@ def encode_append(
     ids, offsets and order; kinds and authors already in the dictionary are reused. New
     vectors take the base's element type (int8 with the base's ``quant_scale``).
     """
+    return _assemble(_append_parts(base, chunks, embeddings, metadata))
+
+
+def write_append(
+    fd: int,
+    base: LayerFile,
+    chunks: Sequence[Chunk],
+    embeddings: npt.NDArray[Any],
+    *,
+    metadata: dict[str, Any] | None,
+) -> int:
+    """Write the bytes :func:`encode_append` returns into the empty file ``fd``; return
+    their count.
+
+    The old sections go from the base's mapping straight to the file (``pwrite`` of views),
+    so no buffer of the new file's size is allocated, zeroed and filled first: at 100k f32
+    chunks that buffer cost more than the write and fsync together (docs/architecture.md,
+    "Appends").
+    """
+    return _assemble_into(_append_parts(base, chunks, embeddings, metadata), _FileSink(fd))
+
+
+def _contains_any(haystack: npt.NDArray[Any], needles: npt.NDArray[np.int64]) -> int | None:
+    """The first of ``needles`` found in ``haystack``, or None; a handful of needles (an
+    append's usual case) are compared directly instead of sorting the whole haystack."""
+    if len(needles) <= 16:
+        for x in needles.tolist():
+            if len(haystack) and bool(np.any(haystack == x)):
+                return int(x)
+        return None
+    clash = np.intersect1d(needles, haystack.astype(np.int64))
+    return int(clash[0]) if len(clash) else None
+
+
+def _known_strings(base: LayerFile, records: npt.NDArray[Any], wanted: set[str]
+                   ) -> dict[str, int]:
+    """String ids of the kinds and authors already in ``base``'s dictionary, enough to
+    cover ``wanted``: those of the latest records first (an agent's layer repeats the same
+    few), all records only when some wanted string is not among them."""
+    known: dict[str, int] = {}
+    for part in (records[-256:], records):
+        for col in ("kind", "author"):
+            for sid in np.unique(part[col]).tolist():
+                known.setdefault(base.string(int(sid)), int(sid))
+        if wanted <= known.keys():
+            break
+    return known
+
+
+def _append_parts(base: LayerFile, chunks: Sequence[Chunk], embeddings: npt.NDArray[Any],
+                  metadata: dict[str, Any] | None) -> _Parts:
     n = len(chunks)
     emb = np.asarray(embeddings)
     if emb.ndim != 2 or emb.shape[0] != n or (n and emb.shape[1] != base.dim):
@@ -147,9 +200,9 @@ def encode_append(
         _check_chunk(c)
     if len(np.unique(new_ids)) != n:
         raise ValidationError("duplicate chunk id among the new chunks")
-    clash = np.intersect1d(new_ids, base.ids.astype(np.int64))
-    if len(clash):
-        raise ValidationError(f"chunk id {int(clash[0])} already exists in the layer")
+    clash = _contains_any(base.ids, new_ids)
+    if clash is not None:
+        raise ValidationError(f"chunk id {clash} already exists in the layer")
     if not np.all(np.isfinite(emb)):
         raise ValidationError("embeddings contain NaN or infinity")
     if base.element_type == "i8":
@@ -157,16 +210,14 @@ def encode_append(
     else:
         data = np.ascontiguousarray(emb, dtype="<f4")
     raw = base.raw_sections()
-    known: dict[str, int] = {}
-    for col in ("kind", "author"):
-        for sid in np.unique(raw.records[col]).tolist():
-            known.setdefault(base.string(int(sid)), int(sid))
+    known = _known_strings(base, raw.records, {c.kind for c in chunks} | {
+        c.author for c in chunks})
     enc = _ChunkEncoder(first_sid=base.string_count + 1, rel_base=base.relationship_count,
                         row_base=base.embedding_info.rows, known=known,
                         blob_base=len(raw.blob))
     enc.add(chunks)
     info = base.embedding_info
-    return _assemble(_Parts(
+    return (_Parts(
         entries=[raw.entries, enc.entries()], blob=[raw.blob, enc.blob()],
         records=[raw.records, enc.records(chunks)],
         rels=[raw.relationships, enc.relationships()],
@@ -277,11 +328,96 @@ def _nbytes(piece: Any) -> int:
     return int(piece.nbytes) if isinstance(piece, np.ndarray | memoryview) else len(piece)
 
 
+class _BufferSink:
+    """Writes into a buffer allocated at the file's final size."""
+
+    def __init__(self, size: int) -> None:
+        self.out = bytearray(size)
+        self.view = memoryview(self.out)
+
+    def pack(self, st: Any, offset: int, *values: Any) -> None:
+        st.pack_into(self.out, offset, *values)
+
+    def write(self, offset: int, data: Any) -> None:
+        size = data.nbytes if isinstance(data, memoryview) else len(data)
+        self.view[offset:offset + size] = data
+
+
+class _FileSink:
+    """Writes into an open file: pieces are gathered by offset, then written front to back
+    in one pass with the padding between them as zeros, so the file is laid down as one
+    sequential stream (scattered writes left holes and made the fsync after them slower)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.pieces: list[tuple[int, memoryview]] = []
+
+    def pack(self, st: Any, offset: int, *values: Any) -> None:
+        self.write(offset, st.pack(*values))
+
+    def write(self, offset: int, data: Any) -> None:
+        self.pieces.append((offset, memoryview(data).cast("B")))
+
+    def flush(self, total: int) -> None:
+        at = 0
+        batch: list[memoryview] = []
+        for offset, view in sorted(self.pieces, key=lambda p: p[0]):
+            if offset < at:
+                raise AssertionError(f"overlapping writes at {offset} (already at {at})")
+            if offset > at:
+                batch.append(memoryview(bytes(offset - at)))
+            batch.append(view)
+            at = offset + len(view)
+        if total > at:
+            batch.append(memoryview(bytes(total - at)))
+        _write_all(self.fd, batch)
+        self.pieces.clear()
+
+
+def _write_all(fd: int, views: list[memoryview]) -> None:
+    """``os.writev`` in batches of at most 512 buffers, retrying short writes."""
+    pending = [v for v in views if len(v)]
+    while pending:
+        done = os.writev(fd, pending[:512])
+        while done and pending:
+            head = pending[0]
+            if done >= len(head):
+                done -= len(head)
+                pending.pop(0)
+            else:
+                pending[0] = head[done:]
+                done = 0
+
+
+def _raw(piece: Any) -> Any:
+    """A piece's bytes, without a copy where it is a contiguous array."""
+    if isinstance(piece, np.ndarray):
+        if piece.flags.c_contiguous:
+            return piece.reshape(-1).view(np.uint8).data
+        return piece.tobytes()
+    return piece
+
+
 def _assemble(p: _Parts) -> bytearray:
     """Lay the sections out once, in a buffer allocated at its final size.
 
     The buffer itself is returned (no ``bytes`` copy): a 1M-chunk f32 file is 1.6 GB.
     """
+    sink: _BufferSink | None = None
+
+    def make(size: int) -> _BufferSink:
+        nonlocal sink
+        sink = _BufferSink(size)
+        return sink
+
+    _assemble_into(p, make)
+    assert sink is not None
+    return sink.out
+
+
+def _assemble_into(p: _Parts, target: Any) -> int:
+    """Lay the sections out and write them through a sink: ``target`` is a sink, or a
+    function making one from the file's size. Returns the file's size."""
     entries, blob = _pieces(p.entries), _pieces(p.blob)
     records, rels, matrix = _pieces(p.records), _pieces(p.rels), _pieces(p.matrix)
     n_strings = sum(len(e) for e in entries)
@@ -310,41 +446,44 @@ def _assemble(p: _Parts) -> bytearray:
     md = place(L.SECTION_LAYER_METADATA, 24 + len(mblob)) if mblob is not None else 0
     em = place(L.SECTION_EMBEDDING_MATRIX, L.EMBEDDING_HEADER.size + matrix_len,
                align=_DATA_ALIGN, header=L.EMBEDDING_HEADER.size)
-    out = bytearray(at)
-    view = memoryview(out)
+    total = at
+    sink = target(total) if callable(target) else target
 
     def put(offset: int, pieces: list[Any]) -> int:
         for piece in pieces:
-            raw = piece.tobytes() if isinstance(piece, np.ndarray) else piece
-            size = len(raw) if not isinstance(raw, memoryview) else raw.nbytes
-            view[offset:offset + size] = raw
+            raw = _raw(piece)
+            size = raw.nbytes if isinstance(raw, memoryview) else len(raw)
+            if size:
+                sink.write(offset, raw)
             offset += size
         return offset
 
     entries_off = sd + L.STRING_DICT_HEADER.size
     bytes_off = entries_off + 16 * n_strings
-    L.STRING_DICT_HEADER.pack_into(out, sd, n_strings, entries_off, bytes_off, blob_len)
+    sink.pack(L.STRING_DICT_HEADER, sd, n_strings, entries_off, bytes_off, blob_len)
     put(entries_off, entries)
     put(bytes_off, blob)
-    L.CHUNK_TABLE_HEADER.pack_into(out, ct, n_records, ct + L.CHUNK_TABLE_HEADER.size)
+    sink.pack(L.CHUNK_TABLE_HEADER, ct, n_records, ct + L.CHUNK_TABLE_HEADER.size)
     put(ct + L.CHUNK_TABLE_HEADER.size, records)
     if n_rels:
-        L.RELATIONSHIPS_HEADER.pack_into(out, rl, n_rels, rl + L.RELATIONSHIPS_HEADER.size)
+        sink.pack(L.RELATIONSHIPS_HEADER, rl, n_rels, rl + L.RELATIONSHIPS_HEADER.size)
         put(rl + L.RELATIONSHIPS_HEADER.size, rels)
     if mblob is not None:
-        L.LAYER_METADATA_HEADER.pack_into(out, md, 1, L.LAYER_METADATA_JSON, md + 24,
-                                          len(mblob))
+        sink.pack(L.LAYER_METADATA_HEADER, md, 1, L.LAYER_METADATA_JSON, md + 24,
+                  len(mblob))
         put(md + 24, [mblob])
     data_off = em + L.EMBEDDING_HEADER.size
-    L.EMBEDDING_HEADER.pack_into(out, em, p.rows, p.dim, p.etype, data_off, matrix_len,
-                                 p.scale, 0.0)
+    sink.pack(L.EMBEDDING_HEADER, em, p.rows, p.dim, p.etype, data_off, matrix_len,
+              p.scale, 0.0)
     put(data_off, matrix)
-    L.FILE_HEADER.pack_into(out, 0, L.MAGIC, L.VERSION_MAJOR, L.VERSION_MINOR, len(out),
-                            section_count, L.FILE_HEADER.size, 0)
+    sink.pack(L.FILE_HEADER, 0, L.MAGIC, L.VERSION_MAJOR, L.VERSION_MINOR, total,
+              section_count, L.FILE_HEADER.size, 0)
     for i, (kind, off, length) in enumerate(layout):
-        L.SECTION_ENTRY.pack_into(out, L.FILE_HEADER.size + i * L.SECTION_ENTRY.size,
-                                  kind, 0, off, length)
-    return out
+        sink.pack(L.SECTION_ENTRY, L.FILE_HEADER.size + i * L.SECTION_ENTRY.size,
+                  kind, 0, off, length)
+    if isinstance(sink, _FileSink):
+        sink.flush(total)
+    return total
 
 
 def _bytes_view(array: npt.NDArray[Any]) -> memoryview:

@@ -55,7 +55,7 @@ class SearchRequest:
     """One search. ``exact`` forces exact vector scans even where an approximate index
     exists; ``candidates`` is how many chunks each retriever proposes per layer (default
     max(5k, 50)); ``bm25`` chooses the analyzer and constants of the lexical side;
-    ``ann_expansion`` is how wide the approximate index searches (lists visited; None: the
+    ``ann_expansion`` is how wide the approximate index searches (its graph walk; None: the
     index's default), trading time for recall. ``mixed_schemas`` lets a lexical search
     read layers whose vectors do not share a schema (RFC 8.3 makes that an error by
     default: such layers were not built to be searched together)."""

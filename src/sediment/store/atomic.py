@@ -21,6 +21,7 @@ import re
 import stat
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from sediment.errors import SedimentError
@@ -75,6 +76,12 @@ def atomic_write(path: Path, data: bytes | bytearray | memoryview, *,
     """Write ``data`` to a temporary file beside ``path``, fsync it, rename it over ``path``,
     then fsync the directory so the rename itself is durable. ``path`` must be a regular
     file or absent; through a symlink, the link's target is replaced."""
+    atomic_fill(path, lambda fd: _write_all(fd, data), mode=mode)
+
+
+def atomic_fill(path: Path, fill: Callable[[int], object], *, mode: int = 0o644) -> None:
+    """:func:`atomic_write` of whatever ``fill`` writes into the temporary file's
+    descriptor (at any offsets: it is a new, empty regular file)."""
     path = _regular_path(path)
     directory = path.parent if str(path.parent) else Path(".")
     try:
@@ -84,10 +91,11 @@ def atomic_write(path: Path, data: bytes | bytearray | memoryview, *,
         raise SedimentError(f"{path}: cannot create a temporary file in {directory}: "
                             f"{exc.strerror}") from exc
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            fill(fd)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
         fsync_dir(directory)

@@ -33,8 +33,8 @@ from sediment.errors import (
 )
 from sediment.format import Chunk, LayerFile, Source, encode_layer
 from sediment.format.profile import CACHE_KEY_ALG, check_compatible
-from sediment.format.writer import encode_append
-from sediment.store.atomic import atomic_write, remove_stale_temporaries
+from sediment.format.writer import write_append
+from sediment.store.atomic import atomic_fill, atomic_write, remove_stale_temporaries
 from sediment.store.derived import derived
 from sediment.store.events import (
     Event,
@@ -363,9 +363,9 @@ class LayerSet:
                              consequence="new vectors must come from the embedder that made "
                                          "the layers' vectors")
         target = self.layer(name)
-        existing_ids = set(np.intersect1d(
-            np.asarray([i.id for i in items if i.id is not None], dtype=np.int64),
-            target.file.ids.astype(np.int64)).tolist()) if target else set()
+        explicit = np.asarray([i.id for i in items if i.id is not None], dtype=np.int64)
+        existing_ids = set(np.intersect1d(explicit, target.file.ids.astype(np.int64)).tolist()
+                           ) if target and len(explicit) else set()
         next_id = first_written_id(self.high_water())
         now = int(time.time() * 1000)
         new: list[Chunk] = []
@@ -398,8 +398,10 @@ class LayerSet:
         metadata["id_high_water"] = max(next_id - 1, max(c.id for c in new),
                                         int(metadata.get("id_high_water") or 0))
         metadata.setdefault("tool_name", "sediment")
+        path.parent.mkdir(parents=True, exist_ok=True)
         if target is not None and (target.file.chunk_count or target.file.dim == dim):
-            data = encode_append(target.file, new, vecs, metadata=metadata)
+            old = target.file
+            atomic_fill(path, lambda fd: write_append(fd, old, new, vecs, metadata=metadata))
         else:
             etype = schema.element_type if schema is not None else element_type
             scale = None
@@ -408,7 +410,6 @@ class LayerSet:
                 scale = 1.0 / 127.0 if norm == "l2" else None
             data = encode_layer(new, vecs, dim=dim, element_type=etype, quant_scale=scale,
                                 metadata=metadata)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, data)
+            atomic_write(path, data)
         self._refresh(name)
         return [c.id for c in new]

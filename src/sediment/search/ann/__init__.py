@@ -1,4 +1,4 @@
-"""Approximate nearest-neighbour search for very large layers (an inverted file via FAISS).
+"""Approximate nearest-neighbour search for very large layers (an HNSW graph via FAISS).
 
 The index is a derived cache beside the layer file, named by a hash of the embedding rows
 it covers; the engine uses it for layers of at least :data:`ANN_MIN_ROWS` rows when one
@@ -8,9 +8,10 @@ scans exactly otherwise (or when ``SearchRequest(exact=True)``).
 
 from sediment.search.ann.index import (
     ANN_MIN_ROWS,
+    LINKS,
     MAX_FETCH,
     MIN_FETCH,
-    PROBES,
+    SEARCH,
     AnnIndex,
     IndexFile,
     build_index,
@@ -21,16 +22,16 @@ from sediment.search.ann.index import (
     index_files,
     index_metric,
     index_path,
-    list_count,
     stale_indexes,
 )
 from sediment.search.ann.key import rows_key
 
 __all__ = [
     "ANN_MIN_ROWS",
+    "LINKS",
     "MAX_FETCH",
     "MIN_FETCH",
-    "PROBES",
+    "SEARCH",
     "AnnIndex",
     "IndexFile",
     "build_index",
@@ -41,7 +42,6 @@ __all__ = [
     "index_files",
     "index_metric",
     "index_path",
-    "list_count",
     "rows_key",
     "stale_indexes",
 ]

@@ -8,18 +8,23 @@ uses for those rows while it scans the appended tail exactly, and which ``build_
 extends with the tail instead of starting again. Nothing is ever written inside the ``.db``
 file (RFC 11.2 keeps durable state there; this is a cache).
 
-Built with FAISS as an inverted file over 8-bit scalar-quantised vectors
-(``IndexIVFScalarQuantizer``; inner product, rows and query normalised first for layers
-that are not unit-length): k-means splits the rows into :func:`list_count` lists, a query
-visits the ``nprobe`` lists whose centres are nearest (found through a small HNSW graph
-over the centres), and every row in them is scored from its 8-bit code. The index only
-proposes candidates; the engine re-scores them exactly from the layer's own matrix, so the
-index never needs the full-precision vectors the layer already holds. This replaced an
-HNSW graph over the same codes: on the peers workload the inverted file reached the same
-recall in about half the time, builds faster, and takes appended rows without retraining
-(docs/peers.md). Search breadth is ``nprobe`` (:data:`PROBES` by default,
-``SearchRequest.ann_expansion`` overrides it); at least :data:`MIN_FETCH` candidates are
-re-scored.
+Built with FAISS as an HNSW graph over 8-bit scalar-quantised vectors (``IndexHNSWSQ``;
+inner product, rows and query normalised first for layers that are not unit-length): each
+row is a node linked to about :data:`LINKS` near neighbours per level, and a query walks
+the graph keeping the :data:`SEARCH` best nodes seen (``efSearch``), scoring each from its
+8-bit code. The index only proposes candidates; the engine re-scores them exactly from the
+layer's own matrix, so the index never needs the full-precision vectors the layer already
+holds. A graph takes appended rows without retraining (the quantiser's ranges are learnt
+once, from the first build's rows).
+
+This replaced an inverted file (IVF over the same codes, 1,024 lists at 100k rows, 12
+visited). The inverted file was tuned on a Gaussian mixture with 1,000 points per centre,
+where it was about twice as fast as HNSW at equal recall; on vectors without such clusters
+(a low-rank Gaussian plus noise) and on real MiniLM embeddings of WordNet's glosses, it
+needed 5 to 20 times the lists for recall@10 0.95, while the graph reached it at a small
+``efSearch`` on every workload (docs/peers.md has the sweeps). Search breadth is
+``efSearch`` (:data:`SEARCH` by default, ``SearchRequest.ann_expansion`` overrides it); at
+least :data:`MIN_FETCH` candidates are re-scored.
 
 Any problem reading an index (missing, truncated, garbage, wrong size) makes
 :func:`find_index` return None and the engine scans exactly: a broken cache never fails a
@@ -30,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 import re
 import stat
@@ -52,22 +56,19 @@ log = logging.getLogger(__name__)
 
 ANN_MIN_ROWS = 100_000
 """Layers with fewer rows are always scanned exactly (see docs/peers.md for why)."""
-PROBES = 12
-"""Default number of lists a query visits (see docs/peers.md for the sweep it was chosen
-from)."""
-CENTRE_SEARCH = 32
-"""Breadth of the HNSW search over list centres (at least twice the probes)."""
-CENTRE_LINKS = 32
-ASSIGN_SEARCH = 128
-"""Breadth of the centre search that assigns each added row to its list. FAISS's default
-(16) put some rows in a list other than their nearest, where no query looked: recall@10
-stopped at 0.984 at 1M whatever the probes."""
+LINKS = 16
+"""Graph links per node and upper level (FAISS's ``M``; level 0 has twice as many)."""
+BUILD_SEARCH = 128
+"""Breadth of the search that places each added row in the graph (``efConstruction``)."""
+SEARCH = 96
+"""Default breadth of a query's walk (``efSearch``; see docs/peers.md for the sweep it was
+chosen from)."""
 TRAIN_ROWS = 262_144
-"""Rows (evenly spaced) k-means and the quantiser learn from."""
+"""Rows (evenly spaced) the quantiser learns its ranges from."""
 MIN_FETCH = 20
 """Fewest candidates asked of the index; all are re-scored exactly, so asking for more than
 k repairs the codes' near misses. Twice the default k: on the peers workload re-scoring the
-best 16 by code already gave the recall of re-scoring 64 at every nprobe (20 leaves a
+best 16 by code already gave the recall of re-scoring 64 at every breadth (20 leaves a
 margin), and each re-scored row is a cache miss in the layer's matrix (docs/peers.md)."""
 MAX_FETCH = 4096
 """Most candidates asked of the index; a filter that needs more falls back to exact."""
@@ -124,14 +125,13 @@ def index_files(layer_path: str | os.PathLike[str]) -> tuple[list[IndexFile], li
 
 
 class AnnIndex:
-    """A FAISS inverted-file index whose ids are the first :attr:`rows` embedding rows of
-    the layer (all of them, or a prefix when the layer has grown since)."""
+    """A FAISS HNSW index whose ids are the first :attr:`rows` embedding rows of the layer
+    (all of them, or a prefix when the layer has grown since)."""
 
     def __init__(self, index: Any, path: Path, rows: int, normalise: bool) -> None:
         self._index = index
         self.path = path
         self.rows = rows
-        self.lists = int(index.nlist)
         self.dim = int(index.d)
         self._normalise = normalise
         self._params: dict[int, Any] = {}
@@ -149,8 +149,8 @@ class AnnIndex:
                 return None
             layout.check(path, rows, dim)
             index = faiss.read_index(str(path))
-            if not isinstance(index, faiss.IndexIVF):
-                raise ValueError(f"holds a {type(index).__name__}, not an inverted file")
+            if not isinstance(index, faiss.IndexHNSWSQ):
+                raise ValueError(f"holds a {type(index).__name__}, not an HNSW graph")
             if index.d != dim or index.ntotal != rows:
                 raise ValueError(f"holds {index.ntotal} vectors of {index.d} dims, expected "
                                  f"{rows} of {dim}")
@@ -165,19 +165,20 @@ class AnnIndex:
     def search(self, query: npt.NDArray[np.float32], count: int,
                expansion: int | None = None) -> npt.NDArray[np.int64]:
         """Embedding rows of (about) the ``count`` nearest vectors, nearest first;
-        ``expansion`` is how many lists to visit (default :data:`PROBES`)."""
+        ``expansion`` is the breadth of the walk (default :data:`SEARCH`, never below
+        ``count``)."""
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
         if q.shape[1] != self.dim or count < 1:  # FAISS's C call checks neither
             raise ValueError(f"query of {q.shape[1]} dims for an index of {self.dim}, or "
                              f"count {count} below 1")
         if self._normalise:
             q = q / max(float(np.linalg.norm(q)), 1e-12)
-        probes = min(expansion or PROBES, self.lists)
-        params = self._params.get(probes)
+        breadth = max(expansion or SEARCH, count)
+        params = self._params.get(breadth)
         if params is None:
-            params = self._params[probes] = _search_params(probes)
+            params = self._params[breadth] = _search_params(breadth)
         # search_c, not FAISS's search wrapper: the wrapper's argument checks and copies
-        # cost about as much as scoring a list (tens of microseconds) on every query.
+        # cost about as much as a short walk (tens of microseconds) on every query.
         ids = np.empty(count, dtype=np.int64)
         dist = np.empty(count, dtype=np.float32)
         ptr = self._swig_ptr
@@ -185,22 +186,10 @@ class AnnIndex:
         return ids[ids >= 0]
 
 
-def _search_params(probes: int) -> Any:
+def _search_params(breadth: int) -> Any:
     import faiss
 
-    centres = faiss.SearchParametersHNSW(  # type: ignore[attr-defined]
-        efSearch=max(CENTRE_SEARCH, 2 * probes))
-    return faiss.SearchParametersIVF(  # type: ignore[call-arg]
-        nprobe=probes, quantizer_params=centres)
-
-
-def list_count(rows: int) -> int:
-    """How many lists to split ``rows`` rows into: the power of two nearest 4 x sqrt(rows)
-    (1,024 at 100k rows, 4,096 at 1M), the low end of FAISS's guidance (4 to 16 x sqrt(n)):
-    a list holds a few hundred rows and a search visits a few thousand. Never more than
-    rows / 39: k-means wants that many points per centre (FAISS warns below it)."""
-    nearest = int(2 ** round(math.log2(max(4 * math.sqrt(max(rows, 1)), 1))))
-    return max(1, min(nearest, rows // 39))
+    return faiss.SearchParametersHNSW(efSearch=breadth)  # type: ignore[attr-defined]
 
 
 def _rows(f: LayerFile, which: slice | npt.NDArray[np.int64],
@@ -221,14 +210,12 @@ def _training_rows(f: LayerFile, rows: int, metric: AnnMetric) -> npt.NDArray[np
 
 
 def _trained(f: LayerFile, rows: int, metric: AnnMetric) -> Any:
-    """An empty index whose list centres and quantiser ranges are learnt from ``f``."""
+    """An empty graph whose quantiser ranges are learnt from ``f``."""
     import faiss
 
-    dim = f.dim
-    centres = faiss.IndexHNSWFlat(dim, CENTRE_LINKS, faiss.METRIC_INNER_PRODUCT)
-    index = faiss.IndexIVFScalarQuantizer(
-        centres, dim, list_count(rows), faiss.ScalarQuantizer.QT_8bit,
-        faiss.METRIC_INNER_PRODUCT)
+    qt_8bit: Any = faiss.ScalarQuantizer.QT_8bit
+    index = faiss.IndexHNSWSQ(f.dim, qt_8bit, LINKS, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = BUILD_SEARCH
     index.train(_training_rows(f, rows, metric))
     return index
 
@@ -292,7 +279,6 @@ def build_index(f: LayerFile, *, threads: int = 0, progress: Progress | None = N
             else:
                 index = _trained(f, rows, metric)
                 start = 0
-            faiss.downcast_index(index.quantizer).hnsw.efSearch = ASSIGN_SEARCH  # type: ignore[attr-defined]
             for at in range(start, rows, ADD_BLOCK):
                 stop = min(at + ADD_BLOCK, rows)
                 index.add(_rows(f, slice(at, stop), metric))

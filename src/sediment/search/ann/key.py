@@ -12,6 +12,9 @@ runs at memory speed (about 3 GB/s here, against 0.3 GB/s for SHA-256 on this CP
 SHA extensions), so keying 1M x 384 f32 rows costs about half a second, once per process,
 file version and prefix length. CRC-32 detects any accidental change; it is not meant to
 resist a forger, and need not: whoever can rewrite the layer can rewrite its index too.
+The hash is personalised with the index format's version, so a file of an earlier format
+(the v3 inverted files among them) never matches a key: it is ignored, and removed by the
+next build or ``index clean``.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ def rows_key(f: LayerFile, rows: int) -> str:
     flat = f.embeddings.reshape(-1).view(np.uint8)
     matrix = memoryview(flat.data) if rows else memoryview(b"")
     end = rows * f.dim * f.embeddings.itemsize
-    h = hashlib.blake2b(digest_size=16, person=b"sediment-ann-v3")
+    h = hashlib.blake2b(digest_size=16, person=b"sediment-ann-v4")
     h.update(struct.pack("<IQ8sf", f.dim, rows, f.element_type.encode(), f.quant_scale))
     for at in range(0, end, BLOCK):
         h.update(zlib.crc32(matrix[at:min(at + BLOCK, end)]).to_bytes(4, "little"))
