@@ -9,6 +9,7 @@ from sediment.cli._app import EXIT_USAGE
 from sediment.format.reader import Header
 from sediment.kcp.model import ManifestRef, Unit
 from sediment.kcp.service import KnowledgeService
+from sediment.server.memory_tools import SaveOut
 
 _ = (
     EXIT_USAGE,  # documents click's own usage-error exit code beside ours
@@ -18,4 +19,6 @@ _ = (
     Unit.external_depends_on,
     ManifestRef.relationship,
     KnowledgeService.refresh,  # public: re-reads manifests in a long-running server
+    SaveOut.superseded_id,  # fields of save_memory's structured result, read by clients
+    SaveOut.looks_like_correction,
 )

@@ -8,7 +8,6 @@ reader's zero-copy view is aligned for SIMD kernels (the RFC allows any offset).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass

@@ -31,10 +31,6 @@ class Scope(StrEnum):
     GLOBAL = "global"
 
 
-STORE_OF_SCOPE = {Scope.USER: "u", Scope.PROJECT: "p", Scope.GLOBAL: "p"}
-"""Store prefixes: ``u`` the actor's own store, ``p`` this project's layers."""
-
-
 def check_actor(actor: object) -> str:
     if not isinstance(actor, str) or not ACTOR_RE.match(actor):
         raise ValidationError(
