@@ -21,7 +21,9 @@ from sediment.cli._app import (
     open_layerset,
 )
 from sediment.cli._embedder import build_embedder
+from sediment.cli._sources import configured_sources
 from sediment.ingest.compile import CompileOptions, compile_layer
+from sediment.ingest.sync import write_state
 from sediment.ops.requests import WriteRequest, parse
 from sediment.ops.write import write_context
 from sediment.store import AGENT_WRITABLE
@@ -92,7 +94,7 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
             raise click.BadParameter(f"{r!r} is not GLOB=KIND", param_hint="--kind-rule")
         rules.append((glob, kind))
     rules += cfg.compile.kinds  # flags first: the first matching rule wins
-    root = root or cfg.root
+    flags_root, root = root, root or cfg.root
     annotator = None
     if not no_kcp:
         from sediment.kcp import plan_kcp
@@ -109,10 +111,12 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
         element_type=element_type or cfg.compile.element_type,
         annotator=annotator,
         build_index=not no_index,
+        sources=[] if (include or exclude or flags_root) else configured_sources(cfg),
     )
     embedder = build_embedder(cfg, embedder_name)
     with _progress(is_terminal() and not as_json) as progress:
         report = compile_layer(opts, embedder, progress=progress)
+    write_state(opts, embedder, report)
     if as_json:
         emit_json(report.to_dict())
         return
