@@ -205,7 +205,7 @@ def test_bad_sources_are_named(tmp_path: Path, sources: list[FilesystemSource | 
 
 
 def test_a_missing_root_is_not_found(tmp_path: Path) -> None:
-    with pytest.raises(NotFoundError, match="source 'a': root .* does not exist"):
+    with pytest.raises(NotFoundError, match=r"source 'a': root .* does not exist"):
         resolve_sources([FilesystemSource("a", tmp_path / "nope", ["*"])], tmp_path)
 
 

@@ -19,7 +19,7 @@ from sediment.errors import SedimentError
 from sediment.ingest.compile import CompileOptions
 from sediment.ingest.connectors import SourceRoot
 from sediment.ingest.sync import SyncReport, sync_layer
-from sediment.ingest.watch import watch
+from sediment.ingest.watch import snapshot, watch
 from sediment.store import LayerName
 
 
@@ -105,13 +105,17 @@ def sync_cmd(ctx: click.Context, /, out: Path | None, embedder_name: str | None,
     directory = (out.parent if out else cfg.layer_dir)
     others = [(n.value, directory / n.file_name) for n in LayerName if n is not LayerName.BASE]
 
-    def once(full_now: bool) -> SyncReport:
-        sources = configured_sources(cfg)
+    def once(full_now: bool, sources: list[SourceRoot] | None = None) -> SyncReport:
+        sources = configured_sources(cfg) if sources is None else sources
         opts = _options(cfg, out, sources, no_kcp, no_index)
         with _progress(is_terminal() and not as_json and not watching) as progress:
             return sync_layer(opts, embedder, others=others, progress=progress, full=full_now)
 
-    _show(once(full), as_json, lines=watching)
+    sources = configured_sources(cfg)
+    watched = [s for s in sources if not (s.record and s.record.get("type") == "git")] \
+        if cfg.sources else [SourceRoot(cfg.root, cfg.compile.include, cfg.compile.exclude)]
+    since = snapshot(watched) if watching else None
+    _show(once(full, sources), as_json, lines=watching)
     if not watching:
         return
     stop = threading.Event()
@@ -123,9 +127,6 @@ def sync_cmd(ctx: click.Context, /, out: Path | None, embedder_name: str | None,
     try:
         if not as_json:
             click.echo(f"watching for changes every {interval:g}s (Ctrl-C to stop)", err=True)
-        watched = [s for s in configured_sources(cfg)
-                   if not (s.record and s.record.get("type") == "git")] or \
-            [SourceRoot(cfg.root, cfg.compile.include, cfg.compile.exclude)]
 
         def on_change() -> None:
             try:
@@ -133,7 +134,8 @@ def sync_cmd(ctx: click.Context, /, out: Path | None, embedder_name: str | None,
             except SedimentError as exc:
                 click.echo(f"Error: {exc}", err=True)
 
-        watch(watched, on_change, stop=stop, interval=interval, debounce=debounce)
+        watch(watched, on_change, stop=stop, interval=interval, debounce=debounce,
+              since=since)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from sediment.ingest.connectors import SourceRoot
 from sediment.ingest.discover import discover
 
-__all__ = ["snapshot", "watch"]
+__all__ = ["Snapshot", "snapshot", "watch"]
 
 Snapshot = tuple[tuple[str, int, int], ...]
 
@@ -35,11 +35,15 @@ def snapshot(sources: Sequence[SourceRoot]) -> Snapshot:
 
 def watch(sources: Sequence[SourceRoot], on_change: Callable[[], None], *,
           stop: threading.Event, interval: float = 1.0, debounce: float = 0.5,
-          max_changes: int | None = None) -> int:
+          max_changes: int | None = None, since: Snapshot | None = None) -> int:
     """Call ``on_change`` after each settled change until ``stop`` is set (or after
-    ``max_changes`` calls); returns how many times it was called."""
+    ``max_changes`` calls); returns how many times it was called.
+
+    ``since`` is the state to compare with first (default: the files as they are now); take
+    it before a sync that precedes the watch, so an edit made during that sync is seen.
+    """
     calls = 0
-    last = snapshot(sources)
+    last = snapshot(sources) if since is None else since
     while not stop.wait(interval):
         now = snapshot(sources)
         if now == last:
