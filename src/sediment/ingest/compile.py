@@ -178,6 +178,11 @@ class Reuse(Protocol):
 
     def pieces(self, shown: str, path: Path) -> tuple[list[Piece], FileState] | None: ...
 
+    @property
+    def previous(self) -> tuple[Sequence[Chunk], Mapping[str, Any] | None]:
+        """The previous base's chunks (decoded once) and metadata, for ``CompiledIds``."""
+        ...
+
 
 def _sources(opts: CompileOptions) -> list[SourceRoot]:
     return list(opts.sources) or [SourceRoot(opts.root, opts.include, opts.exclude)]
@@ -257,7 +262,8 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
     annotator = opts.annotator
     warnings: list[str] = list(annotator.warnings) if annotator is not None else []
     pieces, states, times = _read_sources(opts, reuse, progress, skipped, warnings)
-    ids = CompiledIds(opts.previous or opts.out)
+    ids = CompiledIds(opts.previous or opts.out,
+                      known=reuse.previous if reuse is not None else None)
     chunks = []
     for p in pieces:
         sources = (p.source,)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ import numpy as np
 from sediment import __version__
 from sediment.embed import Embedder
 from sediment.errors import SedimentError
-from sediment.format import LayerFile
+from sediment.format import Chunk, LayerFile
 from sediment.ingest.compile import (
     CompileOptions,
     CompileReport,
@@ -119,6 +119,12 @@ class _Previous:
         self.base = base
         self.files = files
         self.written_ns = written_ns
+        self.chunks = list(base.chunks())
+        self.position = {c.id: n for n, c in enumerate(self.chunks)}
+
+    @property
+    def previous(self) -> tuple[Sequence[Chunk], Mapping[str, Any] | None]:
+        return self.chunks, self.base.metadata
 
     @classmethod
     def load(cls, opts: CompileOptions, embedder: Embedder) -> _Previous | None:
@@ -139,9 +145,9 @@ class _Previous:
             base = LayerFile.from_bytes(data, str(out))
             if base.element_type != "f32":
                 return None
-        except SedimentError:
+            return cls(base, state["files"], int(state.get("written_ns", 0)))
+        except (SedimentError, ValueError, TypeError):
             return None
-        return cls(base, state["files"], int(state.get("written_ns", 0)))
 
     def pieces(self, shown: str, path: Path) -> tuple[list[Piece], FileState] | None:
         entry = self.files.get(shown)
@@ -157,32 +163,34 @@ class _Previous:
             if not isinstance(got, SourceText) or \
                     hashlib.sha256(got.text.encode()).hexdigest() != digest:
                 return None
-        index = self.base.id_index
-        if not all(isinstance(i, int) and i in index for i in ids):
+        if not all(isinstance(i, int) and i in self.position for i in ids):
             return None
         out = []
+        matrix, rows = self.base.embeddings, self.base.rows
         for i in ids:
-            pos = index[i]
-            chunk = self.base.chunk_at(pos)
+            pos = self.position[i]
+            chunk = self.chunks[pos]
             if not chunk.sources or not isinstance(chunk.sources[0], str):
                 return None
-            vector = np.array(self.base.embeddings[self.base.rows[pos]], dtype=np.float32)
+            vector = np.array(matrix[rows[pos]], dtype=np.float32)
             out.append(Piece(shown, chunk.content, chunk.kind, chunk.sources[0], None, vector))
         return out, FileState(st.st_size, st.st_mtime_ns, digest)
 
 
-def _old_chunks(out: Path) -> tuple[dict[int, tuple[str, str]], dict[str, str]]:
+def _old_chunks(out: Path, previous: _Previous | None,
+                ) -> tuple[dict[int, tuple[str, str]], dict[str, str]]:
     """The previous base's compiled chunks (id -> (path, source)) and its state's digests."""
     chunks: dict[int, tuple[str, str]] = {}
     digests: dict[str, str] = {}
     if not out.exists():
         return chunks, digests
     try:
-        for c in LayerFile.open(out).chunks():
-            if c.id <= COMPILED_MAX and c.sources and isinstance(c.sources[0], str):
-                chunks[c.id] = (chunk_key(c.content, c.sources)[0], c.sources[0])
+        decoded = previous.chunks if previous is not None else list(LayerFile.open(out).chunks())
     except SedimentError:
         return {}, {}
+    for c in decoded:
+        if c.id <= COMPILED_MAX and c.sources and isinstance(c.sources[0], str):
+            chunks[c.id] = (chunk_key(c.content, c.sources)[0], c.sources[0])
     try:
         files = json.loads(state_path(out).read_bytes()).get("files", {})
         digests = {p: e[2] for p, e in files.items()}
@@ -216,8 +224,8 @@ def sync_layer(opts: CompileOptions, embedder: Embedder, *,
     ``others`` are the higher layers (name, path) searched for orphaned overrides.
     """
     out = opts.previous or opts.out
-    old, old_digests = _old_chunks(out)
     previous = None if full else _Previous.load(opts, embedder)
+    old, old_digests = _old_chunks(out, previous)
     report = compile_layer(opts, embedder, progress=progress, reuse=previous)
     write_state(opts, embedder, report)
     new = {p: s.digest for p, s in report.states.items()}
