@@ -4,11 +4,12 @@
 [--out docs/benchmarks.md]``
 
 For each embedder (the hash embedder at ``--files``, MiniLM at ``--real-files``): write the
-synthetic corpus (about ten chunks a file, dated an hour ago), compile it from nothing (no previous base, no
-embedding cache) and record the sync state; then ``--repeats`` times change one file (a
-paragraph appended) and sync, and once more recompile everything with the same previous base
-(``sync --full``), checking that the sync wrote exactly those bytes. Times are medians.
-The section is written into ``--out`` between its markers (appended when they are absent).
+synthetic corpus (about ten chunks a file, dated an hour ago), compile it from nothing (no
+previous base, no embedding cache) and record the sync state; then ``--repeats`` times
+change one file (a paragraph appended) and sync, and once more recompile everything with
+the same previous base (``sync --full``), checking that the sync wrote exactly those bytes.
+Times are medians. The section is written into ``--out`` between its markers (appended
+when they are absent).
 """
 
 from __future__ import annotations
