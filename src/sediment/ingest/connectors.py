@@ -26,7 +26,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from sediment.errors import NotFoundError, ValidationError
 
-__all__ = ["GIT_TIMEOUT", "FilesystemSource", "GitSource", "SourceRoot", "resolve_sources"]
+__all__ = ["GIT_TIMEOUT", "FilesystemSource", "GitSource", "SourceRoot", "public_url",
+           "resolve_sources"]
 
 GIT_TIMEOUT = 300.0
 """Seconds one git command (a clone or fetch of a large repository) may take."""

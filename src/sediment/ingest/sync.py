@@ -50,7 +50,8 @@ from sediment.ingest.sources import read_text_file
 from sediment.store.atomic import atomic_write
 from sediment.store.ids import COMPILED_MAX
 
-__all__ = ["Override", "SyncReport", "state_path", "sync_layer", "write_state"]
+__all__ = ["Override", "SyncReport", "find_overrides", "fingerprint", "state_path", "sync_layer",
+           "write_state"]
 
 STATE_VERSION = 1
 RACY_NS = 2_000_000_000
