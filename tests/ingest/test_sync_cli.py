@@ -173,3 +173,25 @@ def test_watch_resyncs_on_change_and_stops_on_sigterm(tmp_path: Path) -> None:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=30)
+
+
+def test_sync_with_a_kcp_manifest_writes_a_full_compiles_bytes(
+        sediment: Runner, tmp_path: Path) -> None:
+    from tests.kcp.project import DOCS
+
+    a = tmp_path / "a"
+    for name, text in DOCS.items():
+        (a / name).parent.mkdir(parents=True, exist_ok=True)
+        (a / name).write_text(text, encoding="utf-8")
+    assert sediment("compile", cwd=a).code == 0
+    shutil.copytree(a, tmp_path / "b")
+    b = tmp_path / "b"
+    for root in (a, b):
+        (root / "docs" / "cluster.md").write_text("# Cluster\n\nFour node pools now.\n",
+                                                  encoding="utf-8")
+        (root / "docs" / "auth.md").unlink()
+    synced = sediment("sync", "--json", cwd=a)
+    assert synced.code == 0, synced.err
+    assert synced.json()["reused"] > 0 and synced.json()["changed"] == ["docs/cluster.md"]
+    assert sediment("sync", "--full", cwd=b).code == 0
+    assert sha(a / "AGENTS.db") == sha(b / "AGENTS.db")
