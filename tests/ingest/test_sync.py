@@ -293,3 +293,23 @@ def test_state_records_each_files_digest(project: Path, tmp_path: Path) -> None:
     state = json.loads(state_path(out).read_text())
     assert state["base_sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
     assert state["files"]["b.md"][2] == hashlib.sha256(b"# B\n\nBee text.\n").hexdigest()
+
+
+def test_sources_config_resolves_paths_against_the_file(tmp_path: Path) -> None:
+    from sediment.config import load_config
+
+    (tmp_path / "sediment.toml").write_text(
+        '[compile]\ninclude = ["**/*.txt"]\n\n'
+        '[[sources]]\nname = "here"\nroot = "notes"\n\n'
+        '[[sources]]\nname = "near"\ntype = "git"\nurl = "../hb"\nref = "v2"\n'
+        'include = ["*.md"]\n\n'
+        '[[sources]]\nname = "far"\ntype = "git"\nurl = "git@example.com:team/hb.git"\n\n'
+        '[[sources]]\nname = "web"\ntype = "git"\nurl = "https://example.com/hb.git"\n'
+        'prefix = "w"\n', encoding="utf-8")
+    cfg = load_config(tmp_path, env={})
+    here, near, far, web = cfg.sources
+    assert (here.type, here.root, here.include) == ("filesystem", tmp_path / "notes",
+                                                    ["**/*.txt"])
+    assert (near.url, near.ref, near.include) == (str(tmp_path / "../hb"), "v2", ["*.md"])
+    assert far.url == "git@example.com:team/hb.git" and far.ref == "HEAD"
+    assert (web.url, web.prefix) == ("https://example.com/hb.git", "w")
