@@ -134,16 +134,17 @@ class _Previous:
             return None
         try:
             state = json.loads(state_path(out).read_bytes())
-            data = out.read_bytes()
+            with out.open("rb") as fh:
+                digest = hashlib.file_digest(fh, "sha256").hexdigest()
         except (OSError, ValueError):
             return None
         if (not isinstance(state, dict) or state.get("v") != STATE_VERSION
-                or state.get("base_sha256") != hashlib.sha256(data).hexdigest()
+                or state.get("base_sha256") != digest
                 or state.get("fingerprint") != fingerprint(opts, embedder)
                 or not isinstance(state.get("files"), dict)):
             return None
         try:
-            base = LayerFile.from_bytes(data, str(out))
+            base = LayerFile.open(out)
             if base.element_type != "f32":
                 return None
             return cls(base, state["files"], int(state.get("written_ns", 0)))
