@@ -9,8 +9,9 @@ adapters read configuration; the library takes explicit arguments.
 Relative paths: ``store.dir`` is relative to the project root (the directory of
 ``sediment.toml``, else the working directory), from either file, so a user config can say
 ``dir = ".sediment"`` for every project; ``store.cache_dir`` is relative to the file that
-names it. The API key never sits in a file: ``embedder.api_key_env`` names the variable
-that holds it.
+names it; so are a ``[[sources]]`` entry's ``root`` and a git source's local ``url``
+(docs/sources.md). The API key never sits in a file: ``embedder.api_key_env`` names the
+variable that holds it.
 
 Environment variables: ``SEDIMENT_DIR`` (layer directory), ``SEDIMENT_EMBEDDER``
 (minilm | hash | openai), ``SEDIMENT_EMBED_BASE_URL``, ``SEDIMENT_EMBED_MODEL``,
