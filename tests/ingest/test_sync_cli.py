@@ -195,3 +195,16 @@ def test_sync_with_a_kcp_manifest_writes_a_full_compiles_bytes(
     assert synced.json()["reused"] > 0 and synced.json()["changed"] == ["docs/cluster.md"]
     assert sediment("sync", "--full", cwd=b).code == 0
     assert sha(a / "AGENTS.db") == sha(b / "AGENTS.db")
+
+
+def test_compile_flags_name_one_tree_and_ignore_sources(sediment: Runner, tmp_path: Path) -> None:
+    root = project(tmp_path / "p", CONFIG + '[[sources]]\nname = "docs"\nprefix = "d"\n'
+                                            'include = ["docs/**/*.md"]\n')
+    assert sediment("compile", cwd=root).code == 0
+    f = LayerFile.open(root / "AGENTS.db")
+    assert f.metadata is not None and f.metadata["sources"][0]["prefix"] == "d"
+    assert {s for c in f.chunks() for s in c.sources} == {f"d/docs/p{n}.md:1" for n in range(3)}
+    assert sediment("compile", "--include", "docs/p0.md", cwd=root).code == 0
+    f = LayerFile.open(root / "AGENTS.db")
+    assert f.metadata is not None and "sources" not in f.metadata
+    assert [c.sources for c in f.chunks()] == [("docs/p0.md:1",)]
