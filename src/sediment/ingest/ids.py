@@ -48,7 +48,7 @@ class CompiledIds:
         if known is None and previous is not None and previous.exists():
             try:
                 f = LayerFile.open(previous)
-                known = (list(f.chunks()), f.metadata)
+                known = (f.chunks_at(range(f.chunk_count)), f.metadata)
             except SedimentError as exc:
                 raise ValidationError(
                     f"{previous}: the previous base cannot be read, so its chunks' ids cannot "

@@ -120,7 +120,7 @@ class _Previous:
         self.base = base
         self.files = files
         self.written_ns = written_ns
-        self.chunks = list(base.chunks())
+        self.chunks = base.chunks_at(np.arange(base.chunk_count))
         self.position = {c.id: n for n, c in enumerate(self.chunks)}
 
     @property
