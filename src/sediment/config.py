@@ -9,8 +9,9 @@ adapters read configuration; the library takes explicit arguments.
 Relative paths: ``store.dir`` is relative to the project root (the directory of
 ``sediment.toml``, else the working directory), from either file, so a user config can say
 ``dir = ".sediment"`` for every project; ``store.cache_dir`` is relative to the file that
-names it. The API key never sits in a file: ``embedder.api_key_env`` names the variable
-that holds it.
+names it; so are a ``[[sources]]`` entry's ``root`` and a git source's local ``url``
+(docs/sources.md). The API key never sits in a file: ``embedder.api_key_env`` names the
+variable that holds it.
 
 Environment variables: ``SEDIMENT_DIR`` (layer directory), ``SEDIMENT_EMBEDDER``
 (minilm | hash | openai), ``SEDIMENT_EMBED_BASE_URL``, ``SEDIMENT_EMBED_MODEL``,
@@ -41,6 +42,26 @@ KEYS: dict[str, frozenset[str]] = {
                           "kinds"}),
 }
 """Every section and key a config file may hold; anything else is an error, not ignored."""
+SOURCE_KEYS: dict[str, frozenset[str]] = {
+    "filesystem": frozenset({"name", "type", "root", "include", "exclude", "prefix"}),
+    "git": frozenset({"name", "type", "url", "ref", "include", "exclude", "prefix"}),
+}
+"""Keys of each ``[[sources]]`` entry, by its ``type``."""
+
+
+@dataclass(slots=True)
+class SourceConfig:
+    """One ``[[sources]]`` entry; ``root`` (filesystem) and a local ``url`` (git) are
+    resolved against the directory of the file that names them."""
+
+    name: str
+    type: str
+    include: list[str]
+    exclude: list[str] = field(default_factory=list)
+    root: Path | None = None
+    url: str | None = None
+    ref: str = "HEAD"
+    prefix: str | None = None
 
 
 @dataclass(slots=True)
@@ -72,6 +93,7 @@ class Config:
     layer_dir: Path = field(default_factory=Path.cwd)
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     compile: CompileConfig = field(default_factory=CompileConfig)
+    sources: list[SourceConfig] = field(default_factory=list)
     cache_dir: Path | None = None
     source_files: list[Path] = field(default_factory=list)
 
@@ -119,11 +141,51 @@ def _section(data: Mapping[str, Any], name: str, source: Path) -> dict[str, Any]
     return section
 
 
+def _sources(value: Any, compile_: CompileConfig, source: Path) -> list[SourceConfig]:
+    where = f"{source}: sources"
+    _expect(value, list, f"{where} (an array of tables, [[sources]])")
+    out = []
+    for i, entry in enumerate(value):
+        at = f"{where}[{i}]"
+        _expect(entry, dict, at)
+        kind = _expect(entry.get("type", "filesystem"), str, f"{at}.type")
+        if kind not in SOURCE_KEYS:
+            raise ConfigError(f"{at}.type must be one of {', '.join(sorted(SOURCE_KEYS))}, "
+                              f"got {kind!r}")
+        unknown = set(entry) - SOURCE_KEYS[kind]
+        if unknown:
+            raise ConfigError(f"{at}: unknown key(s) {', '.join(sorted(unknown))} for a {kind} "
+                              f"source; known: {', '.join(sorted(SOURCE_KEYS[kind]))}")
+        if "name" not in entry:
+            raise ConfigError(f"{at}: name is required")
+        sc = SourceConfig(
+            name=_expect(entry["name"], str, f"{at}.name"), type=kind,
+            include=_str_list(entry["include"], f"{at}.include") if "include" in entry
+            else list(compile_.include),
+            exclude=_str_list(entry.get("exclude", []), f"{at}.exclude"))
+        if "prefix" in entry:
+            sc.prefix = _expect(entry["prefix"], str, f"{at}.prefix")
+        if kind == "filesystem":
+            sc.root = source.parent / Path(_expect(entry.get("root", "."), str,
+                                                   f"{at}.root")).expanduser()
+        else:
+            if "url" not in entry:
+                raise ConfigError(f"{at}: url is required for a git source")
+            url = _expect(entry["url"], str, f"{at}.url")
+            local = "://" not in url and ":" not in url.split("/")[0]
+            sc.url = str(source.parent / Path(url).expanduser()) if local else url
+            sc.ref = _expect(entry.get("ref", "HEAD"), str, f"{at}.ref")
+        out.append(sc)
+    return out
+
+
 def _apply(cfg: Config, data: Mapping[str, Any], source: Path) -> None:
+    data = dict(data)
+    sources = data.pop("sources", None)
     unknown = set(data) - set(KEYS)
     if unknown:
         raise ConfigError(f"{source}: unknown section(s) {', '.join(sorted(unknown))}; "
-                          f"known: {', '.join(sorted(KEYS))}")
+                          f"known: {', '.join(sorted([*KEYS, 'sources']))}")
     store = _section(data, "store", source)
     if "dir" in store:
         cfg.layer_dir = cfg.root / Path(_expect(store["dir"], str,
@@ -175,6 +237,8 @@ def _apply(cfg: Config, data: Mapping[str, Any], source: Path) -> None:
             kind = _expect(rule["kind"], str, f"{where}.kind")
             parsed.append((glob, kind))
         cfg.compile.kinds = parsed
+    if sources is not None:
+        cfg.sources = _sources(sources, cfg.compile, source)
 
 
 def load_config(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Config:

@@ -20,6 +20,7 @@ from sediment.cli import (  # noqa: F401
     _read,
     _serve,
     _sign,
+    _sync,
     _token,
     _write,
 )

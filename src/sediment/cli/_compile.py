@@ -10,7 +10,9 @@ from sediment.cli._app import cli
 from sediment.cli._options import build_embedder, get_config, json_option
 from sediment.cli._output import detail, emit_json, note, visible
 from sediment.cli._progress import progress
+from sediment.cli._sources import configured_sources
 from sediment.ingest.compile import CompileOptions, compile_layer
+from sediment.ingest.sync import write_state
 
 
 @cli.command(name="compile")
@@ -65,7 +67,7 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
             raise click.BadParameter(f"{r!r} is not GLOB=KIND", param_hint="--kind-rule")
         rules.append((glob, kind))
     rules += cfg.compile.kinds  # flags first: the first matching rule wins
-    root = root or cfg.root
+    flags_root, root = root, root or cfg.root
     annotator = None
     if not no_kcp:
         from sediment.kcp import plan_kcp
@@ -83,11 +85,14 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
         annotator=annotator,
         build_index=not no_index,
         allow_empty=allow_empty,
+        sources=[] if (include or exclude or flags_root) else configured_sources(cfg),
     )
     embedder = build_embedder(cfg, embedder_name)
     detail(f"compiling {', '.join(opts.include)} under {root} into {opts.out}")
     with progress(enabled=not as_json) as update:
         report = compile_layer(opts, embedder, progress=update)
+    if not to_stdout:
+        write_state(opts, embedder, report)
     if as_json:
         emit_json(report.to_dict())
         return

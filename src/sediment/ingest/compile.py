@@ -21,16 +21,18 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from sediment.embed import Embedder
 from sediment.embed.profile import CACHE_KEY_ALG
 from sediment.errors import ValidationError
 from sediment.format import Chunk, Source, encode_layer
 from sediment.ingest.chunker import DEFAULT_MAX_CHARS, chunk_file
+from sediment.ingest.connectors import SourceRoot
 from sediment.ingest.discover import discover
 from sediment.ingest.ids import CompiledIds
 from sediment.ingest.kinds import KindRule
-from sediment.ingest.model import DocChunk, Skipped, source_ref
+from sediment.ingest.model import Skipped, source_ref
 from sediment.ingest.sources import read_text_file
 from sediment.search.ann import eligible, ensure_index
 from sediment.search.lexicon import ensure_lexicon
@@ -83,6 +85,8 @@ class CompileOptions:
     allow_empty: bool = True
     """False: a compile that finds no text in the sources raises instead of writing an
     empty layer (a glob typo should not go unnoticed)."""
+    sources: Sequence[SourceRoot] = ()
+    """Configured sources; when empty, ``root`` with ``include`` and ``exclude`` is the one."""
 
 
 @dataclass(slots=True)
@@ -98,6 +102,10 @@ class CompileReport:
     skipped: list[Skipped] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     index: Path | None = None
+    reused: int = 0
+    """Chunks taken with their vectors from the previous base (sync), not re-read."""
+    states: dict[str, FileState] = field(default_factory=dict)
+    ids: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -107,6 +115,7 @@ class CompileReport:
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
             "warnings": list(self.warnings),
             "index": str(self.index) if self.index else None,
+            "reused": self.reused,
         }
 
 
@@ -146,60 +155,152 @@ def source_times(root: Path, paths: Sequence[str]) -> dict[str, int]:
     return out
 
 
-def compile_layer(opts: CompileOptions, embedder: Embedder, *,
-                  progress: Progress | None = None) -> CompileReport:
-    t0 = time.perf_counter()
-    root = opts.root
-    skipped: list[Skipped] = []
-    rels = discover(root, opts.include, opts.exclude, on_skip=skipped.append)
-    annotator = opts.annotator
-    if annotator is not None:
-        rels = sorted({*rels, *(PurePosixPath(f) for f in annotator.files)},
-                      key=lambda p: p.as_posix())
+@dataclass(slots=True)
+class Piece:
+    """One chunk-to-be: its text, provenance, and either what to embed or its vector."""
+
+    path: str
+    content: str
+    kind: str
+    source: str
+    text: str | None
+    vector: npt.NDArray[np.float32] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """What a compile saw of one file: enough for a sync to know it is unchanged."""
+
+    size: int
+    mtime_ns: int
+    digest: str
+    ids: tuple[int, ...] = ()
+
+
+class Reuse(Protocol):
+    """Gives the pieces of a file unchanged since the last compile (``sediment.ingest.sync``)."""
+
+    def pieces(self, shown: str, path: Path) -> tuple[list[Piece], FileState] | None: ...
+
+    @property
+    def previous(self) -> tuple[Sequence[Chunk], Mapping[str, Any] | None]:
+        """The previous base's chunks (decoded once) and metadata, for ``CompiledIds``."""
+        ...
+
+
+def _sources(opts: CompileOptions) -> list[SourceRoot]:
+    return list(opts.sources) or [SourceRoot(opts.root, opts.include, opts.exclude)]
+
+
+def _read_sources(opts: CompileOptions, reuse: Reuse | None, progress: Progress | None,
+                  skipped: list[Skipped], warnings: list[str],
+                  ) -> tuple[list[Piece], dict[str, FileState], dict[str, int]]:
     rules = [KindRule(g, k) for g, k in opts.kind_rules]
+    pieces: list[Piece] = []
+    states: dict[str, FileState] = {}
+    times: dict[str, int] = {}
+    plan: list[tuple[SourceRoot, list[PurePosixPath]]] = []
+    for src in _sources(opts):
+        rels = discover(src.root, src.include, src.exclude,
+                        on_skip=_skip_into(skipped, src))
+        if opts.annotator is not None and not src.prefix:
+            rels = sorted({*rels, *(PurePosixPath(f) for f in opts.annotator.files)},
+                          key=lambda p: p.as_posix())
+        plan.append((src, rels))
+    total = sum(len(r) for _, r in plan)
+    n = 0
+    for src, rels in plan:
+        first = len(pieces)
+        for rel in rels:
+            n += 1
+            shown = src.shown(rel.as_posix())
+            got_back = reuse.pieces(shown, src.root / rel) if reuse is not None else None
+            if got_back is not None:
+                pieces.extend(got_back[0])
+                states[shown] = got_back[1]
+            else:
+                _read_one(src, rel, shown, opts, rules, pieces, states, skipped, warnings)
+            if progress:
+                progress("reading", n, total)
+        extra = list(opts.annotator.manifest_paths) \
+            if opts.annotator is not None and not src.prefix else []
+        rel_of = {p.path: p.path[len(src.shown("")):] for p in pieces[first:]}
+        rel_of.update({m: m for m in extra})
+        got_times = source_times(src.root, sorted(set(rel_of.values())))
+        for shown_path, rel_path in rel_of.items():
+            times.setdefault(shown_path, got_times.get(rel_path, 0))
+    return pieces, states, times
+
+
+def _skip_into(skipped: list[Skipped], src: SourceRoot) -> Callable[[Skipped], None]:
+    return lambda s: skipped.append(Skipped(src.shown(s.path), s.reason))
+
+
+def _read_one(src: SourceRoot, rel: PurePosixPath, shown: str, opts: CompileOptions,
+              rules: Sequence[KindRule], pieces: list[Piece], states: dict[str, FileState],
+              skipped: list[Skipped], warnings: list[str]) -> None:
+    path = src.root / rel
+    try:
+        st = path.stat()
+    except OSError:
+        st = None
+    got = read_text_file(src.root, rel)
+    if isinstance(got, Skipped):
+        skipped.append(Skipped(shown, got.reason))
+        return
+    doc_chunks, warns = chunk_file(shown, got.text, max_chars=opts.max_chars,
+                                   rules=rules, default_kind=opts.default_kind)
+    warnings.extend(warns)
+    pieces.extend(Piece(shown, c.content, c.kind, source_ref(c), c.text_for_embedding())
+                  for c in doc_chunks)
+    if st is not None:
+        digest = hashlib.sha256(got.text.encode()).hexdigest()
+        states[shown] = FileState(st.st_size, st.st_mtime_ns, digest)
+
+
+def compile_layer(opts: CompileOptions, embedder: Embedder, *,
+                  progress: Progress | None = None, reuse: Reuse | None = None,
+                  ) -> CompileReport:
+    t0 = time.perf_counter()
+    skipped: list[Skipped] = []
+    annotator = opts.annotator
     warnings: list[str] = list(annotator.warnings) if annotator is not None else []
-    pieces: list[tuple[str, DocChunk]] = []
-    for n, rel in enumerate(rels, 1):
-        got = read_text_file(root, rel)
-        if isinstance(got, Skipped):
-            skipped.append(got)
-        else:
-            doc_chunks, warns = chunk_file(got.path, got.text, max_chars=opts.max_chars,
-                                           rules=rules, default_kind=opts.default_kind)
-            warnings.extend(warns)
-            pieces.extend((got.path, c) for c in doc_chunks)
-        if progress:
-            progress("reading", n, len(rels))
+    pieces, states, times = _read_sources(opts, reuse, progress, skipped, warnings)
     if not pieces and not opts.allow_empty:
-        found = f"{len(rels)} file(s) matched, none with text" if rels else "no file matched"
+        where = "; ".join(
+            f"{s.root} (include {', '.join(s.include) or '-'}"
+            + (f"; exclude {', '.join(s.exclude)}" if s.exclude else "") + ")"
+            for s in _sources(opts))
         raise ValidationError(
-            f"{found} under {root} (include {', '.join(opts.include) or '-'}"
-            + (f"; exclude {', '.join(opts.exclude)}" if opts.exclude else "")
-            + f"); nothing was written to {opts.out}. Pass --allow-empty to write an empty "
-              "layer")
-    extra_paths = list(annotator.manifest_paths) if annotator is not None else []
-    times = source_times(root, sorted({p for p, _ in pieces} | set(extra_paths)))
-    ids = CompiledIds(opts.previous or opts.out)
+            f"no file with text matched under {where}; nothing was written to {opts.out}. "
+            "Pass --allow-empty to write an empty layer")
+    ids = CompiledIds(opts.previous or opts.out,
+                      known=reuse.previous if reuse is not None else None)
     chunks = []
-    for path, c in pieces:
-        sources = (source_ref(c),)
-        chunks.append(Chunk(id=ids.allocate(c.content, sources), kind=c.kind,
-                            content=c.content, author="human", confidence=1.0,
-                            created_at_ms=times.get(path, 0), sources=sources))
-    texts = [c.text_for_embedding() for _, c in pieces]
+    for p in pieces:
+        sources = (p.source,)
+        chunks.append(Chunk(id=ids.allocate(p.content, sources), kind=p.kind,
+                            content=p.content, author="human", confidence=1.0,
+                            created_at_ms=times.get(p.path, 0), sources=sources))
+    file_ids: dict[str, list[int]] = {}
+    for chunk, p in zip(chunks, pieces, strict=True):
+        file_ids.setdefault(p.path, []).append(chunk.id)
+    for path, st in states.items():
+        states[path] = FileState(st.size, st.mtime_ns, st.digest, tuple(file_ids.get(path, ())))
+    texts: list[str | None] = [p.text for p in pieces]
+    given = {i: p.vector for i, p in enumerate(pieces) if p.vector is not None}
     if annotator is not None:
-        by_path: dict[str, list[int]] = {}
-        for chunk, (path, _c) in zip(chunks, pieces, strict=True):
-            by_path.setdefault(path, []).append(chunk.id)
-        extra = annotator.annotations(by_path, ids.allocate, created_at_ms=times)
+        extra = annotator.annotations(file_ids, ids.allocate, created_at_ms=times)
         chunks.extend(extra)
         texts.extend("" if is_meta_kind(c.kind) else c.content for c in extra)
     before_calls = getattr(embedder, "calls", None)
     vectors = np.zeros((len(texts), embedder.profile.dim), dtype=np.float32)
-    wanted = [i for i, c in enumerate(chunks) if not is_meta_kind(c.kind)]
+    for i, vec in given.items():
+        vectors[i] = vec
+    wanted = [i for i, c in enumerate(chunks) if not is_meta_kind(c.kind) and i not in given]
     for start in range(0, len(wanted), EMBED_BATCH):
         rows = wanted[start:start + EMBED_BATCH]
-        vectors[rows] = embedder.embed([texts[i] for i in rows])
+        vectors[rows] = embedder.embed([texts[i] or "" for i in rows])
         if progress:
             progress("embedding", start + len(rows), len(wanted))
     embedded = len(wanted)
@@ -215,6 +316,8 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
         "id_ranges": ID_RANGES,
         "tool_name": "sediment",
     }
+    if opts.sources:
+        metadata["sources"] = [dict(s.record) for s in opts.sources if s.record is not None]
     scale = 1.0 / 127.0 if opts.element_type == "i8" and profile["output_norm"] == "l2" else None
     data = encode_layer(chunks, vectors, dim=embedder.profile.dim,
                         element_type=opts.element_type, quant_scale=scale, metadata=metadata)
@@ -228,7 +331,8 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
         index = ensure_index(opts.out, progress=(lambda d, t: progress("indexing", d, t))
                              if progress else None)
     return CompileReport(
-        out=opts.out, files=len({p for p, _ in pieces}), chunks=len(chunks), bytes=len(data),
+        out=opts.out, files=len({p.path for p in pieces}), chunks=len(chunks), bytes=len(data),
         sha256=hashlib.sha256(data).hexdigest(), embedded=embedded,
         cached=len(wanted) - embedded, seconds=time.perf_counter() - t0, skipped=skipped,
-        warnings=warnings, index=index)
+        warnings=warnings, index=index, reused=len(given), states=states,
+        ids=[c.id for c in chunks])

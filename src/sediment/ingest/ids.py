@@ -11,11 +11,12 @@ sources and the previous base decide the ids: the same inputs give the same ids 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from sediment.errors import SedimentError, ValidationError
-from sediment.format import LayerFile, Source
+from sediment.format import Chunk, LayerFile, Source
 from sediment.store.ids import (
     COMPILED_MAX,
     LEGACY_COMPILE_START,
@@ -38,23 +39,28 @@ def chunk_key(content: str, sources: Sequence[Source]) -> Key:
 class CompiledIds:
     """Hands out ids for a compile, one chunk at a time, in the compile's fixed order."""
 
-    def __init__(self, previous: Path | None) -> None:
+    def __init__(self, previous: Path | None,
+                 known: tuple[Sequence[Chunk], Mapping[str, Any] | None] | None = None) -> None:
+        """``known``: the previous base's chunks and metadata when the caller has them
+        decoded already (a sync), so they are not decoded twice."""
         self._kept: dict[Key, deque[int]] = {}
         top = 0
-        if previous is not None and previous.exists():
+        if known is None and previous is not None and previous.exists():
             try:
                 f = LayerFile.open(previous)
-                chunks = list(f.chunks())
+                known = (f.chunks_at(range(f.chunk_count)), f.metadata)
             except SedimentError as exc:
                 raise ValidationError(
                     f"{previous}: the previous base cannot be read, so its chunks' ids cannot "
                     f"be kept ({exc}); move it away to compile with fresh ids") from exc
+        if known is not None:
+            chunks, metadata = known
             for c in chunks:
                 if c.id <= COMPILED_MAX:
                     self._kept.setdefault(chunk_key(c.content, c.sources), deque()).append(c.id)
                     top = max(top, c.id)
-            top = max(top, min(recorded_high_water(f.metadata), COMPILED_MAX))
-            if chunks and not has_id_ranges(f.metadata):
+            top = max(top, min(recorded_high_water(metadata), COMPILED_MAX))
+            if chunks and not has_id_ranges(metadata):
                 top = max(top, LEGACY_COMPILE_START)
         self._next = top + 1
         self.kept = 0
