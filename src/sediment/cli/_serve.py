@@ -57,7 +57,10 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
         anyio.run(server.run_stdio_async)
         return
     check_binding(host, token)
-    app = build_http_app(server, host=host, token=token, path=http_path)
+    from sediment.server.web import WebUI
+
+    ui = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host)
+    app = build_http_app(server, host=host, token=token, path=http_path, ui=ui)
     import uvicorn
 
     if not no_warm_up:
@@ -65,6 +68,7 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
     config = uvicorn.Config(app, host=host, port=port, log_level="warning",
                             lifespan="on")
     userver = uvicorn.Server(config)
-    click.echo(f"sediment: serving MCP on http://{host}:{port}{http_path} "
+    click.echo(f"sediment: serving MCP on http://{host}:{port}{http_path} and the web page "
+               f"on http://{host}:{port}/ui "
                f"(layers in {layer_dir or cfg.layer_dir}; pid {os.getpid()})", err=True)
     userver.run()

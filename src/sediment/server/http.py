@@ -84,10 +84,13 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def build_http_app(server: Any, *, host: str, token: str | None, path: str = "/mcp") -> Any:
-    """The streamable HTTP ASGI app, wrapped in bearer auth when a token is set."""
+def build_http_app(server: Any, *, host: str, token: str | None, path: str = "/mcp",
+                   ui: Any = None) -> Any:
+    """The streamable HTTP ASGI app, wrapped in bearer auth when a token is set, with the
+    web page (a :class:`sediment.server.web.WebUI`) at ``/ui`` when given."""
     check_binding(host, token)
     security = loopback_security(host) if is_loopback(host) else None
     app = server.streamable_http_app(streamable_http_path=path, host=host,
                                      transport_security=security)
-    return BearerAuth(app, token) if token else app
+    app = BearerAuth(app, token) if token else app
+    return app if ui is None else ui.mount(app)
