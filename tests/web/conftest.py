@@ -77,9 +77,26 @@ def site(tmp_path: Path) -> Iterator[Site]:
     stop(s.server.process)
 
 
+OPEN: list[httpx.Client] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while OPEN:
+        OPEN.pop().close()
+
+
+def client(base: str) -> httpx.Client:
+    """An HTTP client closed after the test."""
+    c = httpx.Client(base_url=base, timeout=30, follow_redirects=False)
+    OPEN.append(c)
+    return c
+
+
 def sign_in(base: str, reviewer: str, token: str = TOKEN) -> httpx.Client:
     """An HTTP client holding a session, signed in through the form like a browser."""
-    c = httpx.Client(base_url=base, timeout=30, follow_redirects=False)
+    c = client(base)
     page = c.get("/ui/login")
     nonce = re.search(r'name="csrf" value="([^"]+)"', page.text)
     assert nonce, page.text
