@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,7 +64,9 @@ def start_site(tmp_path: Path) -> Site:
     (docs / "b.md").write_text("# Billing\n\nAll billing calls need X-Account.\n")
     server = start_http(store)
     try:
-        ids = anyio.run(_propose, server.url)
+        # In a thread of its own: Playwright's sync client keeps a loop on this one.
+        with ThreadPoolExecutor(1) as pool:
+            ids = pool.submit(anyio.run, _propose, server.url).result(timeout=90)
     except BaseException:
         stop(server.process)
         raise

@@ -112,7 +112,7 @@ class WebUI:
             if message["type"] == "http.response.start":
                 extra = [(b"content-security-policy", CSP.encode()),
                          (b"x-content-type-options", b"nosniff"),
-                         (b"referrer-policy", b"no-referrer"),
+                         (b"referrer-policy", b"same-origin"),
                          (b"x-frame-options", b"DENY"),
                          (b"cache-control", b"no-store")]
                 message["headers"] = list(message.get("headers", [])) + extra
