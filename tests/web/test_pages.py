@@ -8,6 +8,7 @@ import threading
 import httpx
 
 from tests.conftest import Runner
+from tests.mcp.conftest import TOKEN
 from tests.web.conftest import Site, client, csrf_of, sign_in
 
 
@@ -28,7 +29,7 @@ def test_pages_need_a_session_and_the_right_token(site: Site) -> None:
 def test_session_cookie_is_httponly_and_samesite_strict(site: Site) -> None:
     c = client(site.base)
     page = c.get("/ui/login")
-    r = c.post("/ui/login", data={"csrf": csrf_of(page.text), "token": "test-token-0123456789abcdef",
+    r = c.post("/ui/login", data={"csrf": csrf_of(page.text), "token": TOKEN,
                                   "reviewer": "alice"}, headers={"Origin": site.base})
     header = next(h for h in r.headers.get_list("set-cookie") if h.startswith("sediment_session"))
     assert "HttpOnly" in header and "SameSite=strict" in header and "Path=/ui" in header
