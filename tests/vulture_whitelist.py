@@ -9,6 +9,8 @@ from sediment.cli._app import EXIT_USAGE
 from sediment.format.reader import Header
 from sediment.kcp.model import ManifestRef, Unit
 from sediment.kcp.service import KnowledgeService
+from sediment.ops.requests import SearchOptions, SearchParams, StrictModel
+from sediment.server.tools import _AsSent
 
 _ = (
     EXIT_USAGE,  # documents click's own usage-error exit code beside ours
@@ -18,4 +20,8 @@ _ = (
     Unit.external_depends_on,
     ManifestRef.relationship,
     KnowledgeService.refresh,  # public: re-reads manifests in a long-running server
+    StrictModel.model_config,  # read by pydantic
+    SearchParams._has_a_query,  # pydantic model validators, called by pydantic
+    SearchOptions._mode_fits,
+    _AsSent.validate_arguments,  # the SDK's hook, overridden
 )
