@@ -51,8 +51,7 @@ def test_review_a_queue_written_over_mcp(browser: Any, site: Site, sediment: Run
     assert "<script>" in page.locator(f"#p{hostile} pre.content").inner_text()
     # A source resolved to its file's current line.
     assert "All billing calls need X-Account." in page.locator(f"#p{rejected}").inner_text()
-    # Keyboard: j moves to the first proposal, a accepts it (the newest: the hostile one is
-    # newest, so move with j twice to the third).
+    # Keyboard: newest first, so the first proposal written is third: j three times, then a.
     page.keyboard.press("j")
     page.keyboard.press("j")
     page.keyboard.press("j")
