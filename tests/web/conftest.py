@@ -21,7 +21,7 @@ XSS = ('<script>document.title="pwned"</script><img src=x onerror="document.titl
        '<b onmouseover="document.title=\'pwned\'">hover</b>')
 PROPOSALS = [
     ("decision", "Releases are cut from the main branch every Tuesday.", ["docs/a.md:1"]),
-    ("invariant", "Requests to /billing MUST include the X-Account and X-Trace headers.",
+    ("invariant", "Requests to /billing MUST NOT include the X-Account header.",
      ["docs/b.md:3", 2]),
     ("note", XSS, []),
 ]

@@ -92,3 +92,13 @@ def test_two_reviewers_at_once_the_first_wins(site: Site) -> None:
     assert len(lost) == 1, pages
     winner = "bob" if lost == ["alice"] else "alice"
     assert f"already decided by {winner}" in pages[lost[0]]
+
+
+def test_queue_and_diff_mark_the_conflict_with_base(site: Site) -> None:
+    alice = sign_in(site.base, "alice")
+    queue = alice.get("/ui/queue").text
+    contradicting = queue.split(f'id="p{site.proposals[1]}"')[1].split("</article>")[0]
+    assert "near-duplicate</strong> with base:2" in contradicting
+    assert "Requests to /billing MUST include the X-Account header." in contradicting
+    layers = alice.get("/ui/layers").text
+    assert "Conflict (near-duplicate)" in layers and "conflicts 1" in layers
