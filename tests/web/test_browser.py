@@ -23,8 +23,10 @@ def browser() -> Iterator[Any]:
     yield from launch()
 
 
-def _signed_in(browser: Any, site: Site, name: str, width: int = 1100) -> Any:
-    context = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True)
+def _signed_in(browser: Any, site: Site, name: str, width: int = 1100,
+               javascript: bool = True) -> Any:
+    context = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True,
+                                  java_script_enabled=javascript)
     page = context.new_page()
     page.set_default_timeout(30_000)
     dialogs: list[str] = []
@@ -95,3 +97,13 @@ def test_search_explains_and_every_page_is_accessible(browser: Any, site: Site) 
     page.goto(site.base + "/ui/login")
     assert axe_violations(page) == []
     assert page.dialogs == []
+
+
+def test_reading_works_without_javascript(browser: Any, site: Site) -> None:
+    page = _signed_in(browser, site, "dana", javascript=False)
+    assert page.get_by_text("3 pending proposals").is_visible()
+    assert page.locator("article.proposal").count() == 3
+    page.goto(site.base + "/ui/search?q=billing&mode=lexical")
+    assert page.locator("article.hit").count() >= 1
+    page.goto(site.base + "/ui/layers")
+    assert page.get_by_role("heading", name="Diff of delta against base and user").is_visible()
