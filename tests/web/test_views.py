@@ -31,3 +31,28 @@ def test_layers_report_counts_profile_and_signature(tmp_path: Path) -> None:
 
 def test_control_characters_are_shown_as_escapes() -> None:
     assert visible("a\x1b[31mred\x07\nnext\tline") == "a\\x1b[31mred\\x07\nnext\tline"
+
+
+def test_decisions_record_the_reviewer_and_name_the_first(tmp_path: Path) -> None:
+    import pytest
+
+    from sediment.embed import HashEmbedder
+    from sediment.ops.propose import propose
+    from sediment.ops.requests import WriteRequest, parse
+    from sediment.ops.write import write_context
+    from sediment.review import AlreadyDecided, accept, get_proposal, reject
+
+    ls = LayerSet.from_directory(make_store(tmp_path / "store"))
+    cid = write_context(ls, HashEmbedder(), parse(WriteRequest, {
+        "content": "A finding", "kind": "note", "confidence": 0.5, "scope": "delta"}))
+    pid = propose(ls, cid).proposal_id
+    [done] = accept(ls, [pid], reviewer="alice")
+    assert done.changed and done.decided_by is None
+    [again] = accept(ls, [pid], reviewer="bob")
+    assert not again.changed and again.decided_by == "alice"
+    assert "already accepted by alice" in again.message
+    with pytest.raises(AlreadyDecided, match="decided by alice") as caught:
+        reject(ls, [pid], "no", reviewer="bob")
+    assert caught.value.decided_by == "alice" and caught.value.status == "accepted"
+    [d] = get_proposal(ls, pid).decisions
+    assert d.reviewer == "alice" and d.author == "human"
