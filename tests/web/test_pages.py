@@ -46,6 +46,12 @@ def test_forms_need_csrf_and_same_origin(site: Site) -> None:
     assert evil.status_code == 403
     rebound = alice.get("/ui/queue", headers={"Host": "evil.example"})
     assert rebound.status_code == 421
+    huge = alice.post("/ui/decide", content=b"x" * 1_000_001, headers={
+        "Origin": site.base, "Content-Type": "application/x-www-form-urlencoded"})
+    assert huge.status_code == 413
+    odd = alice.post("/ui/decide", data={"csrf": token, "only": "accept:\u00b2"},
+                     headers={"Origin": site.base})
+    assert odd.status_code == 303
     assert "3 pending proposals" in alice.get("/ui/queue").text
 
 

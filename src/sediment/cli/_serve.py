@@ -41,6 +41,7 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
     agents_context_propose; chunks and layers as agentsdb:// resources).
 
     The handshake is answered at once: the embedding model loads in the background.
+    Over http the web page for reviewers is served at /ui too (or run `sediment ui`).
     """
     from sediment.ops.service import ContextService
     from sediment.server import build_http_app, build_server, check_binding

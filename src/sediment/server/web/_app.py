@@ -48,6 +48,7 @@ NAV = [("queue", "Review queue"), ("layers", "Layers and diff"), ("search", "Sea
 """(route name, title) of each page in the navigation, in order."""
 MAX_FORM_FIELDS = 1000
 MAX_BATCH = 100
+MAX_BODY = 1_000_000
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
@@ -102,6 +103,10 @@ class WebUI:
         host = headers.get("host", "")
         if not self.policy.host_ok(host):
             await PlainTextResponse("unexpected Host header", 421)(scope, receive, send)
+            return
+        if not headers.get("content-length", "0").isdigit() or \
+                int(headers.get("content-length", "0")) > MAX_BODY:
+            await PlainTextResponse("request body too large", 413)(scope, receive, send)
             return
         if scope["method"] not in ("GET", "HEAD") and not self.policy.origin_ok(
                 headers.get("origin"), host, scope.get("scheme", "http")):
@@ -248,7 +253,7 @@ class WebUI:
             action = str(form.get("action", ""))
             ids_raw = [str(v) for v in form.getlist("proposal")]
             reason = str(form.get("reason", ""))
-        ids = [int(v) for v in ids_raw if v.isdigit() and len(v) < 11]
+        ids = [int(v) for v in ids_raw if v.isascii() and v.isdigit() and len(v) < 11]
         if action not in ("accept", "reject") or not ids or len(ids) != len(ids_raw):
             session.flash.append(("error", "Select at least one proposal, then accept or "
                                            "reject."))
