@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -51,6 +52,25 @@ def test_ui_prints_a_link_that_signs_in_once(tmp_path: Path) -> None:
         assert page.status_code == 200 and "Signed in as <strong>carol</strong>" in page.text
         again = httpx.get(base + path, timeout=30)
         assert again.status_code == 401 and "already used" in again.text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream:
+                stream.close()
+
+
+def test_ui_json_prints_the_link_as_one_line(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "store")
+    proc = subprocess.Popen([SEDIMENT, "ui", "--no-browser", "--json", "--dir", str(store),
+                             "--embedder", "hash"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                            env=dict(os.environ))
+    try:
+        assert proc.stdout is not None
+        shown = json.loads(proc.stdout.readline())
+        assert shown["url"].endswith("/ui") and "/ui/signin/" in shown["signin"]
+        assert _get_when_up(shown["signin"]).status_code == 303
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import getpass
+import json
 import secrets
 import socket
 from pathlib import Path
 
 import click
 
-from sediment.cli._app import cli, get_config, layer_options, open_layerset
+from sediment.cli._app import cli, get_config, json_option, layer_options, open_layerset
 from sediment.cli._embedder import build_embedder
 from sediment.errors import ConfigError
 
@@ -42,12 +43,14 @@ def _reviewer() -> str:
               default=None, help="Ed25519 public key to check the layers' signatures with.")
 @click.option("--no-browser", is_flag=True, help="Print the sign-in link only.")
 @layer_options
+@json_option
 @click.pass_context
 def ui(ctx: click.Context, /, host: str, port: int, token: str | None, reviewer: str | None,
        embedder_name: str | None, root: Path | None, pubkey: Path | None, no_browser: bool,
-       layer_dir: Path | None, **paths: Path | None) -> None:
+       as_json: bool, layer_dir: Path | None, **paths: Path | None) -> None:
     """Open the review page in a browser: the queue of proposals, the layers and their
-    diff, and search with explanations. Prints a sign-in link that works once."""
+    diff, and search with explanations. Prints a sign-in link that works once (with
+    --json, one line: {"signin": LINK, "url": PAGE}), then serves until interrupted."""
     import webbrowser
 
     import uvicorn
@@ -79,8 +82,11 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None, reviewer:
     bound = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     link = page.sign_in_link(f"http://{shown}:{bound}", reviewer or _reviewer())
-    click.echo(f"Sign in (works once): {link}")
-    click.echo(f"Afterwards: http://{shown}:{bound}/ui (stop with Ctrl+C)")
+    if as_json:
+        click.echo(json.dumps({"signin": link, "url": f"http://{shown}:{bound}/ui"}))
+    else:
+        click.echo(f"Sign in (works once): {link}")
+        click.echo(f"Afterwards: http://{shown}:{bound}/ui (stop with Ctrl+C)")
     service.warm_up()
     if not no_browser:
         webbrowser.open(link)
