@@ -79,6 +79,31 @@ def test_ui_json_prints_the_link_as_one_line(tmp_path: Path) -> None:
                 stream.close()
 
 
+def test_ui_opens_the_link_in_the_browser(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "store")
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\nprintf %s "$1" > {opened}\n')
+    browser.chmod(0o755)
+    proc = subprocess.Popen([SEDIMENT, "ui", "--json", "--dir", str(store), "--embedder",
+                             "hash"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "BROWSER": str(browser)})
+    try:
+        assert proc.stdout is not None
+        shown = json.loads(proc.stdout.readline())
+        deadline = time.monotonic() + 30
+        while not (opened.exists() and opened.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert opened.read_text() == shown["signin"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream:
+                stream.close()
+
+
 def test_ui_binds_loopback_only(sediment: Runner, tmp_path: Path) -> None:
     r = sediment("ui", "--no-browser", "--host", "0.0.0.0", "--dir", str(tmp_path))
     assert r.code == 1 and r.err.startswith("Error: sediment ui binds loopback only")
