@@ -57,7 +57,8 @@ def test_imports_follow_the_layering() -> None:
 @pytest.mark.parametrize("module", ["sediment", "sediment.format", "sediment.store",
                                     "sediment.embed", "sediment.search", "sediment.ingest",
                                     "sediment.ops", "sediment.ops.requests",
-                                    "sediment.server", "sediment.errors", "sediment.memory",
+                                    "sediment.server", "sediment.server.web",
+                                    "sediment.errors", "sediment.memory",
                                     "sediment.credentials", "sediment.auth"])
 def test_all_is_complete(module: str) -> None:
     import importlib

@@ -22,6 +22,7 @@ from sediment.cli import (  # noqa: F401
     _sign,
     _sync,
     _token,
+    _ui,
     _write,
 )
 from sediment.cli._app import cli

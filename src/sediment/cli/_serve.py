@@ -52,6 +52,7 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
     agents_context_propose; chunks and layers as agentsdb:// resources).
 
     The handshake is answered at once: the embedding model loads in the background.
+    Over http the web page for reviewers is served at /ui too (or run `sediment ui`).
     """
     from sediment.server import bind_socket, check_binding, check_http_path
 
@@ -93,7 +94,10 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
         anyio.run(server.run_stdio_async)
         return
     assert sock is not None
-    app = build_http_app(server, host=host, token=token, path=http_path)
+    from sediment.server.web import WebUI
+
+    ui = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host)
+    app = build_http_app(server, host=host, token=token, path=http_path, ui=ui)
     import uvicorn
 
     if not no_warm_up:
@@ -102,7 +106,8 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     config = uvicorn.Config(app, host=host, port=bound, log_level="warning", lifespan="on")
     userver = uvicorn.Server(config)
     shown = f"[{host}]" if ":" in host else host
-    click.echo(f"sediment: serving MCP on http://{shown}:{bound}{http_path} "
+    click.echo(f"sediment: serving MCP on http://{shown}:{bound}{http_path} and the web page "
+               f"on http://{shown}:{bound}/ui "
                f"(layers in {visible(str(layer_dir or cfg.layer_dir))}; pid {os.getpid()})",
                err=True)
     userver.run(sockets=[sock])

@@ -9,6 +9,7 @@ change is an appended event; nothing is deleted, and base is never written.
 from sediment.errors import SignatureError
 from sediment.review.compact import CompactReport, compact, merge
 from sediment.review.decisions import (
+    AlreadyDecided,
     DecisionView,
     Outcome,
     ProposalView,
@@ -40,6 +41,7 @@ from sediment.review.signing import (
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "AlreadyDecided",
     "ChunkReport",
     "CompactReport",
     "DecisionView",

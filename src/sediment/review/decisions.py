@@ -46,10 +46,17 @@ class DecisionView:
     reason: str
     author: str
     created_at_ms: int
+    reviewer: str | None = None
+
+    @property
+    def decided_by(self) -> str:
+        """Who decided: the named reviewer, else the chunk's author (``human``)."""
+        return self.reviewer or self.author
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "verdict": self.verdict, "reason": self.reason,
-                "author": self.author, "created_at_ms": self.created_at_ms}
+                "author": self.author, "reviewer": self.reviewer,
+                "created_at_ms": self.created_at_ms}
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,13 +89,16 @@ class Outcome:
     proposal_id: int | None = None
     decision_id: int | None = None
     copied: bool = False
+    decided_by: str | None = None
+    """On a no-op, who made the decision that was already there."""
 
     @property
     def message(self) -> str:
         what = (f"proposal {self.proposal_id} (chunk {self.context_id})"
                 if self.proposal_id is not None else f"chunk {self.context_id}")
         if not self.changed:
-            return f"{what} was already {self.action}; nothing to do"
+            by = f" by {self.decided_by}" if self.decided_by else ""
+            return f"{what} was already {self.action}{by}; nothing to do"
         if self.action == "rejected":
             return f"rejected {what} (decision {self.decision_id})"
         copy = "copied to the user layer" if self.copied else "already in the user layer"
@@ -98,7 +108,17 @@ class Outcome:
         return {"context_id": self.context_id, "proposal_id": self.proposal_id,
                 "action": self.action, "changed": self.changed,
                 "decision_id": self.decision_id, "copied": self.copied,
-                "message": self.message}
+                "decided_by": self.decided_by, "message": self.message}
+
+
+class AlreadyDecided(ValidationError):
+    """A decision on a proposal someone already decided the other way (the first wins)."""
+
+    def __init__(self, message: str, proposal_id: int, status: str, decided_by: str) -> None:
+        super().__init__(message)
+        self.proposal_id = proposal_id
+        self.status = status
+        self.decided_by = decided_by
 
 
 @dataclass(slots=True)
@@ -111,8 +131,15 @@ class _Plan:
 
 
 def _decision_view(e: Event) -> DecisionView:
+    reviewer = e.data.get("reviewer")
     return DecisionView(e.chunk.id, str(e.data.get("event", "?")), str(e.data.get("reason") or ""),
-                        e.chunk.author, e.chunk.created_at_ms)
+                        e.chunk.author, e.chunk.created_at_ms,
+                        reviewer if isinstance(reviewer, str) and reviewer else None)
+
+
+def _first_decider(state: ProposalState) -> str:
+    first = next((d for d in state.decisions if d.data.get("event") in VERDICTS), None)
+    return _decision_view(first).decided_by if first is not None else "human"
 
 
 def _view(layerset: LayerSet, state: ProposalState) -> ProposalView:
@@ -152,8 +179,8 @@ def _unique(ids: Iterable[int]) -> list[int]:
 
 
 def _decision(verdict: str, context_id: int, proposal_id: int | None, reason: str,
-              from_layer: LayerName, promoted: bool) -> NewChunk:
-    e = decision_event(verdict, context_id, proposal_id, reason, from_layer, promoted)
+              from_layer: LayerName, promoted: bool, reviewer: str | None = None) -> NewChunk:
+    e = decision_event(verdict, context_id, proposal_id, reason, from_layer, promoted, reviewer)
     return NewChunk(e.kind, e.content, "human", 1.0, e.sources)
 
 
@@ -204,13 +231,13 @@ def _commit(layerset: LayerSet, plan: _Plan) -> list[Outcome]:
 
 
 def _decide(layerset: LayerSet, proposal_ids: Sequence[int], verdict: str,
-            reason: str) -> list[Outcome]:
+            reason: str, reviewer: str | None) -> list[Outcome]:
     with layerset.transaction():
-        return _decide_locked(layerset, proposal_ids, verdict, reason)
+        return _decide_locked(layerset, proposal_ids, verdict, reason, reviewer)
 
 
 def _decide_locked(layerset: LayerSet, proposal_ids: Sequence[int], verdict: str,
-                   reason: str) -> list[Outcome]:
+                   reason: str, reviewer: str | None) -> list[Outcome]:
     states = layerset.proposals()
     plan = _Plan()
     action = VERDICTS[verdict]
@@ -218,40 +245,47 @@ def _decide_locked(layerset: LayerSet, proposal_ids: Sequence[int], verdict: str
     for pid in _unique(proposal_ids):
         state = _state(layerset, states, pid)
         if state.status == action and state.recorded:
-            plan.outcomes.append(Outcome(state.context_id, action, False, pid))
+            plan.outcomes.append(Outcome(state.context_id, action, False, pid,
+                                         decided_by=_first_decider(state)))
             continue
         if state.status == opposite:
             first = next((d for d in state.decisions
                           if d.data.get("event") in ("accept", "reject")), None)
             why = f" ({first.data.get('reason')})" if first and first.data.get("reason") else ""
-            raise ValidationError(
-                f"proposal {pid} (chunk {state.context_id}) was already {opposite}{why}; a "
+            who = _first_decider(state)
+            raise AlreadyDecided(
+                f"proposal {pid} (chunk {state.context_id}) was already {opposite}{why}, "
+                f"decided by {who}; a "
                 "decision is final: nothing was written. To change course, the agent can "
-                "propose the chunk again, or a human can `sediment promote` it")
+                "propose the chunk again, or a human can `sediment promote` it",
+                pid, opposite, who)
         copied = False
         if verdict == "accept":
             copied = _plan_copy(layerset, LayerName.DELTA, state.context_id, plan)
         plan.decisions.append(_decision(verdict, state.context_id, pid, reason,
-                                        LayerName.DELTA, verdict == "accept"))
+                                        LayerName.DELTA, verdict == "accept", reviewer))
         plan.outcomes.append(Outcome(state.context_id, action, True, pid, copied=copied))
     return _commit(layerset, plan)
 
 
-def accept(layerset: LayerSet, proposal_ids: Sequence[int], reason: str = "") -> list[Outcome]:
+def accept(layerset: LayerSet, proposal_ids: Sequence[int], reason: str = "", *,
+           reviewer: str | None = None) -> list[Outcome]:
     """Accept proposals: copy each chunk into user and record the decision in delta.
 
     Every proposal is checked before anything is written: an unknown or rejected one is an
-    error and nothing changes. An already accepted one is a no-op (``changed`` False).
+    error and nothing changes. An already accepted one is a no-op (``changed`` False, with
+    ``decided_by``). ``reviewer`` is recorded in the decision when given.
     """
-    return _decide(layerset, proposal_ids, "accept", reason.strip())
+    return _decide(layerset, proposal_ids, "accept", reason.strip(), reviewer)
 
 
-def reject(layerset: LayerSet, proposal_ids: Sequence[int], reason: str) -> list[Outcome]:
+def reject(layerset: LayerSet, proposal_ids: Sequence[int], reason: str, *,
+           reviewer: str | None = None) -> list[Outcome]:
     """Reject proposals with a reason (required); nothing is deleted."""
     if not reason or not reason.strip():
         raise ValidationError("a rejection needs a reason (--reason), so the agent and later "
                               "reviewers know why")
-    return _decide(layerset, proposal_ids, "reject", reason.strip())
+    return _decide(layerset, proposal_ids, "reject", reason.strip(), reviewer)
 
 
 def promotable(layerset: LayerSet, ids: Sequence[int],

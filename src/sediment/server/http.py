@@ -125,14 +125,16 @@ class BearerAuth:
 
 
 def build_http_app(server: Any, *, host: str, token: str | None, path: str = "/mcp",
-                   tokens: TokenStore | None = None) -> Any:
+                   tokens: TokenStore | None = None, ui: Any = None) -> Any:
     """The streamable HTTP ASGI app behind bearer auth: the legacy token, or any actor
     token of the token file (``sediment token create``), which binds the actor. Host and
-    Origin are checked on every loopback bind (DNS rebinding)."""
+    Origin are checked on every loopback bind (DNS rebinding). The web page (a
+    :class:`sediment.server.web.WebUI`) is mounted at ``/ui`` when given."""
     tokens = tokens or default_tokens()
     check_binding(host, token, tokens)
     check_http_path(path)
     security = loopback_security(host) if is_loopback(host) else None
     app = server.streamable_http_app(streamable_http_path=path, host=host,
                                      transport_security=security)
-    return ShutdownHooks(ActorAuth(app, tokens, legacy=token))
+    app = ShutdownHooks(ActorAuth(app, tokens, legacy=token))
+    return app if ui is None else ui.mount(app)

@@ -1,0 +1,100 @@
+"""``sediment ui``: the web page on a loopback server, signed in through a one-time link."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import secrets
+import socket
+from pathlib import Path
+
+import click
+
+from sediment.cli._app import cli
+from sediment.cli._options import (
+    build_embedder,
+    get_config,
+    json_option,
+    layer_options,
+    open_layerset,
+)
+from sediment.errors import ConfigError
+
+
+def _reviewer() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "human"
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Loopback address to bind (the page is for this machine; use `serve "
+                   "--transport http --token` to share it).")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="Port to bind (0: any free port).")
+@click.option("--token", default=None, envvar="SEDIMENT_TOKEN",
+              help="Token for the sign-in form and the MCP endpoint (env SEDIMENT_TOKEN; "
+                   "default: a new random one, not shown).")
+@click.option("--reviewer", default=None,
+              help="Name the one-time link signs in as, recorded with each decision "
+                   "(default: the OS user).")
+@click.option("--embedder", "embedder_name", default=None,
+              help="Embedder for text searches (minilm, hash, openai).")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Directory path:line sources are read from (default: the layer "
+                   "directory, else the project root).")
+@click.option("--verify-with", "pubkey", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, help="Ed25519 public key to check the layers' signatures with.")
+@click.option("--no-browser", is_flag=True, help="Print the sign-in link only.")
+@layer_options
+@json_option
+@click.pass_context
+def ui(ctx: click.Context, /, host: str, port: int, token: str | None, reviewer: str | None,
+       embedder_name: str | None, root: Path | None, pubkey: Path | None, no_browser: bool,
+       as_json: bool, layer_dir: Path | None, **paths: Path | None) -> None:
+    """Open the review page in a browser: the queue of proposals, the layers and their
+    diff, and search with explanations. Prints a sign-in link that works once (with
+    --json, one line: {"signin": LINK, "url": PAGE}), then serves until interrupted."""
+    import webbrowser
+
+    import uvicorn
+
+    from sediment.ops.service import ContextService
+    from sediment.server import build_http_app, build_server, is_loopback
+    from sediment.server.web import WebUI
+
+    if not is_loopback(host):
+        raise ConfigError(f"sediment ui binds loopback only, not {host}; to serve others, "
+                          "use `sediment serve --transport http --token ...`")
+    token = token or secrets.token_urlsafe(24)
+    cfg = get_config(ctx)
+    layerset = open_layerset(cfg, layer_dir, **paths)
+    layerset.schema()
+    service = ContextService(layerset, build_embedder(cfg, embedder_name),
+                             root=root or layer_dir or cfg.root)
+    page = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host,
+                 pubkey=pubkey)
+    app = build_http_app(build_server(service), host=host, token=token, ui=page)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot bind {host}:{port}: {exc.strerror or exc}") from exc
+    bound = sock.getsockname()[1]
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    link = page.sign_in_link(f"http://{shown}:{bound}", reviewer or _reviewer())
+    if as_json:
+        click.echo(json.dumps({"signin": link, "url": f"http://{shown}:{bound}/ui"}))
+    else:
+        click.echo(f"Sign in (works once): {link}")
+        click.echo(f"Afterwards: http://{shown}:{bound}/ui (stop with Ctrl+C)")
+    service.warm_up()
+    if not no_browser:
+        webbrowser.open(link)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server.run(sockets=[sock])

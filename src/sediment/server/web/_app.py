@@ -1,0 +1,350 @@
+"""The web page's ASGI app: routes, templates, sign-in, CSRF and security headers.
+
+Mounted at ``/ui`` beside the MCP endpoint by :func:`sediment.server.build_http_app`.
+Every page is rendered on the server (Jinja2, autoescaped) and readable without
+JavaScript; ``static/ui.js`` only adds keyboard navigation through the queue. Pages are
+listed in :data:`NAV`; a new page (memories, progressive context) adds its route to
+``routes()`` and its entry to ``NAV``.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from jinja2 import Environment, PackageLoader
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from sediment.errors import SedimentError
+from sediment.ops.requests import SearchOptions, parse
+from sediment.ops.service import ContextService
+from sediment.review import AlreadyDecided, Outcome, accept, reject
+from sediment.search import MAX_K
+from sediment.server.http import is_loopback, loopback_security
+from sediment.server.web import _views as views
+from sediment.server.web._auth import (
+    COOKIE,
+    LOGIN_COOKIE,
+    SESSION_SECONDS,
+    OriginPolicy,
+    Session,
+    Sessions,
+    clean_name,
+    csrf_ok,
+)
+
+PREFIX = "/ui"
+NAV = [("queue", "Review queue"), ("layers", "Layers and diff"), ("search", "Search")]
+"""(route name, title) of each page in the navigation, in order."""
+MAX_FORM_FIELDS = 1000
+MAX_BATCH = 100
+MAX_BODY = 1_000_000
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+       "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+
+
+def visible(text: object) -> str:
+    """Control characters (other than newline and tab) shown as escapes, never sent raw."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
+def _env() -> Environment:
+    env = Environment(loader=PackageLoader("sediment.server.web", "templates"),
+                      autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    env.filters["visible"] = visible
+    env.filters["when"] = views.when
+    return env
+
+
+class WebUI:
+    """The page for one server: its service, its sessions, where sources are read."""
+
+    def __init__(self, service: ContextService, *, token: str | None, root: Path,
+                 host: str, pubkey: Path | None = None) -> None:
+        self.service = service
+        self.sessions = Sessions(token)
+        self.root = root
+        self.pubkey = pubkey
+        hosts = ([h.removesuffix(":*") for h in loopback_security(host).allowed_hosts]
+                 if is_loopback(host) else None)
+        self.policy = OriginPolicy(hosts)
+        self.env = _env()
+        static = Path(__file__).parent / "static"
+        self.app = Starlette(routes=[
+            Route(PREFIX, self.home), Route(PREFIX + "/", self.home),
+            Route(PREFIX + "/login", self.login, methods=["GET", "POST"], name="login"),
+            Route(PREFIX + "/logout", self.logout, methods=["POST"], name="logout"),
+            Route(PREFIX + "/signin/{code}", self.signin_link),
+            Route(PREFIX + "/queue", self.queue, name="queue"),
+            Route(PREFIX + "/decide", self.decide, methods=["POST"], name="decide"),
+            Route(PREFIX + "/layers", self.layers, name="layers"),
+            Route(PREFIX + "/search", self.search, name="search"),
+            Mount(PREFIX + "/static", StaticFiles(directory=static), name="static"),
+        ])
+
+    # -- the ASGI entry: Host and Origin checks and security headers on everything --------
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1")
+                   for k, v in scope.get("headers") or []}
+        host = headers.get("host", "")
+        if not self.policy.host_ok(host):
+            await PlainTextResponse("unexpected Host header", 421)(scope, receive, send)
+            return
+        if not headers.get("content-length", "0").isdigit() or \
+                int(headers.get("content-length", "0")) > MAX_BODY:
+            await PlainTextResponse("request body too large", 413)(scope, receive, send)
+            return
+        if scope["method"] not in ("GET", "HEAD") and not self.policy.origin_ok(
+                headers.get("origin"), host, scope.get("scheme", "http")):
+            await PlainTextResponse("cross-origin request refused", 403)(scope, receive, send)
+            return
+
+        async def secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                extra = [(b"content-security-policy", CSP.encode()),
+                         (b"x-content-type-options", b"nosniff"),
+                         (b"referrer-policy", b"same-origin"),
+                         (b"x-frame-options", b"DENY"),
+                         (b"cache-control", b"no-store")]
+                message["headers"] = list(message.get("headers", [])) + extra
+            await send(message)
+
+        await self.app(scope, receive, secured)
+
+    def mount(self, app: ASGIApp) -> ASGIApp:
+        """``app`` with this page at ``/ui``."""
+        return with_ui(app, self)
+
+    # -- helpers --------------------------------------------------------------------------
+    def sign_in_link(self, base_url: str, reviewer: str) -> str:
+        return f"{base_url.rstrip('/')}{PREFIX}/signin/{self.sessions.issue_link(reviewer)}"
+
+    def _session(self, request: Request) -> Session | None:
+        return self.sessions.get(request.cookies.get(COOKIE))
+
+    def _render(self, request: Request, template: str, session: Session | None,
+                status: int = 200, **context: Any) -> HTMLResponse:
+        flash = list(session.flash) if session else []
+        if session:
+            session.flash.clear()
+        html = self.env.get_template(template).render(
+            session=session, nav=NAV, prefix=PREFIX, flash=flash,
+            current=request.url.path, **context)
+        return HTMLResponse(html, status)
+
+    def _to_login(self, request: Request) -> Response:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"{PREFIX}/login?next={quote(target)}", 303)
+
+    async def _form(self, request: Request) -> FormData:
+        return await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
+
+    @staticmethod
+    def _set_session(response: Response, request: Request, session: Session) -> None:
+        response.set_cookie(COOKIE, session.id, max_age=SESSION_SECONDS, path=PREFIX,
+                            httponly=True, samesite="strict",
+                            secure=request.url.scheme == "https")
+
+    # -- sign-in --------------------------------------------------------------------------
+    async def home(self, request: Request) -> Response:
+        return RedirectResponse(f"{PREFIX}/queue", 303)
+
+    async def login(self, request: Request) -> Response:
+        target = request.query_params.get("next", "")
+        if not target.startswith(PREFIX + "/") or target.startswith("//"):
+            target = f"{PREFIX}/queue"
+        if request.method == "GET":
+            nonce = secrets.token_urlsafe(24)
+            response = self._render(request, "login.html", None, nonce=nonce, next=target,
+                                    needs_token=self.sessions.token is not None, error=None)
+            response.set_cookie(LOGIN_COOKIE, nonce, max_age=3600, path=PREFIX,
+                                httponly=True, samesite="strict",
+                                secure=request.url.scheme == "https")
+            return response
+        form = await self._form(request)
+        nonce = request.cookies.get(LOGIN_COOKIE, "")
+        error = None
+        session = None
+        name = clean_name(str(form.get("reviewer", "")))
+        if not nonce or not csrf_ok(nonce, form.get("csrf")):
+            error = "The sign-in form expired; please try again."
+        elif name is None:
+            error = "Give your name (1 to 64 printable characters): it is recorded with " \
+                    "each decision."
+        else:
+            session = self.sessions.sign_in(str(form.get("token", "")), name)
+            if session is None:
+                error = "Wrong token."
+        if session is None:
+            new_nonce = secrets.token_urlsafe(24)
+            response = self._render(request, "login.html", None, 401, nonce=new_nonce,
+                                    next=target, error=error,
+                                    needs_token=self.sessions.token is not None)
+            response.set_cookie(LOGIN_COOKIE, new_nonce, max_age=3600, path=PREFIX,
+                                httponly=True, samesite="strict")
+            return response
+        done = RedirectResponse(target, 303)
+        self._set_session(done, request, session)
+        done.delete_cookie(LOGIN_COOKIE, path=PREFIX)
+        return done
+
+    async def signin_link(self, request: Request) -> Response:
+        session = self.sessions.redeem(request.path_params["code"])
+        if session is None:
+            return self._render(request, "login.html", None, 401, nonce="", next="",
+                                needs_token=self.sessions.token is not None,
+                                error="This sign-in link was already used or has expired; "
+                                      "sign in with the token instead.", link_failed=True)
+        response = RedirectResponse(f"{PREFIX}/queue", 303)
+        self._set_session(response, request, session)
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        session = self._session(request)
+        form = await self._form(request)
+        if session is not None and csrf_ok(session.csrf, form.get("csrf")):
+            self.sessions.end(session.id)
+        response = RedirectResponse(f"{PREFIX}/login", 303)
+        response.delete_cookie(COOKIE, path=PREFIX)
+        return response
+
+    # -- pages ----------------------------------------------------------------------------
+    async def queue(self, request: Request) -> Response:
+        session = self._session(request)
+        if session is None:
+            return self._to_login(request)
+        page = views.page_number(request.query_params.get("page"))
+        try:
+            items, pg = await run_in_threadpool(views.queue, self.service.layerset, self.root,
+                                                page)
+        except SedimentError as exc:
+            return self._render(request, "error.html", session, 500, error=str(exc))
+        return self._render(request, "queue.html", session, items=items, page=pg)
+
+    async def decide(self, request: Request) -> Response:
+        session = self._session(request)
+        if session is None:
+            return self._to_login(request)
+        form = await self._form(request)
+        if not csrf_ok(session.csrf, form.get("csrf")):
+            return PlainTextResponse("the form's CSRF token is missing or stale; reload the "
+                                     "page", 403)
+        back = f"{PREFIX}/queue?page={views.page_number(str(form.get('page', '1')))}"
+        only = str(form.get("only", ""))
+        if only:
+            action, _, raw = only.partition(":")
+            ids_raw = [raw]
+            reason = str(form.get(f"reason-{raw}", ""))
+        else:
+            action = str(form.get("action", ""))
+            ids_raw = [str(v) for v in form.getlist("proposal")]
+            reason = str(form.get("reason", ""))
+        ids = [int(v) for v in ids_raw if v.isascii() and v.isdigit() and len(v) < 11]
+        if action not in ("accept", "reject") or not ids or len(ids) != len(ids_raw):
+            session.flash.append(("error", "Select at least one proposal, then accept or "
+                                           "reject."))
+            return RedirectResponse(back, 303)
+        if len(ids) > MAX_BATCH:
+            session.flash.append(("error", f"At most {MAX_BATCH} proposals at once."))
+            return RedirectResponse(back, 303)
+        decide = accept if action == "accept" else reject
+        try:
+            outcomes: list[Outcome] = await run_in_threadpool(
+                lambda: decide(self.service.layerset, ids, reason, reviewer=session.reviewer))
+        except AlreadyDecided as exc:
+            session.flash.append(("error", f"Proposal {exc.proposal_id} was already decided "
+                                           f"by {exc.decided_by} ({exc.status}); nothing "
+                                           "was written."))
+        except SedimentError as exc:
+            session.flash.append(("error", str(exc)))
+        else:
+            for o in outcomes:
+                if o.changed:
+                    session.flash.append(("ok", o.message[0].upper() + o.message[1:] + "."))
+                else:
+                    session.flash.append(("error", f"Proposal {o.proposal_id} was already "
+                                                   f"decided by {o.decided_by} ({o.action}); "
+                                                   "nothing changed."))
+        return RedirectResponse(back, 303)
+
+    async def layers(self, request: Request) -> Response:
+        session = self._session(request)
+        if session is None:
+            return self._to_login(request)
+        page = views.page_number(request.query_params.get("page"))
+        ls = self.service.layerset
+        try:
+            rows = await run_in_threadpool(views.layers, ls, self.pubkey)
+            report = await run_in_threadpool(views.diff, ls)
+        except SedimentError as exc:
+            return self._render(request, "error.html", session, 500, error=str(exc))
+        changes = [] if report is None else list(report.chunks)
+        pg = views.Page(page, views.PER_PAGE * 2, len(changes))
+        return self._render(request, "layers.html", session, rows=rows, report=report,
+                            changes=pg.slice(changes), page=pg)
+
+    async def search(self, request: Request) -> Response:
+        session = self._session(request)
+        if session is None:
+            return self._to_login(request)
+        q = request.query_params
+        query = q.get("q", "")
+        mode = q.get("mode", "hybrid")
+        kinds = [k.strip() for k in q.get("kinds", "").split(",") if k.strip()]
+        chosen = q.getlist("layer")
+        page = views.page_number(q.get("page"))
+        form = {"q": query, "mode": mode, "kinds": q.get("kinds", ""), "layers": chosen}
+        result: dict[str, Any] | None = None
+        error = None
+        pg = None
+        if query:
+            size = views.PER_PAGE
+            k = min(MAX_K, page * size)
+            try:
+                params = parse(SearchOptions, {
+                    "query": query, "k": k, "mode": mode,
+                    "filters": {"kind": kinds} if kinds else None,
+                    "layers": chosen or None, "explain": True})
+                result = await run_in_threadpool(self.service.search, params)
+            except SedimentError as exc:
+                error = str(exc)
+            else:
+                hits = result["results"]
+                more = len(hits) == k and k < MAX_K
+                pg = views.Page(page, size, len(hits) + (1 if more else 0))
+                result["shown"] = hits[pg.start:pg.start + size]
+        links = None
+        if pg is not None:
+            base = [("q", query), ("mode", mode), ("kinds", form["kinds"])]
+            base += [("layer", x) for x in chosen]
+            links = {n: f"{PREFIX}/search?" + urlencode([*base, ("page", str(n))])
+                     for n in (pg.number - 1, pg.number + 1)}
+        return self._render(request, "search.html", session, form=form, result=result,
+                            error=error, page=pg, links=links)
+
+
+def with_ui(app: ASGIApp, ui: WebUI) -> ASGIApp:
+    """``app`` with ``/ui`` (and everything under it) answered by the page instead."""
+
+    async def route(scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path == PREFIX or path.startswith(PREFIX + "/"):
+            await ui(scope, receive, send)
+        else:
+            await app(scope, receive, send)
+
+    return route

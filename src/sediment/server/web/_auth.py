@@ -1,0 +1,138 @@
+"""Who may use the page: sign-in with the server's token, sessions, CSRF, Host and Origin.
+
+The page uses the same secret as the HTTP API (the bearer token); a browser proves it once
+through the sign-in form (or the one-time link ``sediment ui`` prints) and then carries an
+opaque session id in an HttpOnly, SameSite=Strict cookie. Sessions live in memory (a
+restart signs everyone out), bounded in number and age. Each session has its own CSRF token
+that every form carries back. Without a token (a loopback server started without one, as
+the API allows) the form asks only for the reviewer's name.
+
+The reviewer's name is what the person types at sign-in (or ``sediment ui --reviewer``):
+with one shared token it is declared, not proven, like a git author; it is recorded in each
+decision so reviewers can tell their decisions apart.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+COOKIE = "sediment_session"
+LOGIN_COOKIE = "sediment_login"
+SESSION_SECONDS = 12 * 3600
+LINK_SECONDS = 15 * 60
+MAX_SESSIONS = 256
+MAX_LINKS = 16
+MAX_NAME = 64
+
+
+@dataclass(slots=True)
+class Session:
+    id: str
+    reviewer: str
+    csrf: str
+    expires: float
+    flash: list[tuple[str, str]] = field(default_factory=list)
+    """Messages for the next page: (level, text), level ``ok`` or ``error``."""
+
+
+def clean_name(raw: str) -> str | None:
+    """A reviewer name: printable, one line, 1 to 64 characters; None if unusable."""
+    name = " ".join(raw.split())
+    if not name or len(name) > MAX_NAME or not name.isprintable():
+        return None
+    return name
+
+
+class Sessions:
+    """Sign-ins, sessions and one-time links for one server (thread-safe)."""
+
+    def __init__(self, token: str | None) -> None:
+        self.token = token
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self._links: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _new(self, reviewer: str) -> Session:
+        now = time.monotonic()
+        with self._lock:
+            for sid in [s for s, v in self._sessions.items() if v.expires < now]:
+                del self._sessions[sid]
+            while len(self._sessions) >= MAX_SESSIONS:
+                self._sessions.popitem(last=False)
+            s = Session(secrets.token_urlsafe(32), reviewer, secrets.token_urlsafe(32),
+                        now + SESSION_SECONDS)
+            self._sessions[s.id] = s
+            return s
+
+    def sign_in(self, token: str, reviewer: str) -> Session | None:
+        """A new session when ``token`` is the server's (any, when it has none)."""
+        if self.token is not None and not hmac.compare_digest(token.encode(),
+                                                              self.token.encode()):
+            return None
+        return self._new(reviewer)
+
+    def issue_link(self, reviewer: str) -> str:
+        """A code for ``/ui/signin/CODE`` that signs in once, within 15 minutes."""
+        code = secrets.token_urlsafe(32)
+        with self._lock:
+            while len(self._links) >= MAX_LINKS:
+                self._links.popitem(last=False)
+            self._links[code] = (reviewer, time.monotonic() + LINK_SECONDS)
+        return code
+
+    def redeem(self, code: str) -> Session | None:
+        with self._lock:
+            found = next((k for k in self._links if hmac.compare_digest(k, code)), None)
+            entry = self._links.pop(found) if found is not None else None
+        if entry is None or entry[1] < time.monotonic():
+            return None
+        return self._new(entry[0])
+
+    def get(self, sid: str | None) -> Session | None:
+        if not sid:
+            return None
+        with self._lock:
+            s = self._sessions.get(sid)
+            if s is None or s.expires < time.monotonic():
+                return None
+            return s
+
+    def end(self, sid: str) -> None:
+        with self._lock:
+            self._sessions.pop(sid, None)
+
+
+def csrf_ok(expected: str, got: object) -> bool:
+    return isinstance(got, str) and hmac.compare_digest(expected.encode(), got.encode())
+
+
+class OriginPolicy:
+    """Host and Origin headers the page accepts.
+
+    On loopback, the Host must be one of the loopback names the MCP endpoint accepts (so a
+    page cannot reach the server through a name rebound to 127.0.0.1); anywhere, a request
+    that changes state must come from the page's own origin when the browser says where it
+    came from.
+    """
+
+    def __init__(self, hosts: list[str] | None) -> None:
+        self.hosts = None if hosts is None else {h.lower() for h in hosts}
+
+    @staticmethod
+    def _name(hostport: str) -> str:
+        if hostport.startswith("["):
+            return hostport[: hostport.find("]") + 1].lower()
+        return hostport.rsplit(":", 1)[0].lower() if ":" in hostport else hostport.lower()
+
+    def host_ok(self, host: str) -> bool:
+        return self.hosts is None or self._name(host) in self.hosts
+
+    def origin_ok(self, origin: str | None, host: str, scheme: str) -> bool:
+        if origin is None:
+            return True
+        return origin.lower() == f"{scheme}://{host}".lower()

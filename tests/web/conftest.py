@@ -1,0 +1,115 @@
+"""A real server with proposals written by a real MCP client (the SDK over streamable HTTP)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from mcp import Client
+from tests.mcp.conftest import TOKEN, HttpServer, make_store, start_http, stop
+
+XSS = ('<script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'
+       '<b onmouseover="document.title=\'pwned\'">hover</b>')
+PROPOSALS = [
+    ("decision", "Releases are cut from the main branch every Tuesday.", ["docs/a.md:1"]),
+    ("invariant", "Requests to /billing MUST NOT include the X-Account header.",
+     ["docs/b.md:3", 2]),
+    ("note", XSS, []),
+]
+
+
+@dataclass
+class Site:
+    server: HttpServer
+    store: Path
+    base: str
+    proposals: list[int]
+
+
+async def _propose(url: str) -> list[int]:
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+    out = []
+    with anyio.fail_after(60):
+        return await _write_and_propose(http, url, out)
+
+
+async def _write_and_propose(http: httpx.AsyncClient, url: str, out: list[int]) -> list[int]:
+    async with http, Client(streamable_http_client(url, http_client=http)) as client:
+        for kind, text, sources in PROPOSALS:
+            w = await client.call_tool("agents_context_write", {
+                "content": text, "kind": kind, "confidence": 0.7, "sources": sources,
+                "scope": "delta"})
+            assert not w.is_error, w
+            cid = w.structured_content["id"]
+            p = await client.call_tool("agents_context_propose", {"context_id": cid})
+            assert not p.is_error, p
+            out.append(p.structured_content["proposal_id"])
+    return out
+
+
+def start_site(tmp_path: Path) -> Site:
+    store = make_store(tmp_path / "store")
+    docs = store / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Releases: every Tuesday from main.\n")
+    (docs / "b.md").write_text("# Billing\n\nAll billing calls need X-Account.\n")
+    server = start_http(store)
+    try:
+        # In a thread of its own: Playwright's sync client keeps a loop on this one.
+        with ThreadPoolExecutor(1) as pool:
+            ids = pool.submit(anyio.run, _propose, server.url).result(timeout=90)
+    except BaseException:
+        stop(server.process)
+        raise
+    return Site(server, store, server.url.removesuffix("/mcp"), ids)
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[Site]:
+    s = start_site(tmp_path)
+    yield s
+    stop(s.server.process)
+
+
+OPEN: list[httpx.Client] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while OPEN:
+        OPEN.pop().close()
+
+
+def client(base: str) -> httpx.Client:
+    """An HTTP client closed after the test."""
+    c = httpx.Client(base_url=base, timeout=30, follow_redirects=False)
+    OPEN.append(c)
+    return c
+
+
+def sign_in(base: str, reviewer: str, token: str = TOKEN) -> httpx.Client:
+    """An HTTP client holding a session, signed in through the form like a browser."""
+    c = client(base)
+    page = c.get("/ui/login")
+    nonce = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert nonce, page.text
+    r = c.post("/ui/login", data={"csrf": nonce.group(1), "token": token,
+                                  "reviewer": reviewer}, headers={"Origin": base})
+    assert r.status_code == 303, r.text
+    return c
+
+
+def csrf_of(html: str) -> str:
+    m = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert m, html
+    return m.group(1)
