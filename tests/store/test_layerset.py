@@ -234,3 +234,15 @@ def test_transaction_nests_and_blocks_other_writers(tmp_path: Path) -> None:
         with pytest.raises(LockTimeoutError):
             other.append(LayerName.DELTA, [note("blocked")], vec(1), profile=PROFILE)
     assert other.append(LayerName.DELTA, [note("after")], vec(1), profile=PROFILE) == [W + 1]
+
+
+def test_one_directory_named_two_ways_is_one_lock(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relative user path and an absolute delta path in one directory used to take the
+    directory's lock twice and wait on itself until the timeout."""
+    monkeypatch.chdir(tmp_path)
+    ls = LayerSet({LayerName.USER: Path("AGENTS.user.db"),
+                   LayerName.DELTA: tmp_path / "AGENTS.delta.db"}, lock_timeout=2)
+    assert len(ls._lock_paths()) == 1
+    with ls.transaction():
+        pass

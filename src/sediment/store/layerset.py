@@ -296,9 +296,10 @@ class LayerSet:
     def _lock_paths(self) -> list[Path]:
         """One lock per directory holding a writable layer, taken in sorted order: any two
         sets that share a writable file share its directory's lock, so they exclude each
-        other, and sorted order keeps two sets over several directories from deadlocking."""
-        dirs = {self.paths[n].parent for n in (LayerName.USER, LayerName.DELTA, LayerName.LOCAL)
-                if n in self.paths}
+        other, and sorted order keeps two sets over several directories from deadlocking.
+        Directories are resolved, so one named two ways (relative and absolute) is one lock."""
+        dirs = {Path(os.path.realpath(self.paths[n].parent))
+                for n in (LayerName.USER, LayerName.DELTA, LayerName.LOCAL) if n in self.paths}
         return sorted(d / LOCK_FILE for d in dirs)
 
     def append(
