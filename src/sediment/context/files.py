@@ -180,7 +180,7 @@ class FileContextStore:
         if not ids:
             return 0
         with self.layers.transaction():
-            kept, kmat, moved, mmat, top, md = self._split(ids, with_events=True)
+            kept, kmat, moved, mmat, top, md = self._split(ids, with_events=False)
             if not moved:
                 return 0
             path = self.directory / ARCHIVE_DIR / f"AGENTS.archive-{day}.db"

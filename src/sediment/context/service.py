@@ -59,7 +59,13 @@ def parse_ref(raw: str) -> int:
 
 
 def state_of(st: ItemState, age: int, archived: bool, s: ContextSettings) -> str:
-    if archived or age > s.archive_after_iterations:
+    """Lifecycle by iterations since stored; skills are curated, so age never moves them
+    past active (they decay in recency only)."""
+    if archived:
+        return "archived"
+    if st.type == "skill":
+        return "active"
+    if age > s.archive_after_iterations:
         return "archived"
     if st.summary_of or age > s.summarize_after_iterations:
         return "summarized"
