@@ -47,9 +47,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     "standard": {"persistence": "project", "max_size_mb": 500, "max_items_per_query": 10,
                  "summarize_after_iterations": 20},
     "aggressive": {"persistence": "global", "max_size_mb": 2000, "max_items_per_query": 25,
-                   "summarize_after_iterations": 50},
+                   "summarize_after_iterations": 50, "archive_after_iterations": 100},
 }
-"""The seed's preset table. Its ``embeddings`` row (openai for aggressive) is not taken:
+"""The seed's preset table (aggressive also archives later, at 100, since it summarises
+at 50). Its ``embeddings`` row (openai for aggressive) is not taken:
 the embedder is the project's own ``[embedder]`` section, offline by default."""
 
 KEYS = frozenset({"preset", *(f.name for f in fields(ContextSettings))})
