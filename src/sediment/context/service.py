@@ -305,6 +305,12 @@ class ContextLoop:
         out.sort(key=lambda d: (-d["usefulness"], d["id"]))
         return {"skills": out}
 
+    def import_skills(self, actor: str, skills: Sequence[Any]) -> dict[str, Any]:
+        """Store ``skills`` (``skills.Skill``) as skill items."""
+        ids = [self.store_context(actor, sk.content, "skill", sk.tags, sk.metadata)["id"]
+               for sk in skills]
+        return {"imported": len(ids), "ids": ids}
+
     # -- lifecycle --------------------------------------------------------------------
     def summarize_old_context(self, actor: str, older_than_iterations: int = 20,
                               run_id: str | None = None) -> dict[str, Any]:

@@ -8,7 +8,7 @@ then each key a file sets; :func:`resolve` records where each effective value ca
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -88,7 +88,7 @@ def _check(name: str, value: Any, where: str) -> Any:
     return value
 
 
-def resolve(layers: list[tuple[str, Mapping[str, Any]]]
+def resolve(layers: Sequence[tuple[str, Mapping[str, Any]]]
             ) -> tuple[ContextSettings, dict[str, str]]:
     """Settings from ``(source, raw [context] table)`` pairs, lowest precedence first;
     returns them with each key's origin (``default``, ``preset <name> (<source>)`` or the
