@@ -40,11 +40,12 @@ def _resolve(value: Any, ids: Sequence[int]) -> Any:
     return value
 
 
-def _read(f: LayerFile) -> tuple[list[StoredItem], list[StoredEvent]]:
+def _read(f: LayerFile, start: int = 0) -> tuple[list[StoredItem], list[StoredEvent]]:
+    """The items and events of ``f`` from position ``start`` on, in file (commit) order."""
     n = f.chunk_count
-    if not n:
+    if n <= start:
         return [], []
-    pos = np.arange(n)
+    pos = np.arange(start, n)
     chunks = f.chunks_at(pos)
     matrix = np.asarray(f.embeddings[f.rows[pos]], dtype=np.float32)
     items: list[StoredItem] = []
@@ -74,7 +75,8 @@ class FileContextStore:
         self.embedder_metadata = embedder_metadata or {}
         self.layers = LayerSet({LayerName.LOCAL: self.directory / "AGENTS.local.db"},
                                lock_timeout=lock_timeout)
-        self._cache: tuple[Hashable, list[StoredItem], list[StoredEvent]] | None = None
+        self._cache: tuple[Hashable, list[StoredItem], list[StoredEvent], int, int] | None \
+            = None
         self._archives: dict[tuple[str, int, int], list[StoredItem]] = {}
 
     @property
@@ -82,13 +84,24 @@ class FileContextStore:
         return self.directory / "AGENTS.local.db"
 
     def _active(self) -> tuple[list[StoredItem], list[StoredEvent]]:
+        """Parsed once per chunk: an append only parses what it added (the file keeps its
+        old chunks as a prefix); a compaction rereads the file."""
         la = self.layers.layer(LayerName.LOCAL)
         stamp = la.stamp if la is not None else None
-        if self._cache is not None and self._cache[0] == stamp:
-            return self._cache[1], self._cache[2]
-        items, events = _read(la.file) if la is not None else ([], [])
-        events.sort(key=lambda e: (e.created_at_ms, e.id))
-        self._cache = (stamp, items, events)
+        c = self._cache
+        if c is not None and c[0] == stamp:
+            return c[1], c[2]
+        if la is None:
+            self._cache = (stamp, [], [], 0, 0)
+            return [], []
+        f = la.file
+        if c is not None and 0 < c[3] <= f.chunk_count and int(f.ids[c[3] - 1]) == c[4]:
+            new_items, new_events = _read(f, c[3])
+            items, events = c[1] + new_items, c[2] + new_events
+        else:
+            items, events = _read(f)
+        n = f.chunk_count
+        self._cache = (stamp, items, events, n, int(f.ids[n - 1]) if n else 0)
         return items, events
 
     def append(self, items: Sequence[NewItem], events: Sequence[NewEvent]) -> list[int]:

@@ -34,10 +34,11 @@ def terms(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
-def coverage(query_terms: set[str], text: str) -> float:
+def coverage(query_terms: set[str], item_terms: set[str]) -> float:
+    """The share of the query's distinct terms that the item holds."""
     if not query_terms:
         return 0.0
-    return len(query_terms & terms(text)) / len(query_terms)
+    return len(query_terms & item_terms) / len(query_terms)
 
 
 def semantic(cosine: float | None, cover: float) -> float:

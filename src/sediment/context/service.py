@@ -84,16 +84,43 @@ class ContextLoop:
         self.project = project
         self.cache_dir = cache_dir
         self._fold: tuple[Any, Fold, dict[int, StoredItem]] | None = None
+        self._folded: tuple[int, int, Fold] | None = None
+        self._terms: dict[int, set[str]] = {}
+        self._mat: tuple[Any, npt.NDArray[np.float32]] | None = None
 
     # -- state ------------------------------------------------------------------------
     def _state(self, *, archived: bool = False) -> tuple[Fold, dict[int, StoredItem]]:
         key = (self.store.version(), archived)
         if self._fold is not None and self._fold[0] == key:
             return self._fold[1], self._fold[2]
-        f = fold(self.store.events())
+        events = self.store.events()
+        done = self._folded
+        if done is not None and 0 < done[0] <= len(events) and events[done[0] - 1].id == done[1]:
+            f = fold(events[done[0]:], done[2])
+        else:
+            f = fold(events)
+        self._folded = (len(events), events[-1].id if events else 0, f)
         items = {i.chunk.id: i for i in self.store.items(archived=archived)}
         self._fold = (key, f, items)
         return f, items
+
+    def _matrix(self, rows: Sequence[tuple[ItemState, StoredItem]]
+                ) -> npt.NDArray[np.float32]:
+        """The candidates' vectors as one matrix, kept while the store does not change."""
+        key = (self.store.version(), tuple(st.id for st, _ in rows[:1]), len(rows))
+        if self._mat is not None and self._mat[0] == key:
+            return self._mat[1]
+        m = np.stack([it.vector for _, it in rows])
+        self._mat = (key, m)
+        return m
+
+    def _item_terms(self, item: StoredItem) -> set[str]:
+        got = self._terms.get(item.chunk.id)
+        if got is None:
+            if len(self._terms) > 1_000_000:
+                self._terms.clear()
+            got = self._terms[item.chunk.id] = ranking.terms(item.chunk.content)
+        return got
 
     def _embed(self, texts: list[str]) -> npt.NDArray[np.float32] | None:
         if self.embedder is None:
@@ -216,28 +243,40 @@ class ContextLoop:
             mode = "lexical"
             warnings.append("embedder unavailable: ranked by lexical coverage only")
         qterms = ranking.terms(q)
-        cos: npt.NDArray[np.float32] | None = None
-        if qv is not None and rows:
-            m = np.stack([it.vector for _, it in rows])
+        if not rows:
+            return [], 0, mode
+        # vectorised over the candidates; the same formulas as ranking.Factors
+        n = len(rows)
+        cur = f.runs
+        age = np.maximum(0, np.fromiter(
+            (cur.get((st.actor, st.run_id), 0) - st.iteration for st, _ in rows), float, n))
+        skill = np.fromiter((st.type == "skill" for st, _ in rows), bool, n)
+        cover = np.fromiter((ranking.coverage(qterms, self._item_terms(it)) for _, it in rows),
+                            float, n) if qterms else np.zeros(n)
+        sem = cover.copy()
+        if qv is not None:
+            m = self._matrix(rows)
             if m.shape[1] == qv.shape[1]:
-                cos = m @ qv[0]
-        scored = []
-        for i, (st, it) in enumerate(rows):
-            c = float(cos[i]) if cos is not None and st.embedded else None
-            age = f.current(st.actor, st.run_id) - st.iteration
-            fac = ranking.Factors(
-                ranking.semantic(c, ranking.coverage(qterms, it.chunk.content)),
-                ranking.recency(age, st.type == "skill", s),
-                ranking.usefulness(st.helpful, st.unhelpful),
-                ranking.type_match(st.type, types))
-            score = fac.score(s)
-            if score >= min_score:
-                scored.append((score, st.id, st, it, fac))
-        scored.sort(key=lambda r: (-r[0], -r[1]))
+                embedded = np.fromiter((st.embedded for st, _ in rows), bool, n)
+                cos = np.clip(m @ qv[0], 0.0, 1.0)
+                sem = np.where(embedded, ranking.COSINE_SHARE * cos
+                               + (1 - ranking.COSINE_SHARE) * cover, cover)
+        rec = np.exp(-np.where(skill, s.skill_recency_decay, s.recency_decay) * age)
+        use = np.clip(0.5 + 0.1 * np.fromiter((st.helpful for st, _ in rows), float, n)
+                      - 0.15 * np.fromiter((st.unhelpful for st, _ in rows), float, n), 0, 1)
+        tm = np.fromiter((ranking.type_match(st.type, types) for st, _ in rows), float, n)
+        score = (s.semantic_weight * sem + s.recency_weight * rec + s.usefulness_weight * use
+                 + s.type_match_weight * tm)
+        ids = np.fromiter((st.id for st, _ in rows), float, n)
+        order = np.lexsort((-ids, -score))
         out = []
-        for score, _, st, it, fac in scored[:max_items]:
+        for i in order[:max_items].tolist():
+            if score[i] < min_score:
+                break
+            st, it = rows[i]
+            fac = ranking.Factors(float(sem[i]), float(rec[i]), float(use[i]), float(tm[i]))
             d = self._describe(st, it, f)
-            d["score"] = round(score, 4)
+            d["score"] = round(fac.score(s), 4)
             d["factors"] = fac.explain(s)
             out.append(d)
         return out, len(rows), mode

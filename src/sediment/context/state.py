@@ -57,8 +57,9 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def fold(events: Iterable[StoredEvent]) -> Fold:
-    out = Fold()
+def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
+    """Apply ``events`` (in commit order) to ``into`` (a new, empty state by default)."""
+    out = Fold() if into is None else into
     for e in events:
         d = e.data
         if e.kind == ITEM_EVENT:
