@@ -77,7 +77,8 @@ class FileContextStore:
                                lock_timeout=lock_timeout)
         self._cache: tuple[Hashable, list[StoredItem], list[StoredEvent], int, int] | None \
             = None
-        self._archives: dict[tuple[str, int, int], list[StoredItem]] = {}
+        self._archives: dict[tuple[str, int, int],
+                             tuple[list[StoredItem], list[StoredEvent]]] = {}
 
     @property
     def active_path(self) -> Path:
@@ -134,18 +135,26 @@ class FileContextStore:
             return list(active)
         out = list(active)
         for path in self._archive_paths():
-            st = path.stat()
-            key = (str(path), st.st_mtime_ns, st.st_size)
-            got = self._archives.get(key)
-            if got is None:
-                got = [StoredItem(i.chunk, i.vector, True, path.name)
-                       for i in _read(LayerFile.open(path))[0]]
-                self._archives[key] = got
-            out.extend(got)
+            out.extend(self._archive(path)[0])
         return out
 
+    def _archive(self, path: Path) -> tuple[list[StoredItem], list[StoredEvent]]:
+        st = path.stat()
+        key = (str(path), st.st_mtime_ns, st.st_size)
+        got = self._archives.get(key)
+        if got is None:
+            items, events = _read(LayerFile.open(path))
+            got = ([StoredItem(i.chunk, i.vector, True, path.name) for i in items], events)
+            self._archives = {k: v for k, v in self._archives.items() if k[0] != str(path)}
+            self._archives[key] = got
+        return got
+
     def events(self) -> list[StoredEvent]:
-        return list(self._active()[1])
+        """The archives' events (older) then the active file's, each in commit order."""
+        out: list[StoredEvent] = []
+        for path in self._archive_paths():
+            out.extend(self._archive(path)[1])
+        return out + self._active()[1]
 
     def _archive_paths(self) -> list[Path]:
         d = self.directory / ARCHIVE_DIR
@@ -193,7 +202,7 @@ class FileContextStore:
         if not ids:
             return 0
         with self.layers.transaction():
-            kept, kmat, moved, mmat, top, md = self._split(ids, with_events=False)
+            kept, kmat, moved, mmat, top, md = self._split(ids, with_events=True)
             if not moved:
                 return 0
             path = self.directory / ARCHIVE_DIR / f"AGENTS.archive-{day}.db"

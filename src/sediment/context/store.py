@@ -72,8 +72,8 @@ class ContextStore(Protocol):
         ...
 
     def archive(self, ids: Sequence[int], day: str) -> int:
-        """Move these items to the archive of ``day`` (YYYY-MM-DD) and rewrite the active
-        store without them (the events about them stay active); return how many moved."""
+        """Move these items and their own events to the archive of ``day`` (YYYY-MM-DD)
+        and rewrite the active store without them; return how many items moved."""
         ...
 
     def drop(self, ids: Sequence[int]) -> int:
