@@ -6,6 +6,7 @@ Importing the real objects keeps this list honest: a rename breaks it.
 """
 
 from sediment.cli._app import EXIT_USAGE
+from sediment.context.settings import ContextSettings
 from sediment.format.reader import Header
 from sediment.kcp.model import ManifestRef, Unit
 from sediment.kcp.service import KnowledgeService
@@ -18,4 +19,5 @@ _ = (
     Unit.external_depends_on,
     ManifestRef.relationship,
     KnowledgeService.refresh,  # public: re-reads manifests in a long-running server
+    ContextSettings.prune_after_iterations,  # the seed's setting; read from [context]
 )

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -29,7 +29,7 @@ from sediment.errors import SedimentError
 from sediment.ops.requests import parse
 from sediment.ops.service import ContextService
 from sediment.server.principals import data_dir, default_actor, request_principal
-from sediment.server.tools import APPEND_ONLY, READ_ONLY, result
+from sediment.server.tools import APPEND_ONLY, READ_ONLY, _AsSent, result
 
 ContextType = Literal["task", "iteration", "skill", "file", "output", "error"]
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -112,11 +112,6 @@ class NoArgs(_Strict):
 
 class Out(BaseModel):
     model_config = ConfigDict(extra="allow")
-
-
-class _AsSent(FuncMetadata):
-    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
-        return {"arguments": dict(arguments_to_validate)}
 
 
 def _actor(ctx: Context | None, fallback: str) -> Principal:
