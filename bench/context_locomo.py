@@ -27,7 +27,7 @@ import numpy as np
 
 from bench.quality.__main__ import DEFAULT_CACHE, make_embedder
 from bench.quality.locomo import load, memory_text
-from sediment.context import ContextLoop, FileContextStore, NewEvent, NewItem
+from sediment.context import ContextLoop, ContextSettings, FileContextStore, NewEvent, NewItem
 from sediment.context.state import ITEM_EVENT
 from sediment.search import SearchRequest, search
 from sediment.store import LayerName
@@ -49,13 +49,18 @@ def _interval(values: np.ndarray, rng: np.random.Generator) -> list[float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--conversations", type=int, default=None)
+    ap.add_argument("--offset", type=int, default=0, help="Skip the first N conversations.")
+    ap.add_argument("--recency-decay", type=float, default=0.1,
+                    help="[context] recency_decay for the ranked retrievers.")
     ap.add_argument("--embedder", choices=["minilm", "hash"], default="minilm")
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     args = ap.parse_args(argv)
     embedder = make_embedder(args.embedder, args.cache)
     started = time.perf_counter()
     hits: dict[str, list[float]] = {"plain": [], "ranked": [], "feedback": []}
-    for conv in load(limit=args.conversations):
+    settings = ContextSettings(recency_decay=args.recency_decay)
+    convs = load()[args.offset:]
+    for conv in convs[:args.conversations]:
         with tempfile.TemporaryDirectory() as tmp:
             store = FileContextStore(Path(tmp), profile=embedder.profile.to_dict(),
                                      dim=embedder.profile.dim,
@@ -72,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             ids = store.append(items, events)
             dia_of = {cid: t.dia_id for cid, t in zip(ids, conv.turns, strict=True)}
             id_of = {d: c for c, d in dia_of.items()}
-            loop = ContextLoop(store, embedder, project="locomo")
+            loop = ContextLoop(store, embedder, settings, project="locomo")
             ls = store.layers
             qs = [q for q in conv.questions if q.category != "adversarial"]
             for q in qs:
@@ -90,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
                     if d in id_of:
                         loop.mark_useful("bench", f"c{id_of[d]}", True)
             # no feedback: the same store read without its feedback events
-            nofb = ContextLoop(_WithoutFeedback(store), embedder, project="locomo")
+            nofb = ContextLoop(_WithoutFeedback(store), embedder, settings,
+                               project="locomo")
             for q in qs:
                 ranked = nofb.get_relevant_context("bench", q.text, K, None, 0.0)
                 got = {int(d["id"][1:]) for d in ranked["items"]}
@@ -98,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
                     len({dia_of[c] for c in got} & q.evidence) / len(q.evidence))
     rng = np.random.default_rng(17)
     arr = {k: np.asarray(v) for k, v in hits.items()}
-    out: dict[str, Any] = {"questions": len(arr["plain"]), "k": K,
+    out: dict[str, Any] = {"questions": len(arr["plain"]), "k": K, "args": vars(args) | {
+                               "cache": str(args.cache)},
                            "seconds": round(time.perf_counter() - started, 1)}
     for k, v in arr.items():
         out[f"recall@5 {k}"] = {"mean": round(float(v.mean()) * 100, 2),
