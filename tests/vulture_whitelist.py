@@ -6,6 +6,7 @@ Importing the real objects keeps this list honest: a rename breaks it.
 """
 
 from sediment.cli._app import EXIT_USAGE
+from sediment.context.settings import ContextSettings
 from sediment.format.reader import Header
 from sediment.kcp.model import ManifestRef, Unit
 from sediment.kcp.service import KnowledgeService
@@ -21,4 +22,5 @@ _ = (
     KnowledgeService.refresh,  # public: re-reads manifests in a long-running server
     SaveOut.superseded_id,  # fields of save_memory's structured result, read by clients
     SaveOut.looks_like_correction,
+    ContextSettings.prune_after_iterations,  # the seed's setting; read from [context]
 )

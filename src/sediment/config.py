@@ -40,6 +40,12 @@ KEYS: dict[str, frozenset[str]] = {
     "embedder": frozenset({"name", "base_url", "model", "dim", "api_key_env"}),
     "compile": frozenset({"include", "exclude", "max_chars", "default_kind", "element_type",
                           "kinds"}),
+    "context": frozenset({
+        "preset", "persistence", "path", "max_size_mb", "max_items_per_query",
+        "min_relevance_score", "context_types", "max_context_tokens", "active_iterations",
+        "summarize_after_iterations", "archive_after_iterations", "prune_after_iterations",
+        "prune_min_usefulness", "semantic_weight", "recency_weight", "usefulness_weight",
+        "type_match_weight", "recency_decay", "skill_recency_decay"}),
 }
 """Every section and key a config file may hold; anything else is an error, not ignored."""
 SOURCE_KEYS: dict[str, frozenset[str]] = {
@@ -96,6 +102,9 @@ class Config:
     sources: list[SourceConfig] = field(default_factory=list)
     cache_dir: Path | None = None
     source_files: list[Path] = field(default_factory=list)
+    context: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """Each file's raw ``[context]`` table with its source, lowest precedence first; values
+    are checked by ``sediment.context.settings.resolve`` (docs/context.md)."""
 
 
 def _find_project_file(start: Path) -> Path | None:
@@ -206,6 +215,9 @@ def _apply(cfg: Config, data: Mapping[str, Any], source: Path) -> None:
     if "api_key_env" in emb:
         cfg.embedder.api_key_env = _expect(emb["api_key_env"], str,
                                            f"{source}: embedder.api_key_env")
+    ctx = _section(data, "context", source)
+    if ctx:
+        cfg.context.append((str(source), dict(ctx)))
     comp = _section(data, "compile", source)
     if "include" in comp:
         cfg.compile.include = _str_list(comp["include"], f"{source}: compile.include")

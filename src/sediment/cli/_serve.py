@@ -74,8 +74,10 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
            host: str, http_path: str, token: str | None, embedder_name: str | None,
            root: Path | None, no_warm_up: bool, layer_dir: Path | None,
            paths: dict[str, Path | None]) -> None:
+    from sediment.context import resolve
     from sediment.ops.service import ContextService
     from sediment.server import build_http_app, build_server
+    from sediment.server.context_tools import add_context_tools
 
     if root is not None and not root.is_dir():
         raise NotFoundError(f"--root {root}: no such directory")
@@ -88,6 +90,7 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     service = ContextService(layerset, build_embedder(cfg, embedder_name, layerset=layerset),
                              root=root or layer_dir or cfg.root)
     server = build_server(service)
+    add_context_tools(server, service, settings=resolve(cfg.context)[0])  # [context] config
     if transport == "stdio":
         if not no_warm_up:
             service.warm_up()

@@ -1,0 +1,238 @@
+"""The context store on Sediment's layer files (the first ``ContextStore``).
+
+One directory per project (default ``<layer dir>/.sediment/context``): the active items
+and every event in ``AGENTS.local.db``, archived items in ``archive/AGENTS.archive-<day>.db``
+(one RFC layer file per day, searched only on request). Archiving and dropping are
+compactions: the active file is rewritten without the items (appending a forget event never
+shrinks a file), through the same atomic replace as every write, under the store's lock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from sediment.context.store import ITEM_PREFIX, NewEvent, NewItem, StoredEvent, StoredItem
+from sediment.format import Chunk, LayerFile, encode_layer
+from sediment.store import LayerName, LayerSet, NewChunk
+from sediment.store.atomic import atomic_write
+from sediment.store.events import FORGET, META_PREFIX, SUPERSEDE, event_content
+from sediment.store.ids import first_written_id
+
+EVENT_PREFIX = META_PREFIX + "context"
+ARCHIVE_DIR = "archive"
+
+
+def is_context_event(kind: str) -> bool:
+    return kind.startswith(EVENT_PREFIX) or kind in (SUPERSEDE, FORGET)
+
+
+def _resolve(value: Any, ids: Sequence[int]) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        return ids[-1 - value]
+    if isinstance(value, list | tuple):
+        return [_resolve(v, ids) for v in value]
+    return value
+
+
+def _read(f: LayerFile, start: int = 0) -> tuple[list[StoredItem], list[StoredEvent]]:
+    """The items and events of ``f`` from position ``start`` on, in file (commit) order."""
+    n = f.chunk_count
+    if n <= start:
+        return [], []
+    pos = np.arange(start, n)
+    chunks = f.chunks_at(pos)
+    matrix = np.asarray(f.embeddings[f.rows[pos]], dtype=np.float32)
+    items: list[StoredItem] = []
+    events: list[StoredEvent] = []
+    for i, c in enumerate(chunks):
+        if c.kind.startswith(ITEM_PREFIX):
+            items.append(StoredItem(c, matrix[i]))
+        elif is_context_event(c.kind):
+            try:
+                data = json.loads(c.content)
+            except ValueError:
+                continue
+            if isinstance(data, dict):
+                events.append(StoredEvent(c.id, c.kind, c.created_at_ms, data, c.sources))
+    return items, events
+
+
+class FileContextStore:
+    """Context items and events in one directory of layer files."""
+
+    def __init__(self, directory: Path, *, profile: dict[str, Any] | None, dim: int,
+                 embedder_metadata: dict[str, Any] | None = None,
+                 lock_timeout: float = 30.0) -> None:
+        self.directory = Path(directory)
+        self.profile = profile
+        self.dim = dim
+        self.embedder_metadata = embedder_metadata or {}
+        self.layers = LayerSet({LayerName.LOCAL: self.directory / "AGENTS.local.db"},
+                               lock_timeout=lock_timeout)
+        self._cache: tuple[Hashable, list[StoredItem], list[StoredEvent], int, int] | None \
+            = None
+        self._archives: dict[tuple[str, int, int],
+                             tuple[list[StoredItem], list[StoredEvent]]] = {}
+
+    @property
+    def active_path(self) -> Path:
+        return self.directory / "AGENTS.local.db"
+
+    def _active(self) -> tuple[list[StoredItem], list[StoredEvent]]:
+        """Parsed once per chunk: an append only parses what it added (the file keeps its
+        old chunks as a prefix); a compaction rereads the file."""
+        la = self.layers.layer(LayerName.LOCAL)
+        stamp = la.stamp if la is not None else None
+        c = self._cache
+        if c is not None and c[0] == stamp:
+            return c[1], c[2]
+        if la is None:
+            self._cache = (stamp, [], [], 0, 0)
+            return [], []
+        f = la.file
+        if c is not None and 0 < c[3] <= f.chunk_count and int(f.ids[c[3] - 1]) == c[4]:
+            new_items, new_events = _read(f, c[3])
+            items, events = c[1] + new_items, c[2] + new_events
+        else:
+            items, events = _read(f)
+        n = f.chunk_count
+        self._cache = (stamp, items, events, n, int(f.ids[n - 1]) if n else 0)
+        return items, events
+
+    def append(self, items: Sequence[NewItem], events: Sequence[NewEvent]) -> list[int]:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with self.layers.transaction():
+            first = first_written_id(max(self.layers.high_water(), self._archive_high_water()))
+            ids = list(range(first, first + len(items) + len(events)))
+            chunks: list[NewChunk] = []
+            vectors: list[npt.NDArray[np.float32]] = []
+            for cid, it in zip(ids, items, strict=False):
+                chunks.append(NewChunk(it.kind, it.content, it.author, 1.0, it.sources, id=cid))
+                vectors.append(np.asarray(it.vector, dtype=np.float32).reshape(-1))
+            zero = np.zeros(self.dim, dtype=np.float32)
+            for cid, e in zip(ids[len(items):], events, strict=True):
+                data = {k: _resolve(v, ids) for k, v in e.data.items()}
+                subjects = tuple(int(s) for s in _resolve(list(e.subjects), ids))
+                chunks.append(NewChunk(e.kind, event_content(**data), e.author, 1.0, subjects,
+                                       id=cid))
+                vectors.append(zero)
+            if chunks:
+                self.layers.append(LayerName.LOCAL, chunks, np.stack(vectors),
+                                   profile=self.profile,
+                                   embedder_metadata=self.embedder_metadata,
+                                   allowed=(LayerName.LOCAL,))
+        return ids[:len(items)]
+
+    def items(self, *, archived: bool = False) -> list[StoredItem]:
+        active, _ = self._active()
+        if not archived:
+            return list(active)
+        out = list(active)
+        for path in self._archive_paths():
+            out.extend(self._archive(path)[0])
+        return out
+
+    def _archive(self, path: Path) -> tuple[list[StoredItem], list[StoredEvent]]:
+        st = path.stat()
+        key = (str(path), st.st_mtime_ns, st.st_size)
+        got = self._archives.get(key)
+        if got is None:
+            items, events = _read(LayerFile.open(path))
+            got = ([StoredItem(i.chunk, i.vector, True, path.name) for i in items], events)
+            self._archives = {k: v for k, v in self._archives.items() if k[0] != str(path)}
+            self._archives[key] = got
+        return got
+
+    def events(self) -> list[StoredEvent]:
+        """The archives' events (older) then the active file's, each in commit order."""
+        out: list[StoredEvent] = []
+        for path in self._archive_paths():
+            out.extend(self._archive(path)[1])
+        return out + self._active()[1]
+
+    def _archive_paths(self) -> list[Path]:
+        d = self.directory / ARCHIVE_DIR
+        return sorted(d.glob("AGENTS.archive-*.db")) if d.is_dir() else []
+
+    def _archive_high_water(self) -> int:
+        top = 0
+        for path in self._archive_paths():
+            f = LayerFile.open(path)
+            top = max(top, int((f.metadata or {}).get("id_high_water") or 0),
+                      int(f.ids.max()) if f.chunk_count else 0)
+        return top
+
+    def _rewrite(self, path: Path, chunks: list[Chunk], matrix: npt.NDArray[np.float32],
+                 high_water: int, metadata: dict[str, Any]) -> None:
+        md = dict(metadata)
+        md["id_high_water"] = max(high_water, int(md.get("id_high_water") or 0))
+        data = encode_layer(chunks, matrix.reshape(len(chunks), self.dim), dim=self.dim,
+                            metadata=md)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, data)
+
+    def _split(self, ids: Sequence[int], *, with_events: bool
+               ) -> tuple[list[Chunk], npt.NDArray[np.float32], list[Chunk],
+                          npt.NDArray[np.float32], int, dict[str, Any]]:
+        la = self.layers.layer(LayerName.LOCAL)
+        if la is None or not la.file.chunk_count:
+            empty = np.zeros((0, self.dim), dtype=np.float32)
+            return [], empty, [], empty, 0, {}
+        f = la.file
+        pos = np.arange(f.chunk_count)
+        chunks = f.chunks_at(pos)
+        matrix = np.asarray(f.embeddings[f.rows[pos]], dtype=np.float32)
+        drop = set(ids)
+        moved = [i for i, c in enumerate(chunks) if c.id in drop
+                 or (with_events and c.kind.startswith(EVENT_PREFIX)
+                     and any(s in drop for s in c.sources))]
+        moved_set = set(moved)
+        kept = [i for i in range(len(chunks)) if i not in moved_set]
+        top = max(int((f.metadata or {}).get("id_high_water") or 0), int(f.ids.max()))
+        return ([chunks[i] for i in kept], matrix[kept], [chunks[i] for i in moved],
+                matrix[moved], top, dict(f.metadata or {}))
+
+    def archive(self, ids: Sequence[int], day: str) -> int:
+        if not ids:
+            return 0
+        with self.layers.transaction():
+            kept, kmat, moved, mmat, top, md = self._split(ids, with_events=True)
+            if not moved:
+                return 0
+            path = self.directory / ARCHIVE_DIR / f"AGENTS.archive-{day}.db"
+            old: list[Chunk] = []
+            omat = np.zeros((0, self.dim), dtype=np.float32)
+            if path.exists():
+                f = LayerFile.open(path)
+                pos = np.arange(f.chunk_count)
+                old = f.chunks_at(pos)
+                omat = np.asarray(f.embeddings[f.rows[pos]], dtype=np.float32)
+            self._rewrite(path, old + moved, np.concatenate([omat, mmat]), top, md)
+            self._rewrite(self.active_path, kept, kmat, top, md)
+        self._cache = None
+        return sum(1 for c in moved if c.kind.startswith(ITEM_PREFIX))
+
+    def drop(self, ids: Sequence[int]) -> int:
+        if not ids:
+            return 0
+        with self.layers.transaction():
+            kept, kmat, moved, _, top, md = self._split(ids, with_events=False)
+            if moved:
+                self._rewrite(self.active_path, kept, kmat, top, md)
+        self._cache = None
+        return len(moved)
+
+    def size_bytes(self) -> int:
+        paths = [self.active_path, *self._archive_paths()]
+        return sum(p.stat().st_size for p in paths if p.exists())
+
+    def version(self) -> Hashable:
+        la = self.layers.layer(LayerName.LOCAL)
+        return (la.stamp if la is not None else None,
+                tuple((p.name, p.stat().st_mtime_ns) for p in self._archive_paths()))

@@ -1,0 +1,515 @@
+"""Progressive context for agent loops: the operations every adapter calls.
+
+The service stores items (task, iteration, skill, file, output, error) for an actor and a
+run, ranks them for a query with the multi-factor model of :mod:`ranking`, ages them
+through the lifecycle (active, aging, summarized, archived; :func:`state_of`), and renders
+the best of them as a token-budgeted Markdown block.
+
+Retrieval degrades instead of failing (the loop must keep running): semantic + lexical;
+lexical only when the embedder fails; the last results cached on disk when the store cannot
+be read; an empty context with a warning when there is no cache either.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from sediment.context import ranking, text
+from sediment.context.settings import CONTEXT_TYPES, ContextSettings
+from sediment.context.state import (
+    DEFAULT_RUN,
+    FEEDBACK_EVENT,
+    ITEM_EVENT,
+    Fold,
+    ItemState,
+    fold,
+)
+from sediment.context.store import ITEM_PREFIX, ContextStore, NewEvent, NewItem, StoredItem
+from sediment.context.tokens import count_tokens, tokenizer_name
+from sediment.credentials import refuse_credentials
+from sediment.embed import Embedder
+from sediment.errors import NotFoundError, SedimentError, ValidationError
+from sediment.store.atomic import atomic_write
+from sediment.store.events import FORGET, SUPERSEDE
+
+QUERY_CHARS = 500
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+_MB = 1024 * 1024
+
+
+def item_ref(cid: int) -> str:
+    return f"c{cid}"
+
+
+def parse_ref(raw: str) -> int:
+    s = raw.strip()
+    s = s[1:] if s[:1] in ("c", "C") else s
+    if not s.isdigit():
+        raise ValidationError(f"item_id: {raw!r} is not a context item id (like c12)")
+    return int(s)
+
+
+def state_of(st: ItemState, age: int, archived: bool, s: ContextSettings) -> str:
+    """Lifecycle by iterations since stored; skills are curated, so age never moves them
+    past active (they decay in recency only)."""
+    if archived:
+        return "archived"
+    if st.type == "skill":
+        return "active"
+    if age > s.archive_after_iterations:
+        return "archived"
+    if st.summary_of or age > s.summarize_after_iterations:
+        return "summarized"
+    return "active" if age <= s.active_iterations else "aging"
+
+
+class ContextLoop:
+    """The context service of one project's store."""
+
+    def __init__(self, store: ContextStore, embedder: Embedder | None,
+                 settings: ContextSettings | None = None, *, project: str = "",
+                 cache_dir: Path | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings or ContextSettings()
+        self.project = project
+        self.cache_dir = cache_dir
+        self._fold: tuple[Any, Fold, dict[int, StoredItem]] | None = None
+        self._folded: tuple[int, int, Fold] | None = None
+        self._terms: dict[int, set[str]] = {}
+        self._mat: tuple[Any, npt.NDArray[np.float32]] | None = None
+
+    # -- state ------------------------------------------------------------------------
+    def _state(self, *, archived: bool = False) -> tuple[Fold, dict[int, StoredItem]]:
+        key = (self.store.version(), archived)
+        if self._fold is not None and self._fold[0] == key:
+            return self._fold[1], self._fold[2]
+        events = self.store.events()
+        done = self._folded
+        if done is not None and 0 < done[0] <= len(events) and events[done[0] - 1].id == done[1]:
+            f = fold(events[done[0]:], done[2])
+        else:
+            f = fold(events)
+        self._folded = (len(events), events[-1].id if events else 0, f)
+        items = {i.chunk.id: i for i in self.store.items(archived=archived)}
+        self._fold = (key, f, items)
+        return f, items
+
+    def _matrix(self, rows: Sequence[tuple[ItemState, StoredItem]]
+                ) -> npt.NDArray[np.float32]:
+        """The candidates' vectors as one matrix, kept while the store does not change."""
+        key = (self.store.version(), tuple(st.id for st, _ in rows[:1]), len(rows))
+        if self._mat is not None and self._mat[0] == key:
+            return self._mat[1]
+        m = np.stack([it.vector for _, it in rows])
+        self._mat = (key, m)
+        return m
+
+    def _item_terms(self, item: StoredItem) -> set[str]:
+        got = self._terms.get(item.chunk.id)
+        if got is None:
+            if len(self._terms) > 1_000_000:
+                self._terms.clear()
+            got = self._terms[item.chunk.id] = ranking.terms(item.chunk.content)
+        return got
+
+    def _embed(self, texts: list[str]) -> npt.NDArray[np.float32] | None:
+        if self.embedder is None:
+            return None
+        try:
+            return np.asarray(self.embedder.embed(texts), dtype=np.float32)
+        except Exception:
+            return None
+
+    def _dim(self) -> int:
+        return self.embedder.profile.dim if self.embedder is not None else 1
+
+    # -- writing ----------------------------------------------------------------------
+    def _make_room(self) -> None:
+        limit = self.settings.max_size_mb * _MB
+        if self.store.size_bytes() < limit:
+            return
+        self.prune("system", self.settings.prune_min_usefulness, everyone=True)
+        if self.store.size_bytes() >= limit:
+            raise ValidationError(
+                f"the context store is full ({self.store.size_bytes() // _MB} MB of "
+                f"max_size_mb {self.settings.max_size_mb}) even after pruning: archive or "
+                "summarize old context, or raise [context] max_size_mb")
+
+    def _store(self, actor: str, run_id: str, content: str, ctype: str, iteration: int,
+               tags: Sequence[str], metadata: dict[str, Any],
+               summary_of: Sequence[int] = ()) -> tuple[int, bool]:
+        vecs = self._embed([content])
+        embedded = vecs is not None
+        vec = vecs[0] if vecs is not None else np.zeros(self._dim(), dtype=np.float32)
+        data = {"event": "store", "item": -1, "actor": actor, "project": self.project,
+                "run_id": run_id, "iteration": iteration, "type": ctype, "tags": list(tags),
+                "metadata": metadata, "embedded": embedded, "summary_of": list(summary_of)}
+        events = [NewEvent(ITEM_EVENT, data, (-1,))]
+        events += [NewEvent(SUPERSEDE, {"event": "supersede", "old_id": old, "new_id": -1,
+                                        "reason": "summary", "actor": actor}, (old, -1))
+                   for old in summary_of]
+        ids = self.store.append([NewItem(ITEM_PREFIX + ctype, content, "mcp", vec,
+                                         tuple(summary_of))], events)
+        return ids[0], embedded
+
+    def store_context(self, actor: str, content: str, context_type: str,
+                      tags: Sequence[str] = (), metadata: dict[str, Any] | None = None,
+                      run_id: str = DEFAULT_RUN) -> dict[str, Any]:
+        if context_type not in CONTEXT_TYPES:
+            raise ValidationError(f"context_type: {context_type!r} is not one of "
+                                  f"{', '.join(CONTEXT_TYPES)}")
+        refuse_credentials(content, "content")
+        if metadata:
+            refuse_credentials(json.dumps(metadata, ensure_ascii=False), "metadata")
+        self._make_room()
+        f, _ = self._state()
+        iteration = f.current(actor, run_id)
+        cid, embedded = self._store(actor, run_id, content, context_type, iteration, tags,
+                                    dict(metadata or {}))
+        out = {"id": item_ref(cid), "context_type": context_type, "run_id": run_id,
+               "iteration": iteration, "embedded": embedded}
+        if not embedded:
+            out["warning"] = "embedder unavailable: stored without a vector (lexical only)"
+        return out
+
+    def store_iteration_result(self, actor: str, iteration: int, summary: str, success: bool,
+                               duration_ms: int = 0, tokens_used: int = 0, cost: float = 0.0,
+                               tool_calls: Sequence[str] = (), artifacts: Sequence[str] = (),
+                               error: str | None = None, run_id: str = DEFAULT_RUN
+                               ) -> dict[str, Any]:
+        refuse_credentials(summary, "summary")
+        if error:
+            refuse_credentials(error, "error")
+        self._make_room()
+        verb = "succeeded" if success else "failed"
+        meta = {"success": success, "duration_ms": duration_ms, "tokens_used": tokens_used,
+                "cost": cost, "tool_calls": list(tool_calls), "artifacts": list(artifacts),
+                "error": error}
+        cid, _ = self._store(actor, run_id, f"Iteration {iteration} {verb}: {summary}",
+                             "iteration", iteration, ["iteration"], meta)
+        out: dict[str, Any] = {"id": item_ref(cid), "iteration": iteration, "run_id": run_id}
+        if error:
+            eid, _ = self._store(actor, run_id, f"Iteration {iteration} error: {error}",
+                                 "error", iteration, ["error"], {"iteration_item": cid})
+            out["error_id"] = item_ref(eid)
+        return out
+
+    def mark_useful(self, actor: str, item_id: str, helpful: bool,
+                    reason: str | None = None) -> dict[str, Any]:
+        cid = parse_ref(item_id)
+        f, _ = self._state(archived=True)
+        st = f.items.get(cid)
+        if st is None or st.actor != actor:
+            raise NotFoundError(f"item_id: no context item {item_id} of actor {actor!r}")
+        self.store.append([], [NewEvent(FEEDBACK_EVENT, {
+            "event": "feedback", "item": cid, "actor": actor, "helpful": helpful,
+            "reason": reason or ""}, (cid,))])
+        h, u = st.helpful + helpful, st.unhelpful + (not helpful)
+        return {"id": item_ref(cid), "helpful": helpful,
+                "usefulness": round(ranking.usefulness(h, u), 4)}
+
+    # -- reading ----------------------------------------------------------------------
+    def _describe(self, st: ItemState, item: StoredItem, f: Fold) -> dict[str, Any]:
+        age = f.current(st.actor, st.run_id) - st.iteration
+        return {"id": item_ref(st.id), "type": st.type, "content": item.chunk.content,
+                "run_id": st.run_id, "iteration": st.iteration, "age": age,
+                "state": state_of(st, age, item.archived, self.settings), "tags": st.tags,
+                "metadata": st.metadata,
+                "usefulness": round(ranking.usefulness(st.helpful, st.unhelpful), 4),
+                "sources": [item_ref(s) for s in st.summary_of]}
+
+    def _rank(self, actor: str, query: str, types: Sequence[str] | None, min_score: float,
+              max_items: int, run_id: str | None, archived: bool,
+              warnings: list[str]) -> tuple[list[dict[str, Any]], int, str]:
+        s = self.settings
+        f, items = self._state(archived=archived)
+        rows = [(st, items[cid]) for cid, st in f.items.items()
+                if cid in items and st.actor == actor and not st.hidden
+                and (run_id is None or st.run_id == run_id or st.type == "skill")]
+        q = query[:QUERY_CHARS]
+        qv = self._embed([q])
+        mode = "semantic+lexical"
+        if qv is None:
+            mode = "lexical"
+            warnings.append("embedder unavailable: ranked by lexical coverage only")
+        qterms = ranking.terms(q)
+        if not rows:
+            return [], 0, mode
+        # vectorised over the candidates; the same formulas as ranking.Factors
+        n = len(rows)
+        cur = f.runs
+        age = np.maximum(0, np.fromiter(
+            (cur.get((st.actor, st.run_id), 0) - st.iteration for st, _ in rows), float, n))
+        skill = np.fromiter((st.type == "skill" for st, _ in rows), bool, n)
+        cover = np.fromiter((ranking.coverage(qterms, self._item_terms(it)) for _, it in rows),
+                            float, n) if qterms else np.zeros(n)
+        sem = cover.copy()
+        if qv is not None:
+            m = self._matrix(rows)
+            if m.shape[1] == qv.shape[1]:
+                embedded = np.fromiter((st.embedded for st, _ in rows), bool, n)
+                cos = np.clip(m @ qv[0], 0.0, 1.0)
+                sem = np.where(embedded, ranking.COSINE_SHARE * cos
+                               + (1 - ranking.COSINE_SHARE) * cover, cover)
+        rec = np.exp(-np.where(skill, s.skill_recency_decay, s.recency_decay) * age)
+        use = np.clip(0.5 + 0.1 * np.fromiter((st.helpful for st, _ in rows), float, n)
+                      - 0.15 * np.fromiter((st.unhelpful for st, _ in rows), float, n), 0, 1)
+        tm = np.fromiter((ranking.type_match(st.type, types) for st, _ in rows), float, n)
+        score = (s.semantic_weight * sem + s.recency_weight * rec + s.usefulness_weight * use
+                 + s.type_match_weight * tm)
+        ids = np.fromiter((st.id for st, _ in rows), float, n)
+        order = np.lexsort((-ids, -score))
+        out = []
+        for i in order[:max_items].tolist():
+            if score[i] < min_score:
+                break
+            st, it = rows[i]
+            fac = ranking.Factors(float(sem[i]), float(rec[i]), float(use[i]), float(tm[i]))
+            d = self._describe(st, it, f)
+            d["score"] = round(fac.score(s), 4)
+            d["factors"] = fac.explain(s)
+            out.append(d)
+        return out, len(rows), mode
+
+    def get_relevant_context(self, actor: str, query: str, max_items: int = 10,
+                             context_types: Sequence[str] | None = None,
+                             min_score: float = 0.3, max_tokens: int | None = None,
+                             run_id: str | None = None, include_archived: bool = False
+                             ) -> dict[str, Any]:
+        """Never raises for a broken embedder or store: see the module docstring."""
+        warnings: list[str] = []
+        started = time.perf_counter()
+        try:
+            items, candidates, mode = self._rank(actor, query, context_types, min_score,
+                                                 max_items, run_id, include_archived,
+                                                 warnings)
+            self._save_cache(actor, run_id, items)
+        except Exception as exc:
+            warnings.append(f"context store unreadable ({type(exc).__name__}: {exc})")
+            cached = self._load_cache(actor, run_id)
+            if cached is None:
+                warnings.append("no cached results: returning empty context")
+                items, candidates, mode = [], 0, "empty"
+            else:
+                warnings.append("returning the last results cached on disk")
+                items, candidates, mode = cached[:max_items], len(cached), "cache"
+        out: dict[str, Any] = {
+            "query": query[:QUERY_CHARS], "items": items, "warnings": warnings,
+            "stats": {"mode": mode, "candidates": candidates, "returned": len(items),
+                      "search_ms": round((time.perf_counter() - started) * 1000, 3)}}
+        if max_tokens is not None:
+            out.update(inject(items, max_tokens))
+        return out
+
+    def get_iteration_history(self, actor: str, last_n: int = 5,
+                              run_id: str = DEFAULT_RUN) -> dict[str, Any]:
+        f, items = self._state(archived=True)
+        rows = sorted((st for st in f.items.values()
+                       if st.actor == actor and st.run_id == run_id and st.type == "iteration"
+                       and not st.summary_of and st.id in items
+                       and st.hidden != "forgotten"),
+                      key=lambda st: (st.iteration, st.id))[-last_n:]
+        out = []
+        for st in reversed(rows):
+            d = self._describe(st, items[st.id], f)
+            d["success"] = st.metadata.get("success")
+            out.append(d)
+        return {"run_id": run_id, "current_iteration": f.current(actor, run_id),
+                "iterations": out}
+
+    def get_skills(self, actor: str, tags: Sequence[str] | None = None,
+                   min_score: float = 0.5) -> dict[str, Any]:
+        """``min_score`` is measured against the skill's usefulness (feedback), not a
+        query relevance: ``get_skills`` has no query."""
+        f, items = self._state()
+        want = set(tags or ())
+        out = []
+        for st in f.items.values():
+            if (st.actor != actor or st.type != "skill" or st.hidden or st.id not in items
+                    or (want and not want & set(st.tags))):
+                continue
+            d = self._describe(st, items[st.id], f)
+            if d["usefulness"] >= min_score:
+                out.append(d)
+        out.sort(key=lambda d: (-d["usefulness"], d["id"]))
+        return {"skills": out}
+
+    def import_skills(self, actor: str, skills: Sequence[Any]) -> dict[str, Any]:
+        """Store ``skills`` (``skills.Skill``) as skill items."""
+        ids = [self.store_context(actor, sk.content, "skill", sk.tags, sk.metadata)["id"]
+               for sk in skills]
+        return {"imported": len(ids), "ids": ids}
+
+    # -- lifecycle --------------------------------------------------------------------
+    def summarize_old_context(self, actor: str, older_than_iterations: int = 20,
+                              run_id: str | None = None) -> dict[str, Any]:
+        """Summarise items older than ``older_than_iterations`` and archive those past
+        the archive threshold.
+
+        Grouping: per run, per type and per window of ``older_than_iterations // 2`` (at
+        least 5) iterations; a group of two or more items (skills excepted: they are
+        curated) becomes one summary of its three most central sentences, whose sources
+        are the originals, which are superseded (hidden, not deleted).
+        """
+        s = self.settings
+        f, items = self._state()
+        window = max(5, older_than_iterations // 2)
+        groups: dict[tuple[str, str, int], list[ItemState]] = {}
+        to_archive: list[int] = []
+        for st in f.items.values():
+            if st.actor != actor or st.id not in items or st.hidden:
+                continue
+            if run_id is not None and st.run_id != run_id:
+                continue
+            age = f.current(st.actor, st.run_id) - st.iteration
+            if age > s.archive_after_iterations and st.type != "skill":
+                to_archive.append(st.id)
+            elif age > older_than_iterations and st.type != "skill" and not st.summary_of:
+                groups.setdefault((st.run_id, st.type, st.iteration // window), []).append(st)
+        summaries = []
+        for (run, ctype, _), members in sorted(groups.items()):
+            if len(members) < 2:
+                continue
+            members.sort(key=lambda st: st.id)
+            body = text.central_sentences([items[m.id].chunk.content for m in members],
+                                          self._embed_or_none())
+            cid, _ = self._store(actor, run, body, ctype, max(m.iteration for m in members),
+                                 sorted({t for m in members for t in m.tags}),
+                                 {"summary": True}, [m.id for m in members])
+            summaries.append({"id": item_ref(cid), "type": ctype, "run_id": run,
+                              "sources": [item_ref(m.id) for m in members]})
+        day = datetime.now(UTC).strftime("%Y-%m-%d")
+        archived = self.store.archive(sorted(to_archive), day)
+        return {"summaries": summaries, "summarized": sum(len(x["sources"]) for x in summaries),
+                "archived": archived, "archive": f"AGENTS.archive-{day}.db" if archived else None}
+
+    def _embed_or_none(self) -> Any:
+        return self.embedder.embed if self.embedder is not None else None
+
+    def prune(self, actor: str, min_score: float = 0.3, *, everyone: bool = False
+              ) -> dict[str, Any]:
+        """Forget items whose usefulness is under ``min_score`` (never a skill marked
+        helpful), then compact them out of the active file."""
+        f, items = self._state()
+        removed: list[dict[str, Any]] = []
+        gone: list[int] = []
+        events = []
+        for st in f.items.values():
+            if (not everyone and st.actor != actor) or st.hidden or st.id not in items:
+                continue
+            use = ranking.usefulness(st.helpful, st.unhelpful)
+            if use >= min_score or (st.type == "skill" and st.helpful > 0):
+                continue
+            removed.append({"id": item_ref(st.id), "type": st.type,
+                            "usefulness": round(use, 4),
+                            "content": items[st.id].chunk.content[:200]})
+            gone.append(st.id)
+            events.append(NewEvent(FORGET, {"event": "forget", "context_id": st.id,
+                                            "reason": f"usefulness {use:.2f} < {min_score}",
+                                            "actor": actor}, (st.id,)))
+        if events:
+            self.store.append([], events)
+            self.store.drop(gone)
+        return {"removed": removed, "count": len(removed)}
+
+    def stats(self, actor: str) -> dict[str, Any]:
+        f, items = self._state(archived=True)
+        by_type: dict[str, int] = {}
+        by_state: dict[str, int] = {}
+        hidden = {"superseded": 0, "forgotten": 0}
+        helpful = unhelpful = 0
+        for st in f.items.values():
+            if st.actor != actor:
+                continue
+            if st.hidden:
+                hidden[st.hidden] += 1
+                continue
+            if st.id not in items:
+                continue
+            it = items[st.id]
+            by_type[st.type] = by_type.get(st.type, 0) + 1
+            age = f.current(st.actor, st.run_id) - st.iteration
+            state = state_of(st, age, it.archived, self.settings)
+            by_state[state] = by_state.get(state, 0) + 1
+            helpful += st.helpful
+            unhelpful += st.unhelpful
+        runs = {run: it for (a, run), it in f.runs.items() if a == actor}
+        return {"total": sum(by_type.values()), "by_type": by_type, "by_state": by_state,
+                "hidden": hidden, "feedback": {"helpful": helpful, "not_helpful": unhelpful},
+                "runs": runs, "size_bytes": self.store.size_bytes(),
+                "max_size_mb": self.settings.max_size_mb}
+
+    def health(self) -> dict[str, Any]:
+        checks: dict[str, str] = {}
+        try:
+            self.store.events()
+            checks["store"] = "ok"
+        except Exception as exc:
+            checks["store"] = f"error: {type(exc).__name__}: {exc}"
+        checks["embedder"] = "ok" if self._embed(["health check"]) is not None else \
+            "unavailable (lexical ranking only)"
+        checks["tokenizer"] = tokenizer_name()
+        ok = checks["store"] == "ok" and checks["embedder"] == "ok"
+        return {"status": "ok" if ok else "degraded", "checks": checks}
+
+    # -- the on-disk cache of the last results (derived, safe to delete) ---------------
+    def _cache_path(self, actor: str, run_id: str | None) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        return self.cache_dir / f"last-{_SAFE.sub('-', actor)}-{_SAFE.sub('-', run_id or '')}.json"
+
+    def _save_cache(self, actor: str, run_id: str | None, items: list[dict[str, Any]]) -> None:
+        path = self._cache_path(actor, run_id)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, json.dumps(items, ensure_ascii=False).encode())
+        except (OSError, SedimentError):
+            pass
+
+    def _load_cache(self, actor: str, run_id: str | None) -> list[dict[str, Any]] | None:
+        path = self._cache_path(actor, run_id)
+        try:
+            data = json.loads(path.read_text()) if path is not None else None
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, list) else None
+
+
+def inject(items: Sequence[dict[str, Any]], max_tokens: int) -> dict[str, Any]:
+    """The Markdown block of the best items that fit ``max_tokens`` (counted by
+    :func:`count_tokens`): an item that does not fit whole is shortened to its leading
+    whole sentences, or left out."""
+    sections: list[tuple[str, str]] = []
+    included, shortened, left_out = [], [], []
+    if count_tokens(text.block([])) > max_tokens:
+        return {"block": "", "tokens": 0, "included": [], "shortened": [],
+                "left_out": [d["id"] for d in items]}
+    for d in items:
+        def fits(candidate: str, kind: str = d["type"]) -> bool:
+            return count_tokens(text.block([*sections, (kind, candidate)])) <= max_tokens
+        content = " ".join(d["content"].split()) if "\n" not in d["content"] else d["content"]
+        if fits(content):
+            sections.append((d["type"], content))
+            included.append(d["id"])
+            continue
+        short = text.first_sentences(d["content"], fits)
+        if short is not None:
+            sections.append((d["type"], short))
+            shortened.append(d["id"])
+        else:
+            left_out.append(d["id"])
+    out = text.block(sections)
+    return {"block": out, "tokens": count_tokens(out), "included": included,
+            "shortened": shortened, "left_out": left_out}

@@ -1,0 +1,93 @@
+"""Context state as a fold over events (DESIGN.md, "State changes are events").
+
+Event kinds (``files.EVENT_PREFIX`` + suffix) and their JSON content:
+
+- ``meta.context_item``: one per stored item, in the same commit: ``{"event": "store",
+  "item": N, "actor", "project", "run_id", "iteration", "type", "tags", "metadata",
+  "embedded", "summary_of": [ids]}``; sources ``[N]``.
+- ``meta.context_feedback``: ``{"event": "feedback", "item": N, "actor", "helpful",
+  "reason"}``; sources ``[N]``.
+- ``meta.supersede`` (shared): a summary replaces an original: ``{"old_id", "new_id",
+  "reason": "summary"}``; ``meta.forget`` (shared): a prune: ``{"context_id", "reason"}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sediment.context.files import EVENT_PREFIX
+from sediment.context.store import StoredEvent
+from sediment.store.events import FORGET, SUPERSEDE
+
+ITEM_EVENT = EVENT_PREFIX + "_item"
+FEEDBACK_EVENT = EVENT_PREFIX + "_feedback"
+DEFAULT_RUN = "default"
+
+
+@dataclass(slots=True)
+class ItemState:
+    id: int
+    actor: str
+    run_id: str
+    iteration: int
+    type: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    embedded: bool
+    summary_of: list[int]
+    helpful: int = 0
+    unhelpful: int = 0
+    hidden: str = ""
+    """Why search leaves it out: ``superseded`` (summarised) or ``forgotten`` (pruned)."""
+
+
+@dataclass(slots=True)
+class Fold:
+    items: dict[int, ItemState] = field(default_factory=dict)
+    runs: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(actor, run_id) -> the latest iteration seen."""
+
+    def current(self, actor: str, run_id: str) -> int:
+        return self.runs.get((actor, run_id), 0)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
+    """Apply ``events`` (in commit order) to ``into`` (a new, empty state by default)."""
+    out = Fold() if into is None else into
+    for e in events:
+        d = e.data
+        if e.kind == ITEM_EVENT:
+            item = _int(d.get("item"))
+            if item is None:
+                continue
+            st = ItemState(item, str(d.get("actor", "")), str(d.get("run_id", DEFAULT_RUN)),
+                           _int(d.get("iteration")) or 0, str(d.get("type", "")),
+                           [str(t) for t in d.get("tags") or []],
+                           meta if isinstance(meta := d.get("metadata"), dict) else {},
+                           bool(d.get("embedded", True)),
+                           [s for s in d.get("summary_of") or [] if _int(s) is not None])
+            out.items[item] = st
+            key = (st.actor, st.run_id)
+            out.runs[key] = max(out.runs.get(key, 0), st.iteration)
+        elif e.kind == FEEDBACK_EVENT:
+            got = out.items.get(_int(d.get("item")) or -1)
+            if got is not None:
+                if d.get("helpful") is True:
+                    got.helpful += 1
+                else:
+                    got.unhelpful += 1
+        elif e.kind == SUPERSEDE:
+            got = out.items.get(_int(d.get("old_id")) or -1)
+            if got is not None:
+                got.hidden = "superseded"
+        elif e.kind == FORGET:
+            got = out.items.get(_int(d.get("context_id")) or -1)
+            if got is not None:
+                got.hidden = "forgotten"
+    return out

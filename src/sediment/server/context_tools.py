@@ -1,0 +1,260 @@
+"""MCP tools for agent loops (issue 17, docs/context.md): ``get_relevant_context``,
+``get_iteration_history``, ``get_skills``, ``store_context``, ``store_iteration_result``,
+``mark_useful``, ``summarize_old_context``, ``prune_low_value_context``,
+``get_context_stats`` and ``health_check``.
+
+Arguments are validated strictly by the request models below (no coercion, no unknown
+arguments, the seed's limits): a bad call is an ``isError`` result naming the field. The
+actor is the one bound to the HTTP request's bearer token, else the server's own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp_types import CallToolResult, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from sediment.auth import Principal
+from sediment.context import ContextLoop, ContextSettings, FileContextStore
+from sediment.context.place import context_dir
+from sediment.errors import SedimentError
+from sediment.ops.requests import parse
+from sediment.ops.service import ContextService
+from sediment.server.principals import data_dir, default_actor, request_principal
+from sediment.server.tools import APPEND_ONLY, READ_ONLY, _AsSent, result
+
+ContextType = Literal["task", "iteration", "skill", "file", "output", "error"]
+Score = Annotated[float, Field(ge=0.0, le=1.0)]
+RunId = Annotated[str, StringConstraints(min_length=1, max_length=100,
+                                         pattern=r"^[A-Za-z0-9_.:-]+$")]
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+M = TypeVar("M", bound=BaseModel)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True,
+                              idempotent_hint=False, open_world_hint=False)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class RelevantRequest(_Strict):
+    query: str = Field(min_length=1, max_length=10_000, description=(
+        "The task or question; the first 500 characters are used"))
+    max_items: int = Field(default=10, ge=1, le=50, description="1 to 50")
+    context_types: list[ContextType] | None = Field(default=None, max_length=6, description=(
+        "Prefer these types: task, iteration, skill, file, output, error"))
+    min_score: Score = Field(default=0.3, description="Minimum relevance, 0 to 1")
+    max_tokens: int | None = Field(default=None, ge=16, le=200_000, description=(
+        "Also return a Markdown block of at most this many tokens"))
+    run_id: RunId | None = Field(default=None, description="Only this loop's items")
+    include_archived: bool = Field(default=False, description="Search the archive too")
+
+
+class HistoryRequest(_Strict):
+    last_n: int = Field(default=5, ge=1, le=100)
+    run_id: RunId = "default"
+
+
+class SkillsRequest(_Strict):
+    tags: list[Tag] | None = Field(default=None, max_length=50)
+    min_score: Score = Field(default=0.5, description="Minimum usefulness, 0 to 1")
+
+
+class StoreRequest(_Strict):
+    content: str = Field(min_length=1, max_length=50_000)
+    context_type: ContextType
+    tags: list[Tag] | None = Field(default=None, max_length=50)
+    metadata: dict[str, Any] | None = None
+    run_id: RunId = "default"
+
+
+class IterationRequest(_Strict):
+    iteration: int = Field(ge=0, le=10_000_000)
+    summary: str = Field(min_length=1, max_length=20_000)
+    success: bool
+    duration_ms: int = Field(default=0, ge=0)
+    tokens_used: int = Field(default=0, ge=0)
+    cost: float = Field(default=0.0, ge=0.0)
+    tool_calls: list[Annotated[str, StringConstraints(max_length=200)]] | None = Field(
+        default=None, max_length=1000)
+    artifacts: list[Annotated[str, StringConstraints(max_length=1000)]] | None = Field(
+        default=None, max_length=1000)
+    error: str | None = Field(default=None, max_length=20_000)
+    run_id: RunId = "default"
+
+
+class MarkRequest(_Strict):
+    item_id: str = Field(min_length=1, max_length=20, description="An item id, like c12")
+    helpful: bool
+    reason: str | None = Field(default=None, max_length=2000)
+
+
+class SummarizeRequest(_Strict):
+    older_than_iterations: int = Field(default=20, ge=1, le=1_000_000)
+    run_id: RunId | None = None
+
+
+class PruneRequest(_Strict):
+    min_score: Score = Field(default=0.3, description="Forget items under this usefulness")
+
+
+class NoArgs(_Strict):
+    pass
+
+
+class Out(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+def _actor(ctx: Context | None, fallback: str) -> Principal:
+    request = None
+    if ctx is not None:
+        try:
+            request = ctx.request_context.request
+        except (ValueError, AttributeError):
+            request = None
+    return request_principal(request) or Principal(fallback, "writer")
+
+
+def _tool(name: str, model: type[M], handler: Callable[[M, Principal], CallToolResult],
+          fallback: str, description: str, annotations: ToolAnnotations,
+          writes: bool) -> Tool:
+    def call(arguments: dict[str, Any], ctx: Context | None = None) -> CallToolResult:
+        who = _actor(ctx, fallback)
+        if writes and not who.can("writer"):
+            raise ToolError(f"{name} needs the writer role; the token of actor "
+                            f"{who.actor!r} has the {who.role} role")
+        try:
+            return handler(parse(model, arguments), who)
+        except SedimentError as exc:
+            raise ToolError(str(exc)) from exc
+
+    return Tool(fn=call, name=name, title=None, description=" ".join(description.split()),
+                parameters=model.model_json_schema(),
+                fn_metadata=_AsSent(arg_model=ArgModelBase, output_model=Out),
+                is_async=False, context_kwarg="ctx", annotations=annotations)
+
+
+def context_loop_for(service: ContextService, settings: ContextSettings | None = None,
+                     env: Any = None) -> ContextLoop:
+    """The context service of this project: its store placed by ``settings``."""
+    env = os.environ if env is None else env
+    s = settings or ContextSettings()
+    paths = list(service.layerset.paths.values())
+    layer_dir = paths[0].parent if paths else Path.cwd()
+    directory = context_dir(s, layer_dir, data_dir(env), f"{os.getpid()}")
+    profile = service.embedder.profile
+    store = FileContextStore(directory, profile=profile.to_dict(), dim=profile.dim,
+                             embedder_metadata=service.embedder.metadata())
+    return ContextLoop(store, service.embedder, s, project=layer_dir.resolve().name,
+                       cache_dir=directory / "cache")
+
+
+def _render(items: list[dict[str, Any]]) -> str:
+    return "\n".join(f"{i}. [{d['id']} {d['type']}, {d['state']}, score "
+                     f"{d.get('score', d.get('usefulness', 0)):.3f}] {d['content']}"
+                     for i, d in enumerate(items, 1)) or "No context items."
+
+
+def add_context_tools(server: MCPServer, service: ContextService, *,
+                      loop: ContextLoop | None = None, settings: ContextSettings | None = None,
+                      actor: str | None = None) -> ContextLoop:
+    """Register the ten context tools on ``server``; return the context service."""
+    cl = loop or context_loop_for(service, settings)
+    own = actor or default_actor()
+
+    def relevant(r: RelevantRequest, p: Principal) -> CallToolResult:
+        out = cl.get_relevant_context(p.actor, r.query, r.max_items, r.context_types,
+                                      r.min_score, r.max_tokens, r.run_id, r.include_archived)
+        text = out["block"] if r.max_tokens is not None else _render(out["items"])
+        if out["warnings"]:
+            text = "Warnings: " + "; ".join(out["warnings"]) + "\n" + text
+        return result(out, text)
+
+    def history(r: HistoryRequest, p: Principal) -> CallToolResult:
+        out = cl.get_iteration_history(p.actor, r.last_n, r.run_id)
+        return result(out, _render(out["iterations"]))
+
+    def skills(r: SkillsRequest, p: Principal) -> CallToolResult:
+        out = cl.get_skills(p.actor, r.tags, r.min_score)
+        return result(out, _render(out["skills"]))
+
+    def store(r: StoreRequest, p: Principal) -> CallToolResult:
+        out = cl.store_context(p.actor, r.content, r.context_type, r.tags or (), r.metadata,
+                               r.run_id)
+        return result(out, f"Stored {out['id']} ({out['context_type']}, iteration "
+                           f"{out['iteration']} of run {out['run_id']}).")
+
+    def iteration(r: IterationRequest, p: Principal) -> CallToolResult:
+        out = cl.store_iteration_result(p.actor, r.iteration, r.summary, r.success,
+                                        r.duration_ms, r.tokens_used, r.cost,
+                                        r.tool_calls or (), r.artifacts or (), r.error,
+                                        r.run_id)
+        return result(out, f"Stored iteration {r.iteration} as {out['id']}.")
+
+    def mark(r: MarkRequest, p: Principal) -> CallToolResult:
+        out = cl.mark_useful(p.actor, r.item_id, r.helpful, r.reason)
+        return result(out, f"Recorded: {out['id']} {'helpful' if r.helpful else 'not helpful'}"
+                           f" (usefulness now {out['usefulness']:.2f}).")
+
+    def summarize(r: SummarizeRequest, p: Principal) -> CallToolResult:
+        out = cl.summarize_old_context(p.actor, r.older_than_iterations, r.run_id)
+        return result(out, f"Summarized {out['summarized']} items into "
+                           f"{len(out['summaries'])} summaries; archived {out['archived']}.")
+
+    def prune(r: PruneRequest, p: Principal) -> CallToolResult:
+        out = cl.prune(p.actor, r.min_score)
+        lines = [f"Removed {out['count']} items."]
+        lines += [f"- {d['id']} {d['type']} (usefulness {d['usefulness']:.2f})"
+                  for d in out["removed"]]
+        return result(out, "\n".join(lines))
+
+    def stats(_: NoArgs, p: Principal) -> CallToolResult:
+        out = cl.stats(p.actor)
+        return result(out, f"{out['total']} items: {out['by_state']}; types {out['by_type']}.")
+
+    def health(_: NoArgs, p: Principal) -> CallToolResult:
+        out = cl.health()
+        return result(out, f"{out['status']}: {out['checks']}")
+
+    specs: list[tuple[str, Any, Any, ToolAnnotations, bool, str]] = [
+        ("get_relevant_context", RelevantRequest, relevant, READ_ONLY, False,
+         """Get the few items from earlier iterations that matter for this task, best first
+         (0.40 semantic + 0.25 recency + 0.20 usefulness + 0.15 type match; each result
+         explains its factors). With max_tokens, also a Markdown block to inject."""),
+        ("get_iteration_history", HistoryRequest, history, READ_ONLY, False,
+         "The last iterations of a loop (run_id): what was tried, what succeeded or failed."),
+        ("get_skills", SkillsRequest, skills, READ_ONLY, False,
+         """Learned skills, most useful first; min_score is the skill's usefulness from
+         feedback (0.5 until marked)."""),
+        ("store_context", StoreRequest, store, APPEND_ONLY, True,
+         """Store context for later iterations: task, iteration, skill, file, output or
+         error. Never include secrets: content that looks like a credential is refused."""),
+        ("store_iteration_result", IterationRequest, iteration, APPEND_ONLY, True,
+         """Record the result of a finished iteration (its error, if any, becomes an error
+         item too). Call it after every iteration of the loop."""),
+        ("mark_useful", MarkRequest, mark, APPEND_ONLY, True,
+         "Say whether a returned item helped (+0.1 usefulness) or not (-0.15)."),
+        ("summarize_old_context", SummarizeRequest, summarize, APPEND_ONLY, True,
+         """Replace items older than older_than_iterations by extractive summaries (the
+         originals are superseded, not deleted) and archive items past the archive age."""),
+        ("prune_low_value_context", PruneRequest, prune, DESTRUCTIVE, True,
+         """Forget items whose usefulness is under min_score (never a skill marked
+         helpful); says what it removed."""),
+        ("get_context_stats", NoArgs, stats, READ_ONLY, False,
+         "Counts of stored context by type and lifecycle state, feedback, runs and size."),
+        ("health_check", NoArgs, health, READ_ONLY, False,
+         "Whether the context store, the embedder and the tokenizer work."),
+    ]
+    tools = server._tool_manager._tools  # the SDK adds only functions after construction
+    for name, model, handler, notes, writes, description in specs:
+        tools[name] = _tool(name, model, handler, own, description, notes, writes)
+    return cl

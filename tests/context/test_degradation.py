@@ -1,0 +1,88 @@
+"""Retrieval degrades step by step, each step tested by breaking the layer below it:
+semantic + lexical -> lexical only -> cached results -> empty with a warning."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sediment.context import ContextLoop, ContextSettings
+from sediment.embed import HashEmbedder
+from sediment.errors import EmbeddingError, ValidationError
+from tests.context.conftest import make_loop
+
+
+class FailingEmbedder:
+    """An embedder whose model cannot load (e.g. its package is missing)."""
+
+    profile = HashEmbedder().profile
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        raise EmbeddingError("the MiniLM model is not installed")
+
+    def metadata(self) -> dict[str, Any]:
+        return {}
+
+
+def _fill(loop: ContextLoop) -> None:
+    loop.store_context("al", "The staging database lives on port 5433.", "task")
+    loop.store_iteration_result("al", 1, "Wired the login form.", True)
+    loop.store_iteration_result("al", 2, "Migrations failed.", False,
+                                error="relation users does not exist")
+
+
+def test_full_mode(loop: ContextLoop) -> None:
+    _fill(loop)
+    out = loop.get_relevant_context("al", "staging database port", min_score=0.0)
+    assert out["stats"]["mode"] == "semantic+lexical" and out["warnings"] == []
+    assert out["items"][0]["content"].startswith("The staging database")
+
+
+def test_lexical_when_the_embedder_fails(tmp_path: Path) -> None:
+    _fill(make_loop(tmp_path))
+    broken = make_loop(tmp_path, embedder=FailingEmbedder())
+    out = broken.get_relevant_context("al", "staging database port", min_score=0.0)
+    assert out["stats"]["mode"] == "lexical"
+    assert "embedder unavailable" in out["warnings"][0]
+    assert out["items"][0]["content"].startswith("The staging database")
+    assert out["items"][0]["factors"]["semantic"]["value"] == 1.0  # every term covered
+    stored = broken.store_context("al", "Use the staging port.", "task")
+    assert stored["embedded"] is False and "warning" in stored
+    assert broken.health()["status"] == "degraded"
+
+
+def test_cache_when_the_store_is_unreadable(tmp_path: Path) -> None:
+    loop = make_loop(tmp_path)
+    _fill(loop)
+    first = loop.get_relevant_context("al", "staging database port", min_score=0.0)
+    (tmp_path / "context" / "AGENTS.local.db").write_bytes(b"not a layer file at all")
+    again = make_loop(tmp_path).get_relevant_context("al", "staging database port",
+                                                     min_score=0.0)
+    assert again["stats"]["mode"] == "cache"
+    assert [d["id"] for d in again["items"]] == [d["id"] for d in first["items"]]
+    assert any("unreadable" in w for w in again["warnings"])
+
+
+def test_empty_when_there_is_no_cache_either(tmp_path: Path) -> None:
+    loop = make_loop(tmp_path)
+    _fill(loop)
+    (tmp_path / "context" / "AGENTS.local.db").write_bytes(b"garbage")
+    out = make_loop(tmp_path).get_relevant_context("al", "anything", max_tokens=100)
+    assert out["stats"]["mode"] == "empty" and out["items"] == []
+    assert out["block"].startswith("## Relevant Context")
+    assert any("empty context" in w for w in out["warnings"])
+
+
+def test_full_store_prunes_before_refusing(tmp_path: Path) -> None:
+    loop = make_loop(tmp_path)
+    _fill(loop)
+    bad = loop.get_relevant_context("al", "login form", min_score=0.0)["items"][0]["id"]
+    for _ in range(2):
+        loop.mark_useful("al", bad, False)
+    full = make_loop(tmp_path, ContextSettings(max_size_mb=0))
+    with pytest.raises(ValidationError, match="full"):
+        full.store_context("al", "one more", "task")
+    assert full.stats("al")["hidden"]["forgotten"] == 1

@@ -1,0 +1,141 @@
+"""A 60-iteration scripted agent loop through the official MCP SDK client (issue 17)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp import Client
+from sediment.context import count_tokens
+from sediment.embed import HashEmbedder
+from sediment.ops.service import ContextService
+from sediment.server import build_server
+from sediment.store import LayerSet
+from tests.mcp.conftest import make_store
+
+TIMEOUT = 120
+TOOLS = {"get_relevant_context", "get_iteration_history", "get_skills", "store_context",
+         "store_iteration_result", "mark_useful", "summarize_old_context",
+         "prune_low_value_context", "get_context_stats", "health_check"}
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+@pytest.fixture
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("SEDIMENT_ACTOR", "ralph")
+    monkeypatch.setenv("SEDIMENT_DATA_DIR", str(tmp_path / "data"))
+    store = make_store(tmp_path / "store")
+    return build_server(ContextService(LayerSet.from_directory(store), HashEmbedder()))
+
+
+async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    r = await client.call_tool(tool, args)
+    assert not r.is_error, (tool, text_of(r))
+    out: dict[str, Any] = r.structured_content
+    return out
+
+
+def test_sixty_iteration_loop(server: Any) -> None:
+    async def main() -> None:
+        with anyio.fail_after(TIMEOUT):
+            async with Client(server) as client:
+                names = {t.name for t in (await client.list_tools()).tools}
+                assert names >= TOOLS
+                skill = await call(client, "store_context", {
+                    "content": "Run the database migrations before the integration tests.",
+                    "context_type": "skill", "tags": ["testing"]})
+                marked: set[str] = set()
+                for i in range(1, 61):
+                    error = f"OperationalError: table users_{i} missing." if i % 6 == 0 \
+                        else None
+                    await call(client, "store_iteration_result", {
+                        "iteration": i, "summary": f"Worked on endpoint {i}. Added its tests.",
+                        "success": error is None, "duration_ms": 1000 + i,
+                        "tokens_used": 500, "cost": 0.01, "error": error})
+                    got = await call(client, "get_relevant_context", {
+                        "query": "integration tests fail: table missing", "max_items": 8,
+                        "min_score": 0.0, "max_tokens": 300})
+                    assert got["tokens"] <= 300
+                    assert count_tokens(got["block"]) <= 300
+                    assert got["block"].startswith(
+                        "## Relevant Context from Previous Iterations")
+                    for item in got["items"]:
+                        f = item["factors"]
+                        assert set(f) == {"semantic", "recency", "usefulness", "type_match"}
+                        total = sum(v["contribution"] for v in f.values())
+                        assert abs(total - item["score"]) < 1e-3
+                    if i % 10 == 0:
+                        first = got["items"][0]["id"]
+                        await call(client, "mark_useful", {"item_id": first, "helpful": True})
+                        marked.add(first)
+                    if i == 30:
+                        summary = await call(client, "summarize_old_context",
+                                             {"older_than_iterations": 20})
+                        assert summary["summaries"]
+                        assert all(s["sources"] for s in summary["summaries"])
+                await call(client, "mark_useful", {"item_id": skill["id"], "helpful": True})
+                stats = await call(client, "get_context_stats", {})
+                assert stats["runs"] == {"default": 60}
+                assert stats["by_state"]["active"] > 0 and stats["by_state"]["aging"] > 0
+                assert stats["hidden"]["superseded"] > 0
+                done = await call(client, "summarize_old_context", {})
+                assert done["archived"] > 0
+                stats = await call(client, "get_context_stats", {})
+                assert stats["by_state"]["archived"] == done["archived"]
+                history = await call(client, "get_iteration_history", {"last_n": 3})
+                assert [h["iteration"] for h in history["iterations"]] == [60, 59, 58]
+                assert history["iterations"][0]["state"] == "active"
+                # an unhelpful item goes; a helpful skill never does
+                victim = history["iterations"][2]["id"]
+                for _ in range(2):
+                    await call(client, "mark_useful", {"item_id": victim, "helpful": False})
+                pruned = await call(client, "prune_low_value_context", {"min_score": 0.3})
+                assert [d["id"] for d in pruned["removed"]] == [victim]
+                skills = await call(client, "get_skills", {"min_score": 0.5})
+                assert [s["id"] for s in skills["skills"]] == [skill["id"]]
+                health = await call(client, "health_check", {})
+                assert health["status"] == "ok"
+
+    anyio.run(main)
+
+
+@pytest.mark.parametrize(("tool", "args", "field"), [
+    ("get_relevant_context", {"query": "x", "max_items": 51}, "max_items"),
+    ("get_relevant_context", {"query": "x", "max_items": "5"}, "max_items"),
+    ("get_relevant_context", {"query": "x", "min_score": 1.5}, "min_score"),
+    ("get_relevant_context", {"query": "x", "context_types": ["bogus"]}, "context_types"),
+    ("store_context", {"content": "x", "context_type": "note"}, "context_type"),
+    ("store_context", {"content": "x", "context_type": "task", "extra": 1}, "extra"),
+    ("mark_useful", {"item_id": "c1"}, "helpful"),
+    ("get_skills", {"min_score": -0.1}, "min_score"),
+    ("prune_low_value_context", {"min_score": 2}, "min_score"),
+])
+def test_bad_arguments_name_the_field(server: Any, tool: str, args: dict[str, Any],
+                                      field: str) -> None:
+    async def main() -> None:
+        with anyio.fail_after(TIMEOUT):
+            async with Client(server) as client:
+                r = await client.call_tool(tool, args)
+                assert r.is_error and field in text_of(r), text_of(r)
+
+    anyio.run(main)
+
+
+def test_store_context_refuses_credentials(server: Any) -> None:
+    async def main() -> None:
+        with anyio.fail_after(TIMEOUT):
+            async with Client(server) as client:
+                r = await client.call_tool("store_context", {
+                    "content": "deploy with AKIAIOSFODNN7EXAMPLE as the key",
+                    "context_type": "task"})
+                assert r.is_error and "credential" in text_of(r)
+                stats = await call(client, "get_context_stats", {})
+                assert stats["total"] == 0
+
+    anyio.run(main)
