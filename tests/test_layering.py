@@ -12,7 +12,7 @@ import sediment
 SRC = Path(sediment.__file__).parent
 
 RANK = {"format": 0, "store": 1, "embed": 2, "search": 2, "ingest": 3, "review": 3, "kcp": 4,
-        "ops": 5, "server": 6, "cli": 7}
+        "agents": 4, "ops": 5, "server": 6, "cli": 7}
 ASIDE = {"errors", "config", "__init__", "__main__", "py"}
 
 
@@ -55,7 +55,7 @@ def test_imports_follow_the_layering() -> None:
 
 @pytest.mark.parametrize("module", ["sediment", "sediment.format", "sediment.store",
                                     "sediment.embed", "sediment.search", "sediment.ingest",
-                                    "sediment.ops", "sediment.ops.requests",
+                                    "sediment.ops", "sediment.ops.requests", "sediment.agents",
                                     "sediment.server", "sediment.errors"])
 def test_all_is_complete(module: str) -> None:
     import importlib

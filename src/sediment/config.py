@@ -40,7 +40,22 @@ KEYS: dict[str, frozenset[str]] = {
     "compile": frozenset({"include", "exclude", "max_chars", "default_kind", "element_type",
                           "kinds"}),
 }
-"""Every section and key a config file may hold; anything else is an error, not ignored."""
+"""Every section and key a config file may hold; anything else is an error, not ignored.
+``[agents]`` holds persona tables by name (checked by :mod:`sediment.agents` when loaded)."""
+
+AGENT_KINDS = {"script": "lua", "python": "python"}
+"""Sub-tables of ``[agents]`` that hold personas of another source (not a persona name)."""
+
+
+@dataclass(slots=True)
+class AgentDefinition:
+    """One persona table as written: ``source`` is toml, lua or python; ``origin`` is the
+    file that defined it (a script's relative ``path`` is relative to its directory)."""
+
+    name: str
+    source: str
+    table: dict[str, Any]
+    origin: Path
 
 
 @dataclass(slots=True)
@@ -71,6 +86,7 @@ class Config:
     compile: CompileConfig = field(default_factory=CompileConfig)
     cache_dir: Path | None = None
     source_files: list[Path] = field(default_factory=list)
+    agents: dict[str, AgentDefinition] = field(default_factory=dict)
 
 
 def _find_project_file(start: Path) -> Path | None:
@@ -116,11 +132,31 @@ def _section(data: Mapping[str, Any], name: str, source: Path) -> dict[str, Any]
     return section
 
 
-def _apply(cfg: Config, data: Mapping[str, Any], source: Path) -> None:
-    unknown = set(data) - set(KEYS)
+def _agents(cfg: Config, data: Mapping[str, Any], source: Path, *, trusted: bool) -> None:
+    """``[agents.NAME]``, ``[agents.script.NAME]`` and (user config only) ``[agents.python.NAME]``:
+    a repository's sediment.toml must not make ``serve`` import code."""
+    section = _expect(data.get("agents", {}), dict, f"{source}: [agents]")
+    for key, value in section.items():
+        if key in AGENT_KINDS:
+            if key == "python" and not trusted:
+                raise ConfigError(f"{source}: [agents.python] is allowed only in the user config "
+                                  "(a project's sediment.toml must not run Python code); "
+                                  "use a Lua persona ([agents.script.NAME]) instead")
+            tables = _expect(value, dict, f"{source}: [agents.{key}]")
+            for name, table in tables.items():
+                _expect(table, dict, f"{source}: [agents.{key}.{name}]")
+                cfg.agents[name] = AgentDefinition(name, AGENT_KINDS[key], dict(table), source)
+        else:
+            _expect(value, dict, f"{source}: [agents.{key}]")
+            cfg.agents[key] = AgentDefinition(key, "toml", dict(value), source)
+
+
+def _apply(cfg: Config, data: Mapping[str, Any], source: Path, *, trusted: bool = False) -> None:
+    _agents(cfg, data, source, trusted=trusted)
+    unknown = set(data) - set(KEYS) - {"agents"}
     if unknown:
         raise ConfigError(f"{source}: unknown section(s) {', '.join(sorted(unknown))}; "
-                          f"known: {', '.join(sorted(KEYS))}")
+                          f"known: {', '.join(sorted([*KEYS, 'agents']))}")
     store = _section(data, "store", source)
     if "dir" in store:
         cfg.layer_dir = cfg.root / Path(_expect(store["dir"], str,
@@ -188,7 +224,7 @@ def load_config(cwd: Path | None = None, env: Mapping[str, str] | None = None) -
     if env.get("SEDIMENT_USER_CONFIG"):
         user_file = here / env["SEDIMENT_USER_CONFIG"]
     if user_file.is_file():
-        _apply(cfg, _read_toml(user_file), user_file)
+        _apply(cfg, _read_toml(user_file), user_file, trusted=True)
         cfg.source_files.append(user_file)
     if project is not None:
         _apply(cfg, _read_toml(project), project.resolve())

@@ -31,19 +31,25 @@ from sediment.cli._review import signature_option
                    "directory, else the project root).")
 @click.option("--no-warm-up", is_flag=True,
               help="Load the embedding model on the first query instead of at start.")
+@click.option("--agent", default=None,
+              help="Expose only this persona's tools (personas: sediment agent list).")
 @layer_options
 @signature_option
 @click.pass_context
 def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path: str,
           token: str | None, embedder_name: str | None, root: Path | None, no_warm_up: bool,
-          layer_dir: Path | None, **paths: Path | None) -> None:
+          agent: str | None, layer_dir: Path | None, **paths: Path | None) -> None:
     """Serve the layers to agents over MCP (tools agents_search, agents_context_write,
     agents_context_propose; chunks and layers as agentsdb:// resources).
 
-    The handshake is answered at once: the embedding model loads in the background.
+    Personas from the configuration are served as MCP prompts; over http the same server
+    answers the HTTP API (docs/http-api.md). The handshake is answered at once: the
+    embedding model loads in the background.
     """
     from sediment.ops.service import ContextService
     from sediment.server import build_http_app, build_server, check_binding
+    from sediment.server.api import mount_api
+    from sediment.server.prompts import serve_personas
 
     cfg = get_config(ctx)
     layerset = open_layerset(cfg, layer_dir, **paths)
@@ -51,12 +57,14 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
     service = ContextService(layerset, build_embedder(cfg, embedder_name),
                              root=root or layer_dir or cfg.root)
     server = build_server(service)
+    registry, context = serve_personas(server, service, cfg.agents.values(), agent=agent)
     if transport == "stdio":
         if not no_warm_up:
             service.warm_up()
         anyio.run(server.run_stdio_async)
         return
     check_binding(host, token)
+    mount_api(server, registry, context, host=host)
     app = build_http_app(server, host=host, token=token, path=http_path)
     import uvicorn
 
