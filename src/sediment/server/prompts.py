@@ -14,9 +14,11 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.prompts.base import Message, Prompt, PromptArgument
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from sediment.agents import Definition, PersonaContext, Registry, Resolved, load_registry
-from sediment.errors import NotFoundError, SedimentError
+from sediment.errors import NotFoundError, RequestError, SedimentError
 from sediment.ops.requests import SearchOptions, parse
 from sediment.ops.service import ContextService
 from sediment.store import LayerName
@@ -77,8 +79,10 @@ def add_prompts(server: MCPServer, registry: Registry, context: PersonaContext) 
         def render(**arguments: Any) -> list[Message]:
             try:
                 return prompt_messages(registry.resolve(name, arguments, context))
+            except RequestError as exc:
+                raise MCPError(INVALID_PARAMS, str(exc)) from exc
             except SedimentError as exc:
-                raise ValueError(str(exc)) from exc
+                raise MCPError(INTERNAL_ERROR, str(exc)) from exc
         return render
 
     for info in registry.list():
