@@ -10,8 +10,9 @@ the persona's. Clients that take system instructions (the HTTP API) get ``system
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
+import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.prompts.base import Message, Prompt, PromptArgument
 from mcp.shared.exceptions import MCPError
@@ -73,8 +74,22 @@ def prompt_messages(resolved: Resolved) -> list[Message]:
     return out
 
 
+class _PersonaPrompt(Prompt):
+    """Arguments are checked by the persona (so a missing one is an invalid-params error
+    naming it, not the SDK's internal error); resolving runs on a worker thread."""
+
+    async def render(self, arguments: dict[str, Any] | None,
+                     context: Any) -> list[Message]:
+        del context
+        def call() -> list[Message]:
+            return cast(list[Message], self.fn(**(arguments or {})))
+
+        return await anyio.to_thread.run_sync(call)
+
+
 def add_prompts(server: MCPServer, registry: Registry, context: PersonaContext) -> None:
     """Every persona as a prompt: ``prompts/get`` resolves it (errors name the persona)."""
+
     def renderer(name: str) -> Any:
         def render(**arguments: Any) -> list[Message]:
             try:
@@ -86,7 +101,7 @@ def add_prompts(server: MCPServer, registry: Registry, context: PersonaContext) 
         return render
 
     for info in registry.list():
-        server.add_prompt(Prompt(
+        server.add_prompt(_PersonaPrompt(
             name=info.name, title=None, description=info.description, fn=renderer(info.name),
             context_kwarg=None,
             arguments=[PromptArgument(name=a.name, description=a.description or None,
