@@ -59,3 +59,11 @@ def test_untrusted_text_is_printed_literally(tmp_path: Path, sediment: Runner) -
     assert "Topic: [bold red]not markup[/] \\x1b[31mred\\x1b[0m \\x07bell" in r.out
     listed = sediment("agent", "list", cwd=tmp_path)
     assert "[link=x]d[/link] \\x1b[2J" in listed.out and "\x1b" not in listed.out
+
+
+def test_init_json(tmp_path: Path, sediment: Runner) -> None:
+    r = sediment("agent", "init", "helper", "--dir", "personas", "--json", cwd=tmp_path)
+    assert r.code == 0, r.err
+    assert r.json() == {"path": str(tmp_path / "personas" / "helper.lua"),
+                        "config": '[agents.script.helper]\npath = "personas/helper.lua"\n'
+                                  "timeout = 30\n"}

@@ -113,13 +113,18 @@ def test(ctx: click.Context, /, name: str, args: tuple[str, ...], embedder_name:
 @click.argument("name")
 @click.option("--dir", "directory", default="agents", show_default=True,
               help="Directory for the script, relative to the project root.")
+@json_option
 @click.pass_context
-def init(ctx: click.Context, /, name: str, directory: str) -> None:
+def init(ctx: click.Context, /, name: str, directory: str, as_json: bool) -> None:
     """Scaffold a Lua persona and print the config to add to sediment.toml."""
     from sediment.agents import scaffold_script
+    from sediment.cli._app import emit_json
 
     cfg = get_config(ctx)
     path, snippet = scaffold_script(name, cfg.root, directory)
+    if as_json:
+        emit_json({"path": str(path), "config": snippet})
+        return
     click.echo(f"Created: {path}")
     click.echo("Add to sediment.toml:\n")
     click.echo(snippet)
