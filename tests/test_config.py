@@ -76,7 +76,7 @@ def test_project_file_keys(tmp_path: Path, text: str, get: Callable[[Config], An
 # Bad files: the error names the file and the key, and says what was wrong.
 ERRORS: list[tuple[str, str]] = [
     ("[store\n", "invalid TOML"),
-    ("[stroe]\ndir = 'x'", "unknown section(s) stroe; known: compile, embedder, store"),
+    ("[stroe]\ndir = 'x'", "unknown section(s) stroe; known: agents, compile, embedder, store"),
     ("[store]\ndri = 'x'", "unknown key(s) dri in [store]; known: cache_dir, dir"),
     ("[embedder]\napi_key = 'sk-123'", "unknown key(s) api_key in [embedder]"),
     ("store = 3", "[store] must be dict, got int"),
