@@ -54,7 +54,8 @@ def child(directory: Path, tag: str, writes: int) -> None:
     while writes == 0 or n < writes:
         scope = "local" if n % 2 == 0 else "delta"
         content = f"{tag} write {n}: " + "lorem ipsum " * (n % 7)
-        cid = write_context(ls, emb, WriteRequest(content, "note", 0.5, [], scope))
+        cid = write_context(ls, emb, WriteRequest(content=content, kind="note", confidence=0.5,
+                                                    sources=[], scope=scope))
         print(f"ACK {scope} {cid} {tag} write {n}", flush=True)
         n += 1
 

@@ -16,6 +16,7 @@ from bench import (
     append_bench,
     bandwidth,
     compile_bench,
+    first_query,
     hybrid_search,
     layerfiles,
     machine,
@@ -57,6 +58,7 @@ class Results:
     appends: list[append_bench.AppendLatency] = field(default_factory=list)
     compiles: list[compile_bench.CompileRun] = field(default_factory=list)
     embed: compile_bench.EmbedRun | None = None
+    first_queries: list[first_query.FirstQuery] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -158,6 +160,9 @@ def run(opts: Options) -> Results:
         for c in res.compiles:
             log(f"  {c.embedder}: {c.chunks} chunks in {c.seconds:.2f}s "
                 f"({c.chunks_per_s:.0f} chunks/s)")
+        for rows in opts.sizes:
+            if rows in first_query.TARGETS:
+                res.first_queries.append(first_query.measure(workdir, rows, opts.seed))
     finally:
         if not opts.keep:
             shutil.rmtree(workdir, ignore_errors=True)

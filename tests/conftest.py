@@ -44,9 +44,11 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory,
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("SEDIMENT_USER_CONFIG", str(home / "config.toml"))
     monkeypatch.setenv("SEDIMENT_CACHE_DIR", str(home / "cache"))
+    monkeypatch.setenv("SEDIMENT_DATA_DIR", str(home / "data"))
     for var in ("SEDIMENT_DIR", "SEDIMENT_EMBEDDER", "SEDIMENT_CONFIG", "SOURCE_DATE_EPOCH",
                 "SEDIMENT_EMBED_BASE_URL", "SEDIMENT_EMBED_MODEL", "SEDIMENT_EMBED_DIM",
-                "SEDIMENT_EMBED_API_KEY", "OPENAI_API_KEY"):
+                "SEDIMENT_EMBED_API_KEY", "OPENAI_API_KEY", "SEDIMENT_ACTOR",
+                "SEDIMENT_TOKENS_FILE", "SEDIMENT_MEMORY_DEDUP", "SEDIMENT_TOKEN"):
         monkeypatch.delenv(var, raising=False)
     yield
 

@@ -11,8 +11,9 @@ import sediment
 
 SRC = Path(sediment.__file__).parent
 
-RANK = {"format": 0, "store": 1, "embed": 2, "search": 2, "ingest": 3, "review": 3, "kcp": 4,
-        "agents": 4, "ops": 5, "server": 6, "cli": 7}
+RANK = {"format": 0, "store": 1, "auth": 2, "embed": 2, "search": 2, "credentials": 2,
+        "ingest": 3, "review": 3, "kcp": 4, "memory": 4, "agents": 4, "ops": 5, "server": 6,
+        "cli": 7, "_api": 7}
 ASIDE = {"errors", "config", "__init__", "__main__", "py"}
 
 
@@ -55,8 +56,10 @@ def test_imports_follow_the_layering() -> None:
 
 @pytest.mark.parametrize("module", ["sediment", "sediment.format", "sediment.store",
                                     "sediment.embed", "sediment.search", "sediment.ingest",
-                                    "sediment.ops", "sediment.ops.requests", "sediment.agents",
-                                    "sediment.server", "sediment.errors"])
+                                    "sediment.ops", "sediment.ops.requests",
+                                    "sediment.server", "sediment.errors", "sediment.memory",
+                                    "sediment.credentials", "sediment.auth",
+                                    "sediment.agents"])
 def test_all_is_complete(module: str) -> None:
     import importlib
 

@@ -33,6 +33,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--b", type=float, default=None, help="BM25 b (default: Sediment's)")
     p.add_argument("--memory-text", default="dated", choices=("dated", "speaker", "plain"),
                    help="how a LoCoMo turn is written as a memory")
+    p.add_argument("--split-base", type=float, default=0.0, metavar="FRACTION",
+                   help="write this fraction of each conversation's turns (the earliest) "
+                        "as a base layer, the rest to the local layer (default 0: all local)")
     p.add_argument("--conversations", type=int, default=None,
                    help="only the first N LoCoMo conversations (quick runs)")
     p.add_argument("--modes", default=",".join(MODES))
@@ -54,7 +57,8 @@ def run_locomo(opts: argparse.Namespace, embedder: Embedder, base: SearchRequest
     t = time.perf_counter()
     for conv in locomo.load(limit=opts.conversations):
         with tempfile.TemporaryDirectory(prefix="sediment-locomo-") as tmp:
-            labels = locomo.write_memories(conv, Path(tmp), embedder, opts.memory_text)
+            labels = locomo.write_memories(conv, Path(tmp), embedder, opts.memory_text,
+                                           opts.split_base)
             ls = LayerSet.from_directory(tmp)
             qs = [(q.text, q.category, q.evidence) for q in conv.questions]
             run_questions(ls, embedder, qs, labels, base, results, modes)

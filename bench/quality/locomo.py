@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sediment.embed import Embedder
+from sediment.format import Chunk, encode_layer
 from sediment.ops import WriteRequest, write_context
 from sediment.store import LayerSet
 
@@ -98,13 +99,26 @@ def load(path: Path = DATASET, limit: int | None = None) -> list[Conversation]:
 
 
 def write_memories(conv: Conversation, directory: Path, embedder: Embedder,
-                   style: MemoryText) -> dict[int, str]:
-    """Write every turn into ``directory``'s local layer; return chunk id -> dia_id."""
+                   style: MemoryText, base_fraction: float = 0.0) -> dict[int, str]:
+    """Write every turn into ``directory``'s local layer; return chunk id -> dia_id.
+
+    With ``base_fraction`` above 0, that fraction of the turns (the earliest) is written
+    first as a base layer, in one file as ``compile`` would, and only the later turns go
+    to the local layer one at a time: a store whose layers differ in size, where BM25
+    statistics computed per layer and over the layers searched together differ."""
     layerset = LayerSet.from_directory(directory)
     contents = [memory_text(t, style) for t in conv.turns]
-    embedder.embed(contents)  # one batch: later per-turn embeds are cache hits
+    vectors = embedder.embed(contents)  # one batch: later per-turn embeds are cache hits
     ids: dict[int, str] = {}
-    for turn, content in zip(conv.turns, contents, strict=True):
+    split = int(len(contents) * base_fraction)
+    if split:
+        chunks = [Chunk(n + 1, KIND, contents[n], "human", 1.0, 0,
+                        (f"{conv.sample_id}/{conv.turns[n].dia_id}",)) for n in range(split)]
+        (directory / "AGENTS.db").write_bytes(encode_layer(
+            chunks, vectors[:split], metadata={"v": 1, "id_high_water": split,
+                                               "embedding_profile": embedder.profile.to_dict()}))
+        ids.update((n + 1, conv.turns[n].dia_id) for n in range(split))
+    for turn, content in zip(conv.turns[split:], contents[split:], strict=True):
         request = WriteRequest(content=content, kind=KIND, confidence=1.0,
                                sources=[f"{conv.sample_id}/{turn.dia_id}"], scope="local")
         ids[write_context(layerset, embedder, request)] = turn.dia_id

@@ -1,4 +1,13 @@
-"""Sediment: a layered, append-only context store and memory server for AI agents."""
+"""Sediment: a layered, append-only context store and memory server for AI agents.
+
+``sediment.open(directory)`` gives a :class:`Store` with ``search``, ``write``, ``propose``
+and ``forget``: the services behind the ``sediment`` command and the MCP server.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
 
 from sediment.errors import (
     ConfigError,
@@ -13,7 +22,29 @@ from sediment.errors import (
     ValidationError,
 )
 
+if TYPE_CHECKING:
+    from sediment._api import Store
+    from sediment.embed import Embedder
+
 __version__ = "0.1.0"
+
+
+def open(directory: str | os.PathLike[str], *,
+         embedder: str | Embedder | None = None,
+         cache_path: str | os.PathLike[str] | None = None) -> Store:
+    """Open the layers in ``directory`` (``AGENTS.db``, ``AGENTS.user.db``,
+    ``AGENTS.delta.db``, ``AGENTS.local.db``; any may be absent)."""
+    from sediment._api import open_store
+
+    return open_store(directory, embedder=embedder, cache_path=cache_path)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Store":
+        from sediment._api import Store
+
+        return Store
+    raise AttributeError(f"module 'sediment' has no attribute {name!r}")
 
 __all__ = [
     "ConfigError",
@@ -25,6 +56,8 @@ __all__ = [
     "SchemaMismatchError",
     "SedimentError",
     "SignatureError",
+    "Store",
     "ValidationError",
     "__version__",
+    "open",
 ]

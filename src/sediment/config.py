@@ -66,6 +66,9 @@ class EmbedderConfig:
     dim: int | None = None
     api_key: str | None = None
     api_key_env: str | None = None
+    explicit: bool = False
+    """True when a config file or the environment names the embedder; otherwise a search
+    may take the offline embedder recorded in the layers' profile."""
 
 
 @dataclass(slots=True)
@@ -165,6 +168,7 @@ def _apply(cfg: Config, data: Mapping[str, Any], source: Path, *, trusted: bool 
         cfg.cache_dir = source.parent / _expect(store["cache_dir"], str,
                                                 f"{source}: store.cache_dir")
     emb = _section(data, "embedder", source)
+    cfg.embedder.explicit = cfg.embedder.explicit or "name" in emb
     for key in ("name", "base_url", "model"):
         if key in emb:
             setattr(cfg.embedder, key, _expect(emb[key], str, f"{source}: embedder.{key}"))
@@ -233,6 +237,7 @@ def load_config(cwd: Path | None = None, env: Mapping[str, str] | None = None) -
         cfg.layer_dir = here / env["SEDIMENT_DIR"]
     if env.get("SEDIMENT_EMBEDDER"):
         cfg.embedder.name = env["SEDIMENT_EMBEDDER"]
+        cfg.embedder.explicit = True
     if env.get("SEDIMENT_EMBED_BASE_URL"):
         cfg.embedder.base_url = env["SEDIMENT_EMBED_BASE_URL"]
     if env.get("SEDIMENT_EMBED_MODEL"):

@@ -33,7 +33,8 @@ def project(tmp_path: Path) -> Path:
 
 async def _check_prompts(client: Client) -> None:
     listed = {p.name: p for p in (await client.list_prompts()).prompts}
-    assert set(listed) == {"code-reviewer", "onboarding", "incident-responder"}
+    assert set(listed) - {"memory_guidelines"} == {"code-reviewer", "onboarding",
+                                                   "incident-responder"}
     incident = listed["incident-responder"]
     assert incident.description == "Helps triage a production incident with the relevant " \
                                    "runbooks"
@@ -102,7 +103,7 @@ def test_serve_agent_exposes_only_its_tools(project: Path) -> None:
                 denied = await client.call_tool("agents_context_write", {
                     "content": "x", "kind": "note", "confidence": 0.5})
                 assert denied.is_error
-                assert len((await client.list_prompts()).prompts) == 3
+                assert len((await client.list_prompts()).prompts) == 4  # and memory_guidelines
 
     anyio.run(main)
 

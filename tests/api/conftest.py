@@ -36,10 +36,17 @@ def write_api_project(root: Path) -> Path:
 @pytest.fixture(scope="module")
 def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     root = write_api_project(tmp_path_factory.mktemp("api") / "acme")
+    home = root.parent / "home"
     with pytest.MonkeyPatch.context() as mp:
+        # Module-scoped, so the per-test isolation of tests/conftest.py is not in force yet.
         mp.setenv("SEDIMENT_CONFIG", str(root / "sediment.toml"))
         mp.setenv("SEDIMENT_EMBEDDER", "hash")
-        mp.delenv("SEDIMENT_USER_CONFIG", raising=False)
+        mp.setenv("SEDIMENT_USER_CONFIG", str(home / "config.toml"))
+        mp.setenv("SEDIMENT_CACHE_DIR", str(home / "cache"))
+        mp.setenv("SEDIMENT_DATA_DIR", str(home / "data"))
+        mp.setenv("SEDIMENT_TOKENS_FILE", str(home / "tokens.json"))
+        for var in ("SEDIMENT_ACTOR", "SEDIMENT_DIR", "SEDIMENT_TOKEN"):
+            mp.delenv(var, raising=False)
         server = start_http(root, "--no-warm-up")
     yield server
     stop(server.process)

@@ -123,3 +123,10 @@ def test_auth_and_origin_rules(api: httpx.Client, api_server: HttpServer) -> Non
           "unauthorized")
     assert api.get("/health", headers={"Origin": f"http://localhost:{api_server.port}"}) \
         .status_code == 200
+
+
+def test_tools_validated_by_the_sdk_answer_400_too(api: httpx.Client) -> None:
+    """recall_memories validates with the SDK's model: its pydantic error is a 400 naming
+    the field, not a 500 (schemathesis found this)."""
+    assert error(api.post("/tools/recall_memories", json={"query": "x", "limit": 47.0}), 400,
+                 "bad_request").startswith("limit: expected an integer, got 47.0")

@@ -76,3 +76,19 @@ def test_inspector_drives_the_whole_flow(inspector: Any) -> None:
 
     chunk = inspector("--method", "resources/read", "--uri", f"agentsdb://chunks/{new_id}")
     assert "Staging deploys pause" in chunk["contents"][0]["text"]
+
+
+def test_inspector_drives_the_memory_tools(inspector: Any) -> None:
+    saved = inspector("--method", "tools/call", "--tool-name", "save_memory",
+                      "--tool-arg", "content=Staging deploys need a second reviewer.",
+                      "--tool-arg", "category=convention", "--tool-arg", "scope=project")
+    assert saved["structuredContent"]["status"] == "created"
+    got = inspector("--method", "tools/call", "--tool-name", "recall_memories",
+                    "--tool-arg", "query=staging deploy review", "--tool-arg", "limit=3")
+    assert got["structuredContent"]["memories"][0]["id"] == saved["structuredContent"]["id"]
+    bad = inspector("--method", "tools/call", "--tool-name", "recall_memories",
+                    "--tool-arg", "query=x", "--tool-arg", "limit=51",
+                    expect_tool_error=True)
+    assert "limit" in bad["content"][0]["text"]
+    prompt = inspector("--method", "prompts/get", "--prompt-name", "memory_guidelines")
+    assert "save_memory" in prompt["messages"][0]["content"]["text"]

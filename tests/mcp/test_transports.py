@@ -136,7 +136,8 @@ def test_non_loopback_needs_a_token(store: Path, host: str) -> None:
 
 def test_initialize_answers_before_the_model_loads(store: Path) -> None:
     """With the default MiniLM embedder, the handshake and tools/list do not wait."""
-    params = StdioServerParameters(command=SEDIMENT, args=["serve", "--dir", str(store)],
+    params = StdioServerParameters(command=SEDIMENT, args=["serve", "--dir", str(store),
+                                                           "--embedder", "minilm"],
                                    env=dict(os.environ))
 
     async def main() -> float:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sediment.cli._review import show_chunk
+from sediment.cli._chunk import show_chunk
 from sediment.format import LayerFile
 from sediment.ops.propose import propose
 from sediment.store import LayerSet

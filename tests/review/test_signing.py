@@ -11,8 +11,7 @@ from click.testing import CliRunner
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from sediment.cli._app import layer_options
-from sediment.cli._review import signature_option
+from sediment.cli._options import layer_options, signature_option
 from sediment.errors import FormatError, NotFoundError, PermissionDeniedError, ValidationError
 from sediment.review import SignatureError, keygen, require_signature, sign, verify
 from tests.review.helpers import make_base

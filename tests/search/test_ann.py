@@ -238,29 +238,20 @@ def test_list_count_grows_with_the_square_root_and_feeds_k_means() -> None:
 
 def test_the_single_layer_shortcut_matches_the_general_path(tmp_path: Path) -> None:
     """Vector searches of one layer skip the pool arithmetic; the hits must not change."""
-    from sediment.search import engine
-
     ls, path = make_layer(tmp_path)
     ann.ensure_index(path)
-    layer = ls.layers()[0]
     compared = 0
     for q in clustered(10, 17):
-        first = ids(ls, q)[0]
-        for hidden in (frozenset(), frozenset(first[::3])):
-            for kinds in (None, ("note",)):
-                request = SearchRequest(k=10, mode="vector", kinds=kinds)
-                c = engine._default_candidates(request)
-                short = engine._approximate_hits(layer, request, q, c, True, hidden)
-                part = engine._layer_part(layer, request, q, [], c, True, {})
-                assert short is not None and part is not None and part.approximate
-                general = engine._fuse_and_resolve([layer, layer], [part], request, q, True,
-                                                   hidden)
-                assert [(h.id, h.chunk, h.score, h.vector_score, h.vector_rank,
-                         h.approximate) for h in short] == \
-                    [(h.id, h.chunk, h.score, h.vector_score, h.vector_rank, h.approximate)
-                     for h in general[:10]]
-                assert not {h.chunk.id for h in short} & hidden
-                compared += len(short)
+        for kinds in (None, ("note",), ("rare",)):
+            request = SearchRequest(k=10, mode="vector", kinds=kinds)
+            short = search(ls, request, q, normalised=True).hits
+            general = search(ls, request, q, normalised=True, shortcuts=False).hits
+            assert short and all(h.approximate == (kinds != ("rare",)) for h in short)
+            assert [(h.id, h.chunk, h.score, h.vector_score, h.vector_rank, h.approximate)
+                    for h in short] == \
+                [(h.id, h.chunk, h.score, h.vector_score, h.vector_rank, h.approximate)
+                 for h in general]
+            compared += len(short)
     assert compared >= 300
 
 

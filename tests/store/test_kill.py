@@ -80,7 +80,8 @@ def assert_valid(directory: Path) -> None:
 def test_a_write_killed_at_its_rename(sediment: Runner, tmp_path: Path, when: str) -> None:
     root = make_base(tmp_path / "store")
     acked = write_context(LayerSet.from_directory(root), EMB,
-                          WriteRequest("Acknowledged before the crash.", "note", 0.5, [], "local"))
+                          WriteRequest(content="Acknowledged before the crash.", kind="note",
+                                       confidence=0.5, sources=[], scope="local"))
     kill_at(1, when, "write", "--dir", str(root), "--kind", "note", "--content", "In flight.",
             "--confidence", "0.5")
     assert_valid(root)
@@ -110,7 +111,8 @@ def test_accept_killed_between_its_commits(sediment: Runner, tmp_path: Path, nth
     """Accept commits user (rename 1), then delta (rename 2): every point is repairable."""
     root = make_base(tmp_path / "store")
     ls = LayerSet.from_directory(root)
-    cid = write_context(ls, EMB, WriteRequest(PROPOSED, "note", 0.8, [], "delta"))
+    cid = write_context(ls, EMB, WriteRequest(content=PROPOSED, kind="note", confidence=0.8,
+                                              sources=[], scope="delta"))
     pid = propose(ls, cid).proposal_id
     kill_at(nth, when, "proposals", "accept", str(pid), "--dir", str(root))
     assert_valid(root)

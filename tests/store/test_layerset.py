@@ -161,7 +161,7 @@ def test_lock_timeout_is_a_clear_error(tmp_path: Path) -> None:
 
     write_base(tmp_path)
     ls = LayerSet.from_directory(tmp_path, lock_timeout=0.2)
-    with FileLock(str(tmp_path / ".AGENTS.local.db.lock")), \
+    with FileLock(str(tmp_path / ".sediment.lock")), \
             pytest.raises(LockTimeoutError, match="held the lock"):
         ls.append(LayerName.LOCAL, [note("x")], vec(1), profile=PROFILE)
     assert not (tmp_path / "AGENTS.local.db").exists()

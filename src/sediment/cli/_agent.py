@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from sediment.cli._app import cli, get_config, json_option, layer_options, open_layerset
+from sediment.cli._app import cli
+from sediment.cli._options import (
+    build_embedder,
+    get_config,
+    json_option,
+    layer_options,
+    open_layerset,
+)
+from sediment.cli._output import emit_json, visible
 from sediment.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -16,15 +24,8 @@ if TYPE_CHECKING:
     from sediment.server.prompts import ServiceContext
 
 
-def _literal(text: str) -> str:
-    """Untrusted text for a terminal: control characters escaped, newlines and tabs kept."""
-    return "".join(ch if ch in "\n\t" or (ch.isprintable() and ch != "\x1b")
-                   else ch.encode("unicode_escape").decode("ascii") for ch in text)
-
-
 def _personas(ctx: click.Context, embedder_name: str | None, layer_dir: Path | None,
               **paths: Path | None) -> tuple[Registry, ServiceContext]:
-    from sediment.cli._embedder import build_embedder
     from sediment.ops.service import ContextService
     from sediment.server import build_server
     from sediment.server.prompts import serve_personas
@@ -52,8 +53,6 @@ _embedder_opt = click.option("--embedder", "embedder_name", default=None,
 def list_(ctx: click.Context, /, embedder_name: str | None, as_json: bool,
           layer_dir: Path | None, **paths: Path | None) -> None:
     """List the configured personas with their source and tools."""
-    from sediment.cli._app import emit_json
-
     registry, _ = _personas(ctx, embedder_name, layer_dir, **paths)
     infos = registry.list()
     if as_json:
@@ -62,7 +61,7 @@ def list_(ctx: click.Context, /, embedder_name: str | None, as_json: bool,
     if not infos:
         click.echo("No personas configured (see sediment agent init).")
     for i in infos:
-        click.echo(f"{i.name:<20} {_literal(i.description)}  (tools: "
+        click.echo(f"{i.name:<20} {visible(i.description)}  (tools: "
                    f"{', '.join(i.tools) or 'none'})  [{i.source}]")
 
 
@@ -77,8 +76,6 @@ def list_(ctx: click.Context, /, embedder_name: str | None, as_json: bool,
 def test(ctx: click.Context, /, name: str, args: tuple[str, ...], embedder_name: str | None,
          as_json: bool, layer_dir: Path | None, **paths: Path | None) -> None:
     """Resolve a persona and print what a client would receive."""
-    from sediment.cli._app import emit_json
-
     values: dict[str, str] = {}
     for raw in args:
         key, sep, value = raw.partition("=")
@@ -96,14 +93,14 @@ def test(ctx: click.Context, /, name: str, args: tuple[str, ...], embedder_name:
         return
     info = persona.info
     click.echo(f"Agent: {info.name}")
-    click.echo(f"Source: {info.source} ({_literal(info.origin)})")
+    click.echo(f"Source: {info.source} ({visible(info.origin)})")
     click.echo(f"Tools: {', '.join(resolved.tools) or 'none'}")
     click.echo(f"\nSystem prompt ({len(resolved.system)} chars):")
-    for line in _literal(resolved.system).splitlines():
+    for line in visible(resolved.system, keep_lines=True).splitlines():
         click.echo(f"  {line}")
     click.echo(f"\nMessages ({len(resolved.messages)}):")
     for m in resolved.messages:
-        click.echo(f"  [{m.role}] {_literal(m.content)}")
+        click.echo(f"  [{m.role}] {visible(m.content, keep_lines=True)}")
     s = resolved.stats
     click.echo(f"\nResolved in {elapsed:.0f}ms ({s.get('searches', 0)} searches, "
                f"{s.get('gets', 0)} document fetches)")
@@ -118,8 +115,6 @@ def test(ctx: click.Context, /, name: str, args: tuple[str, ...], embedder_name:
 def init(ctx: click.Context, /, name: str, directory: str, as_json: bool) -> None:
     """Scaffold a Lua persona and print the config to add to sediment.toml."""
     from sediment.agents import scaffold_script
-    from sediment.cli._app import emit_json
-
     cfg = get_config(ctx)
     path, snippet = scaffold_script(name, cfg.root, directory)
     if as_json:

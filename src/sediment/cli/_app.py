@@ -1,36 +1,65 @@
-"""The ``sediment`` command group, its one error handler and the options commands share.
+"""The ``sediment`` command group and its one error handler.
 
 Exit codes: 0 success, 1 a user error (any ``SedimentError``: bad input, bad file, missing
 file), 2 a usage error (click's own), 70 an internal failure (a bug: the message says to
-re-run with ``--debug`` for the traceback).
+re-run with ``--debug`` for the traceback). Every command also takes ``-q/--quiet`` (no
+progress, notes or warnings on stderr; errors still print) and ``-v/--verbose`` (what was
+chosen and why, and the library's log on stderr).
 """
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any, TypeVar
+import logging
+from typing import Any
 
 import click
 
 from sediment import __version__
-from sediment.config import Config, load_config
+from sediment.cli._output import visible
 from sediment.errors import SedimentError
-from sediment.store import LayerName, LayerSet
 
 EXIT_USER = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70
 
-F = TypeVar("F", bound=Callable[..., Any])
+
+def _set_verbosity(level: int) -> Any:
+    def callback(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+        if not value:
+            return
+        ctx.meta["sediment.verbosity"] = level
+        if level > 0:
+            logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+            logging.getLogger("sediment").setLevel(logging.INFO)
+    return callback
+
+
+def verbosity_options() -> list[click.Option]:
+    return [
+        click.Option(["-q", "--quiet"], is_flag=True, expose_value=False, is_eager=True,
+                     callback=_set_verbosity(-1),
+                     help="Print only results and errors: no progress, notes or warnings."),
+        click.Option(["-v", "--verbose"], is_flag=True, expose_value=False, is_eager=True,
+                     callback=_set_verbosity(1),
+                     help="Also say what was chosen and why (embedder, files), on stderr."),
+    ]
 
 
 class SedimentGroup(click.Group):
-    """Maps errors to messages and exit codes in one place for every command."""
+    """Maps errors to messages and exit codes in one place for every command, and gives
+    every command of the tree the --quiet and --verbose options."""
+
+    group_class = type  # subgroups are SedimentGroups too
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        if not isinstance(cmd, click.Group):
+            have = {o for p in cmd.params for o in getattr(p, "opts", [])}
+            cmd.params.extend(o for o in verbosity_options() if not set(o.opts) & have)
+        super().add_command(cmd, name)
 
     def invoke(self, ctx: click.Context) -> Any:
+        if ctx.parent is not None:
+            return super().invoke(ctx)
         debug = bool(ctx.params.get("debug"))
         try:
             return super().invoke(ctx)
@@ -39,7 +68,7 @@ class SedimentGroup(click.Group):
         except SedimentError as exc:
             if debug:
                 raise
-            click.echo(f"Error: {exc}", err=True)
+            click.echo(f"Error: {visible(str(exc))}", err=True)
             ctx.exit(EXIT_USER)
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
@@ -49,7 +78,7 @@ class SedimentGroup(click.Group):
         except Exception as exc:
             if debug:
                 raise
-            click.echo(f"Internal error: {type(exc).__name__}: {exc}\n"
+            click.echo(f"Internal error: {type(exc).__name__}: {visible(str(exc))}\n"
                        "This is a bug in Sediment; re-run with --debug for the traceback.",
                        err=True)
             ctx.exit(EXIT_INTERNAL)
@@ -67,45 +96,3 @@ def cli(ctx: click.Context, debug: bool) -> None:
     vector + keyword retrieval.
     """
     ctx.ensure_object(dict)
-
-
-def get_config(ctx: click.Context) -> Config:
-    obj = ctx.ensure_object(dict)
-    if "config" not in obj:
-        obj["config"] = load_config()
-    cfg: Config = obj["config"]
-    return cfg
-
-
-def json_option(f: F) -> F:
-    return click.option("--json", "as_json", is_flag=True,
-                        help="Print machine-readable JSON instead of text.")(f)
-
-
-def layer_options(f: F) -> F:
-    """--dir plus one explicit path option per layer (any may be omitted)."""
-    for name in reversed(list(LayerName)):
-        f = click.option(f"--{name.value}", f"{name.value}_path", type=click.Path(path_type=Path),
-                         default=None,
-                         help=f"Path of the {name.value} layer (default DIR/{name.file_name}).")(f)
-    return click.option("--dir", "layer_dir", type=click.Path(path_type=Path), default=None,
-                        help="Directory holding the standard layer files (default: the "
-                             "project root, or SEDIMENT_DIR).")(f)
-
-
-def open_layerset(cfg: Config, layer_dir: Path | None, **paths: Path | None) -> LayerSet:
-    directory = layer_dir or cfg.layer_dir
-    chosen: dict[LayerName | str, Path | None] = {n: directory / n.file_name for n in LayerName}
-    for name in LayerName:
-        explicit = paths.get(f"{name.value}_path")
-        if explicit is not None:
-            chosen[name] = explicit
-    return LayerSet(chosen)
-
-
-def emit_json(value: Any) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
-
-
-def is_terminal() -> bool:
-    return sys.stderr.isatty()

@@ -2,31 +2,28 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
 from pathlib import Path
 from typing import Any
 
 import click
 
-from sediment.cli._app import (
-    cli,
-    emit_json,
-    get_config,
-    is_terminal,
-    json_option,
-    layer_options,
-    open_layerset,
-)
-from sediment.cli._write import _progress
-from sediment.errors import SedimentError
+from sediment.cli._app import cli
+from sediment.cli._options import get_config, json_option, layer_options, open_layerset
+from sediment.cli._output import emit_json, visible
+from sediment.cli._progress import progress
+from sediment.errors import NotFoundError
 from sediment.format import LayerFile
-from sediment.search.ann import ANN_MIN_ROWS, ensure_index, find_index, index_files, stale_indexes
+from sediment.search.ann import ANN_MIN_ROWS, clean_indexes, ensure_index, find_index, stale_indexes
+from sediment.search.lexicon import clean_lexicons, lexicon_files, stale_lexicons
 
 
 def _targets(ctx: click.Context, paths: tuple[Path, ...], layer_dir: Path | None,
              layer_paths: dict[str, Path | None]) -> list[Path]:
     if paths:
+        for p in paths:
+            if not p.exists():
+                raise NotFoundError(f"{p}: no such layer file")
         return list(paths)
     layerset = open_layerset(get_config(ctx), layer_dir, **layer_paths)
     return [layer.path for layer in layerset.layers()]
@@ -34,7 +31,7 @@ def _targets(ctx: click.Context, paths: tuple[Path, ...], layer_dir: Path | None
 
 @cli.group()
 def index() -> None:
-    """Approximate-search index files for large layers.
+    """Approximate-search and lexical index files for large layers.
 
     An index is derived data beside its layer (`.AGENTS.db.<key>.<rows>.<metric>.faiss`),
     named by a hash of the embedding rows it covers, so a changed layer never uses a stale
@@ -42,6 +39,10 @@ def index() -> None:
     for those and scan the new rows exactly, and `index build` extends it rather than
     starting again. Searches use an index for layers of at least 100,000 rows and scan
     exactly otherwise or with --exact.
+
+    Layers of 5,000 chunks or more also get a lexical index (`.AGENTS.db.<key>.<analyzer>.lex`,
+    BM25 postings named by a digest of the layer's text), written by `compile` or by the
+    first search that needs it; `status` and `clean` cover those files too.
     """
 
 
@@ -58,10 +59,10 @@ def build_cmd(ctx: click.Context, /, paths: tuple[Path, ...], min_rows: int, as_
     report: list[dict[str, Any]] = []
     for path in _targets(ctx, paths, layer_dir, layer_paths):
         start = time.perf_counter()
-        with _progress(is_terminal() and not as_json) as progress:
+        with progress(enabled=not as_json) as update:
             label = f"indexing {path.name}"
-            cb = (lambda done, total, p=progress, lb=label: p(lb, done, total)) \
-                if progress else None
+            cb = (lambda done, total, p=update, lb=label: p(lb, done, total)) \
+                if update else None
             built = ensure_index(path, min_rows=min_rows, progress=cb)
         report.append({"layer": str(path), "index": str(built) if built else None,
                        "seconds": round(time.perf_counter() - start, 2)})
@@ -70,9 +71,9 @@ def build_cmd(ctx: click.Context, /, paths: tuple[Path, ...], min_rows: int, as_
         return
     for r in report:
         if r["index"]:
-            click.echo(f"{r['layer']}: index {r['index']} ({r['seconds']}s)")
+            click.echo(f"{visible(r['layer'])}: index {visible(r['index'])} ({r['seconds']}s)")
         else:
-            click.echo(f"{r['layer']}: fewer than {min_rows} rows, no index needed")
+            click.echo(f"{visible(r['layer'])}: fewer than {min_rows} rows, no index needed")
 
 
 @index.command(name="status")
@@ -88,11 +89,14 @@ def status_cmd(ctx: click.Context, /, paths: tuple[Path, ...], as_json: bool,
         f = LayerFile.open(path)
         rows = f.embedding_info.rows
         found = find_index(f)
+        old_lex = stale_lexicons(f)
         report.append({"layer": str(path), "rows": rows, "needs_index": rows >= ANN_MIN_ROWS,
                        "index": str(found.path) if found else None,
                        "indexed_rows": found.rows if found else 0,
+                       "lexicons": [str(x.path) for x in lexicon_files(path)
+                                    if x.path not in old_lex],
                        "stale": [str(p) for p in stale_indexes(
-                           f, keep=found.path if found else None)]})
+                           f, keep=found.path if found else None) + old_lex]})
     if as_json:
         emit_json(report)
         return
@@ -106,7 +110,8 @@ def status_cmd(ctx: click.Context, /, paths: tuple[Path, ...], as_json: bool,
             state = "no index (run `sediment index build`)"
         else:
             state = "small enough for exact scans"
-        click.echo(f"{r['layer']}: {r['rows']} rows, {state}"
+        lex = f"; lexical index {visible(', '.join(r['lexicons']))}" if r["lexicons"] else ""
+        click.echo(f"{visible(r['layer'])}: {r['rows']} rows, {state}{lex}"
                    + (f"; {len(r['stale'])} stale file(s)" if r["stale"] else ""))
 
 
@@ -118,22 +123,12 @@ def status_cmd(ctx: click.Context, /, paths: tuple[Path, ...], as_json: bool,
 @click.pass_context
 def clean_cmd(ctx: click.Context, /, paths: tuple[Path, ...], remove_all: bool, as_json: bool,
               layer_dir: Path | None, **layer_paths: Path | None) -> None:
-    """Remove index files of older layer versions (with --all, every index file)."""
+    """Remove index files (approximate and lexical) of older layer versions (with --all,
+    every index file)."""
     removed: list[str] = []
     for path in _targets(ctx, paths, layer_dir, layer_paths):
-        if remove_all:
-            found, odd = index_files(path)
-            doomed = [x.path for x in found] + odd
-        else:
-            try:
-                doomed = stale_indexes(LayerFile.open(path))
-            except SedimentError:  # an unreadable layer: none of its indexes is usable
-                found, odd = index_files(path)
-                doomed = [x.path for x in found] + odd
-        for old in doomed:
-            with contextlib.suppress(FileNotFoundError):
-                old.unlink()
-                removed.append(str(old))
+        removed.extend(str(p) for p in clean_indexes(path, remove_all=remove_all))
+        removed.extend(str(p) for p in clean_lexicons(path, remove_all=remove_all))
     if as_json:
         emit_json({"removed": removed})
     else:

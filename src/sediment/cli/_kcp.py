@@ -7,8 +7,10 @@ from typing import Any
 
 import click
 
-from sediment.cli._app import cli, emit_json, get_config, json_option
-from sediment.errors import NotFoundError
+from sediment.cli._app import cli
+from sediment.cli._options import get_config, json_option
+from sediment.cli._output import emit_json, note, visible
+from sediment.errors import NotFoundError, ValidationError
 from sediment.kcp import (
     RemotePolicy,
     ValidationResult,
@@ -64,8 +66,8 @@ def validate(ctx: click.Context, /, path: Path | None, remote: bool, as_json: bo
                    "manifests": [r.to_dict() for r in results],
                    "remote": remote_reports if remote else None})
     else:
-        for note in notes:
-            click.echo(f"note: {note}")
+        for remark in notes:
+            click.echo(f"note: {visible(remark)}")
         for r in results:
             _print_result(r)
         for report in remote_reports:
@@ -74,19 +76,20 @@ def validate(ctx: click.Context, /, path: Path | None, remote: bool, as_json: bo
         ctx.exit(1)
 
 
-def _print_result(r: ValidationResult) -> None:
+def _print_result(r: ValidationResult, *, err: bool = False) -> None:
     state = "valid" if r.valid else "INVALID"
     counts = ("could not be parsed" if r.parse_error else
               f"{r.unit_count} units, {r.relationship_count} relationships")
-    click.echo(f"{r.source}: {state} ({counts}; {len(r.errors)} errors, "
-               f"{len(r.warnings)} warnings)")
+    click.echo(f"{visible(r.source)}: {state} ({counts}; {len(r.errors)} errors, "
+               f"{len(r.warnings)} warnings)", err=err)
     for issue in r.errors:
-        click.echo(f"  error   {issue}")
+        click.echo(f"  error   {visible(str(issue))}", err=err)
     for issue in r.warnings:
-        click.echo(f"  warning {issue}")
+        click.echo(f"  warning {visible(str(issue))}", err=err)
     if r.manifest and r.manifest.ignored_edges:
         edges = ", ".join(f"{a} -> {b}" for a, b in r.manifest.ignored_edges)
-        click.echo(f"  note    depends_on cycles broken by ignoring: {edges} (KCP 4.7)")
+        click.echo(f"  note    depends_on cycles broken by ignoring: {visible(edges)} (KCP 4.7)",
+                   err=err)
 
 
 def _federate(r: ValidationResult) -> dict[str, Any]:
@@ -106,11 +109,11 @@ def _federate(r: ValidationResult) -> dict[str, Any]:
 def _print_remote(report: dict[str, Any]) -> None:
     for m in report["manifests"]:
         state = "valid" if m["valid"] else "INVALID"
-        click.echo(f"  remote {m['id']} {m['url']}: {state} ({m['unit_count']} units)")
+        click.echo(visible(f"  remote {m['id']} {m['url']}: {state} ({m['unit_count']} units)"))
     for e in report["refused"]:
-        click.echo(f"  remote {e['url']}: refused [{e['rule']}] {e['message']}")
+        click.echo(visible(f"  remote {e['url']}: refused [{e['rule']}] {e['message']}"))
     for w in report["warnings"]:
-        click.echo(f"  remote note: {w}")
+        click.echo(f"  remote note: {visible(w)}")
 
 
 @kcp.command()
@@ -133,7 +136,7 @@ def init(ctx: click.Context, /, root: Path | None, project: str | None, force: b
     if as_json:
         emit_json({"path": str(target), "units": units})
         return
-    click.echo(f"wrote {target} with {units} units; write each empty intent (one "
+    click.echo(f"wrote {visible(str(target))} with {units} units; write each empty intent (one "
                "sentence: the question the file answers), then run `sediment kcp validate`.")
 
 
@@ -160,13 +163,21 @@ def query(ctx: click.Context, /, terms: tuple[str, ...], root: Path | None, limi
     matches = query_units(catalog.entries, terms, audience=audience, scope=scope,
                           exclude_deprecated=not include_deprecated, limit=limit)
     skipped = [r.source for r in catalog.invalid]
+    only_invalid = bool(catalog.invalid) and not catalog.entries
     if as_json:
         emit_json({"terms": list(terms), "results": [m.to_dict() for m in matches],
-                   "invalid_manifests": skipped})
+                   "invalid_manifests": skipped,
+                   "errors": {r.source: [str(e) for e in r.errors] for r in catalog.invalid}})
+        if only_invalid:
+            ctx.exit(1)
         return
+    if only_invalid:
+        for r in catalog.invalid:
+            _print_result(r, err=True)
+        raise ValidationError("every knowledge.yaml found is invalid, so nothing was queried; "
+                              "fix the errors above (sediment kcp validate)")
     for path in skipped:
-        click.echo(f"note: {path} is invalid and was not queried (sediment kcp validate)",
-                   err=True)
+        note(f"note: {path} is invalid and was not queried (sediment kcp validate)")
     if not catalog.entries:
         click.echo("No valid knowledge.yaml found.")
         return
@@ -175,7 +186,7 @@ def query(ctx: click.Context, /, terms: tuple[str, ...], root: Path | None, limi
         return
     for n, m in enumerate(matches, 1):
         d = m.to_dict()
-        click.echo(f"{n}. {d['unit_id']}  score {d['score']} ({', '.join(d['match_reason'])})"
-                   f"  {d['path']}")
+        click.echo(visible(f"{n}. {d['unit_id']}  score {d['score']} "
+                           f"({', '.join(d['match_reason'])})  {d['path']}"))
         if d["intent"]:
-            click.echo(f"   {d['intent']}")
+            click.echo(f"   {visible(d['intent'])}")

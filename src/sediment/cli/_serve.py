@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import anyio
 import click
 
-from sediment.cli._app import cli, get_config, layer_options, open_layerset
-from sediment.cli._embedder import build_embedder
-from sediment.cli._review import signature_option
+from sediment.cli._app import cli
+from sediment.cli._options import (
+    build_embedder,
+    get_config,
+    layer_options,
+    open_layerset,
+    signature_option,
+)
+from sediment.cli._output import note, visible
+from sediment.config import Config
+from sediment.errors import NotFoundError
+from sediment.store import FILE_NAMES
 
 
 @cli.command()
@@ -19,13 +29,14 @@ from sediment.cli._review import signature_option
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind (http). Anything but loopback needs --token.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
-              help="Port to bind (http).")
+              help="Port to bind (http; 0 picks a free one and prints it).")
 @click.option("--path", "http_path", default="/mcp", show_default=True,
               help="URL path of the MCP endpoint (http).")
 @click.option("--token", default=None, envvar="SEDIMENT_TOKEN",
               help="Bearer token clients must send (http; env SEDIMENT_TOKEN).")
 @click.option("--embedder", "embedder_name", default=None,
-              help="Embedder for text queries and writes (minilm, hash, openai).")
+              help="Embedder for text queries and writes (minilm, hash, openai; default: "
+                   "configured, else the one the layers record).")
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Project root holding knowledge.yaml manifests (default: the layer "
                    "directory, else the project root).")
@@ -46,15 +57,40 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
     answers the HTTP API (docs/http-api.md). The handshake is answered at once: the
     embedding model loads in the background.
     """
+    from sediment.server import bind_socket, check_binding, check_http_path
+
+    cfg = get_config(ctx)
+    sock = None
+    if transport == "http":
+        check_http_path(http_path)
+        check_binding(host, token)
+        sock = bind_socket(host, port)
+    try:
+        _serve(cfg, sock, transport, host, http_path, token, embedder_name, root,
+               no_warm_up, layer_dir, paths, agent)
+    finally:
+        if sock is not None:
+            sock.close()
+
+
+def _serve(cfg: Config, sock: socket.socket | None, transport: str,
+           host: str, http_path: str, token: str | None, embedder_name: str | None,
+           root: Path | None, no_warm_up: bool, layer_dir: Path | None,
+           paths: dict[str, Path | None], agent: str | None = None) -> None:
     from sediment.ops.service import ContextService
-    from sediment.server import build_http_app, build_server, check_binding
+    from sediment.server import build_http_app, build_server
     from sediment.server.api import mount_api
     from sediment.server.prompts import serve_personas
 
-    cfg = get_config(ctx)
+    if root is not None and not root.is_dir():
+        raise NotFoundError(f"--root {root}: no such directory")
     layerset = open_layerset(cfg, layer_dir, **paths)
     layerset.schema()
-    service = ContextService(layerset, build_embedder(cfg, embedder_name),
+    if not layerset.layers():
+        note(f"sediment: no layer files in {visible(str(layer_dir or cfg.layer_dir))} (looked "
+             f"for {', '.join(FILE_NAMES.values())}); serving an empty store that agents can "
+             "write to")
+    service = ContextService(layerset, build_embedder(cfg, embedder_name, layerset=layerset),
                              root=root or layer_dir or cfg.root)
     server = build_server(service)
     registry, context = serve_personas(server, service, cfg.agents.values(), agent=agent)
@@ -63,16 +99,18 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
             service.warm_up()
         anyio.run(server.run_stdio_async)
         return
-    check_binding(host, token)
+    assert sock is not None
     mount_api(server, registry, context, host=host)
     app = build_http_app(server, host=host, token=token, path=http_path)
     import uvicorn
 
     if not no_warm_up:
         service.warm_up()
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning",
-                            lifespan="on")
+    bound = sock.getsockname()[1]
+    config = uvicorn.Config(app, host=host, port=bound, log_level="warning", lifespan="on")
     userver = uvicorn.Server(config)
-    click.echo(f"sediment: serving MCP on http://{host}:{port}{http_path} "
-               f"(layers in {layer_dir or cfg.layer_dir}; pid {os.getpid()})", err=True)
-    userver.run()
+    shown = f"[{host}]" if ":" in host else host
+    click.echo(f"sediment: serving MCP on http://{shown}:{bound}{http_path} "
+               f"(layers in {visible(str(layer_dir or cfg.layer_dir))}; pid {os.getpid()})",
+               err=True)
+    userver.run(sockets=[sock])

@@ -1,130 +1,27 @@
-"""Commands that create or append: compile, write."""
+"""Commands that add to the agent-writable layers, as the MCP tools do: write, propose,
+forget."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from sediment.cli._app import (
-    cli,
-    emit_json,
+from sediment.cli._app import cli
+from sediment.cli._ids import CHUNK_ID
+from sediment.cli._options import (
+    build_embedder,
     get_config,
-    is_terminal,
     json_option,
     layer_options,
-    open_layerset,
+    open_for_writing,
 )
-from sediment.cli._embedder import build_embedder
-from sediment.ingest.compile import CompileOptions, compile_layer
+from sediment.cli._output import emit_json, visible
+from sediment.ops.forget import forget
+from sediment.ops.propose import propose
 from sediment.ops.requests import WriteRequest, parse
 from sediment.ops.write import write_context
-from sediment.store import AGENT_WRITABLE
-
-
-@contextlib.contextmanager
-def _progress(enabled: bool) -> Iterator[Any]:
-    """A progress callback: a rich bar on a terminal, nothing otherwise."""
-    if not enabled:
-        yield None
-        return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
-        tasks: dict[str, Any] = {}
-
-        def update(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
-        yield update
-
-
-@cli.command(name="compile")
-@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Directory the globs are relative to (default: the project root).")
-@click.option("--include", "include", multiple=True,
-              help="Glob of files to compile, e.g. 'docs/**/*.md' (repeatable; default from "
-                   "sediment.toml, else '**/*.md').")
-@click.option("--exclude", "exclude", multiple=True, help="Glob of files to leave out.")
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Output layer file (default: DIR/AGENTS.db).")
-@click.option("--max-chars", type=click.IntRange(min=100), default=None,
-              help="Largest chunk in characters (default 1000, about the 256 tokens the "
-                   "default model reads; code blocks stay whole).")
-@click.option("--kind-rule", "kind_rules", multiple=True, metavar="GLOB=KIND",
-              help="Give files matching GLOB this kind (repeatable, first match wins).")
-@click.option("--default-kind", default=None, help="Kind of chunks no rule names "
-                                                   "(default 'canonical').")
-@click.option("--element-type", type=click.Choice(["f32", "i8"]), default=None,
-              help="Store embeddings as f32 (default) or int8.")
-@click.option("--embedder", "embedder_name", default=None,
-              help="Embedder (minilm, hash, openai); default from config.")
-@click.option("--no-index", is_flag=True,
-              help="Do not build the approximate-search index (built at 100,000+ chunks).")
-@click.option("--no-kcp", is_flag=True,
-              help="Ignore knowledge.yaml manifests (by default their units are ingested).")
-@json_option
-@click.pass_context
-def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ...],
-                exclude: tuple[str, ...], out: Path | None, max_chars: int | None,
-                kind_rules: tuple[str, ...], default_kind: str | None,
-                element_type: str | None, embedder_name: str | None, no_index: bool,
-                no_kcp: bool,
-                as_json: bool) -> None:
-    """Compile documents into an immutable base layer (RFC 15.1).
-
-    Markdown is split at headings and paragraphs with code fences kept whole; every chunk
-    records `path:line` of where it starts. A chunk whose file and text are unchanged keeps
-    its id from the previous base (--out), so overrides in other layers still apply; the
-    same sources, embedder and previous base give the same bytes.
-    """
-    cfg = get_config(ctx)
-    rules = []
-    for r in kind_rules:
-        glob, sep, kind = r.rpartition("=")
-        if not sep or not glob or not kind:
-            raise click.BadParameter(f"{r!r} is not GLOB=KIND", param_hint="--kind-rule")
-        rules.append((glob, kind))
-    rules += cfg.compile.kinds  # flags first: the first matching rule wins
-    root = root or cfg.root
-    annotator = None
-    if not no_kcp:
-        from sediment.kcp import plan_kcp
-
-        annotator = plan_kcp(root)
-    opts = CompileOptions(
-        root=root,
-        include=list(include) or list(cfg.compile.include),
-        exclude=list(exclude) or list(cfg.compile.exclude),
-        out=out or (cfg.layer_dir / "AGENTS.db"),
-        max_chars=max_chars or cfg.compile.max_chars,
-        kind_rules=rules,
-        default_kind=default_kind or cfg.compile.default_kind,
-        element_type=element_type or cfg.compile.element_type,
-        annotator=annotator,
-        build_index=not no_index,
-    )
-    embedder = build_embedder(cfg, embedder_name)
-    with _progress(is_terminal() and not as_json) as progress:
-        report = compile_layer(opts, embedder, progress=progress)
-    if as_json:
-        emit_json(report.to_dict())
-        return
-    for s in report.skipped:
-        click.echo(f"skipped {s.path}: {s.reason}", err=True)
-    for w in report.warnings:
-        click.echo(f"warning: {w}", err=True)
-    click.echo(
-        f"compiled {report.chunks} chunks from {report.files} files into {report.out} "
-        f"({report.bytes} bytes, sha256 {report.sha256[:16]}); {len(report.skipped)} skipped; "
-        f"embedded {report.embedded} new, {report.cached} from cache; "
-        f"{report.seconds:.2f}s" + (f"; index {report.index.name}" if report.index else ""))
+from sediment.store import AGENT_WRITABLE, HUMAN_WRITABLE, LayerName
 
 
 @cli.command()
@@ -147,8 +44,8 @@ def write(ctx: click.Context, /, scope: str, kind: str, content: str, confidence
           layer_dir: Path | None, **paths: Path | None) -> None:
     """Append one chunk to the local or delta layer (the MCP write path's service)."""
     cfg = get_config(ctx)
-    layerset = open_layerset(cfg, layer_dir, **paths)
-    embedder = build_embedder(cfg, embedder_name)
+    layerset = open_for_writing(cfg, layer_dir, AGENT_WRITABLE, **paths)
+    embedder = build_embedder(cfg, embedder_name, layerset=layerset)
     new_id = write_context(layerset, embedder,
                            parse(WriteRequest, {"content": content, "kind": kind,
                                                 "confidence": confidence,
@@ -158,4 +55,48 @@ def write(ctx: click.Context, /, scope: str, kind: str, content: str, confidence
     if as_json:
         emit_json({"id": new_id, "layer": scope, "path": str(path)})
     else:
-        click.echo(f"wrote chunk {new_id} to the {scope} layer ({path})")
+        click.echo(f"wrote chunk {new_id} to the {scope} layer ({visible(str(path))})")
+
+
+@cli.command(name="propose")
+@click.argument("chunk_id", type=CHUNK_ID)
+@layer_options
+@json_option
+@click.pass_context
+def propose_cmd(ctx: click.Context, /, chunk_id: int, as_json: bool, layer_dir: Path | None,
+                **paths: Path | None) -> None:
+    """Propose a chunk of the local or delta layer for the user layer (RFC 11.2), as the
+    MCP tool agents_context_propose does; a person decides with `sediment proposals`."""
+    layerset = open_for_writing(get_config(ctx), layer_dir, (LayerName.DELTA,), **paths)
+    p = propose(layerset, chunk_id)
+    if as_json:
+        emit_json({"proposal_id": p.proposal_id, "context_id": p.context_id,
+                   "from_layer": p.from_layer.value, "copied_to_delta": p.copied_to_delta,
+                   "already_pending": p.already_pending})
+    elif p.already_pending:
+        click.echo(f"chunk {chunk_id} already has pending proposal {p.proposal_id}")
+    else:
+        copied = " (copied from local to delta)" if p.copied_to_delta else ""
+        click.echo(f"proposal {p.proposal_id}: chunk {chunk_id} for the user layer{copied}; "
+                   f"review with `sediment proposals show {p.proposal_id}`")
+
+
+@cli.command(name="forget")
+@click.argument("chunk_id", type=CHUNK_ID)
+@click.option("--reason", required=True, help="Why the chunk is forgotten (kept in the event).")
+@layer_options
+@json_option
+@click.pass_context
+def forget_cmd(ctx: click.Context, /, chunk_id: int, reason: str, as_json: bool,
+               layer_dir: Path | None, **paths: Path | None) -> None:
+    """Hide a chunk from search with a forget event (nothing is deleted: the event is in
+    the chunk's own layer, or user for a base chunk, and `inspect --id` shows it)."""
+    layerset = open_for_writing(get_config(ctx), layer_dir, HUMAN_WRITABLE, **paths)
+    f = forget(layerset, chunk_id, reason)
+    if as_json:
+        emit_json({"event_id": f.event_id, "context_id": f.context_id, "layer": f.layer.value,
+                   "already_forgotten": f.already})
+    elif f.already:
+        click.echo(f"chunk {chunk_id} was already forgotten")
+    else:
+        click.echo(f"forgot chunk {chunk_id}: event {f.event_id} in the {f.layer.value} layer")

@@ -7,7 +7,15 @@ package loads no model and opens no connection.
 
 from sediment.embed.base import Embedder, Matrix, l2_normalize
 from sediment.embed.cache import CachedEmbedder, EmbeddingCache
-from sediment.embed.factory import DEFAULT_EMBEDDER, EMBEDDER_NAMES, make_embedder, profile_for
+from sediment.embed.factory import (
+    DEFAULT_EMBEDDER,
+    EMBEDDER_NAMES,
+    OFFLINE_EMBEDDERS,
+    embedder_for_profile,
+    make_configured,
+    make_embedder,
+    profile_for,
+)
 from sediment.embed.hashing import HashEmbedder
 from sediment.embed.minilm import MiniLMEmbedder
 from sediment.embed.openai import OpenAIEmbedder
@@ -17,6 +25,7 @@ __all__ = [
     "CACHE_KEY_ALG",
     "DEFAULT_EMBEDDER",
     "EMBEDDER_NAMES",
+    "OFFLINE_EMBEDDERS",
     "PROFILE_FIELDS",
     "CachedEmbedder",
     "Embedder",
@@ -26,7 +35,9 @@ __all__ = [
     "Matrix",
     "MiniLMEmbedder",
     "OpenAIEmbedder",
+    "embedder_for_profile",
     "l2_normalize",
+    "make_configured",
     "make_embedder",
     "profile_for",
 ]

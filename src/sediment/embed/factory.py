@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from sediment.embed.base import Embedder
 from sediment.embed.cache import CachedEmbedder, EmbeddingCache
 from sediment.embed.hashing import HashEmbedder
-from sediment.embed.minilm import MINILM_DIM, MiniLMEmbedder
+from sediment.embed.minilm import MINILM_DIM, MINILM_MODEL, MiniLMEmbedder
 from sediment.embed.openai import OpenAIEmbedder
-from sediment.embed.profile import EmbeddingProfile
+from sediment.embed.profile import PROFILE_FIELDS, EmbeddingProfile
 from sediment.errors import ConfigError, SedimentError
 
-__all__ = ["DEFAULT_EMBEDDER", "EMBEDDER_NAMES", "make_embedder", "profile_for"]
+__all__ = ["DEFAULT_EMBEDDER", "EMBEDDER_NAMES", "OFFLINE_EMBEDDERS", "embedder_for_profile",
+           "make_configured", "make_embedder", "profile_for"]
 
 DEFAULT_EMBEDDER = "minilm"
 EMBEDDER_NAMES: tuple[str, ...] = ("minilm", "hash", "openai")
+OFFLINE_EMBEDDERS: tuple[str, ...] = ("minilm", "hash")
+"""Embedders that never send text anywhere: the only ones chosen from a layer's profile."""
+
+_TAKES: dict[str, frozenset[str]] = {
+    "minilm": frozenset(),
+    "hash": frozenset({"dim"}),
+    "openai": frozenset({"dim", "base_url", "model", "api_key"}),
+}
 
 
 def make_embedder(
@@ -37,6 +48,43 @@ def make_embedder(
     if cache_path is not None:
         return CachedEmbedder(embedder, EmbeddingCache(cache_path))
     return embedder
+
+
+def make_configured(name: str = DEFAULT_EMBEDDER, *, cache_path: Path | None = None,
+                    **settings: Any) -> Embedder:
+    """``make_embedder`` from a whole configuration: settings that the named embedder does
+    not take (they configure another one) are left out instead of rejected."""
+    key = name.strip().lower()
+    takes = _TAKES.get(key, frozenset())
+    return make_embedder(name, cache_path=cache_path,
+                         **{k: v for k, v in settings.items() if k in takes})
+
+
+def embedder_for_profile(profile: Mapping[str, Any] | None, *,
+                         cache_path: Path | None = None) -> Embedder | None:
+    """The offline embedder whose profile equals ``profile`` (a layer's recorded
+    ``embedding_profile``), or None when no offline embedder makes such vectors.
+
+    Network embedders are never returned: a layer file must not be able to make Sediment
+    send queries to an address its user did not configure.
+    """
+    if not isinstance(profile, Mapping):
+        return None
+    backend, dim = profile.get("backend"), profile.get("dim")
+    candidates: list[tuple[str, dict[str, Any]]] = []
+    if backend == "hash" and isinstance(dim, int) and not isinstance(dim, bool) and dim > 0:
+        candidates.append(("hash", {"dim": dim}))
+    elif backend == "onnxruntime" and profile.get("model") == MINILM_MODEL:
+        candidates.append(("minilm", {}))
+    for name, options in candidates:
+        try:
+            made = _build(name, dim=options.get("dim"), base_url=None, model=None, api_key=None)
+            if any(made.profile.to_dict().get(k) != profile.get(k) for k in PROFILE_FIELDS):
+                continue
+        except SedimentError:
+            continue
+        return CachedEmbedder(made, EmbeddingCache(cache_path)) if cache_path else made
+    return None
 
 
 def profile_for(

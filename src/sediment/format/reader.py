@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import mmap
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -272,6 +273,9 @@ class LayerFile:
     def open(cls, path: str | os.PathLike[str]) -> LayerFile:
         p = Path(path)
         try:
+            if not stat.S_ISREG(os.stat(p).st_mode) and not os.path.isdir(p):
+                raise FormatError("not a regular file (a FIFO or device cannot be mapped)",
+                                  rule="8.4.3", field="header", offset=0, path=str(p))
             with p.open("rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
                 if size == 0:

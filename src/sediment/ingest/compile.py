@@ -33,7 +33,8 @@ from sediment.ingest.kinds import KindRule
 from sediment.ingest.model import DocChunk, Skipped, source_ref
 from sediment.ingest.sources import read_text_file
 from sediment.search.ann import eligible, ensure_index
-from sediment.store.atomic import atomic_write
+from sediment.search.lexicon import ensure_lexicon
+from sediment.store.atomic import is_regular_target, write_output
 from sediment.store.events import is_meta_kind
 from sediment.store.ids import ID_RANGES
 
@@ -79,6 +80,9 @@ class CompileOptions:
     """Build the approximate-search index when the layer reaches ANN_MIN_ROWS chunks."""
     previous: Path | None = None
     """The previous base whose ids unchanged chunks keep (default: ``out`` if it exists)."""
+    allow_empty: bool = True
+    """False: a compile that finds no text in the sources raises instead of writing an
+    empty layer (a glob typo should not go unnoticed)."""
 
 
 @dataclass(slots=True)
@@ -166,6 +170,13 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
             pieces.extend((got.path, c) for c in doc_chunks)
         if progress:
             progress("reading", n, len(rels))
+    if not pieces and not opts.allow_empty:
+        found = f"{len(rels)} file(s) matched, none with text" if rels else "no file matched"
+        raise ValidationError(
+            f"{found} under {root} (include {', '.join(opts.include) or '-'}"
+            + (f"; exclude {', '.join(opts.exclude)}" if opts.exclude else "")
+            + f"); nothing was written to {opts.out}. Pass --allow-empty to write an empty "
+              "layer")
     extra_paths = list(annotator.manifest_paths) if annotator is not None else []
     times = source_times(root, sorted({p for p, _ in pieces} | set(extra_paths)))
     ids = CompiledIds(opts.previous or opts.out)
@@ -208,9 +219,12 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
     data = encode_layer(chunks, vectors, dim=embedder.profile.dim,
                         element_type=opts.element_type, quant_scale=scale, metadata=metadata)
     opts.out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(opts.out, data)
+    write_output(opts.out, data)
+    if str(opts.out) != "-" and is_regular_target(opts.out):
+        ensure_lexicon(opts.out)
     index = None
-    if opts.build_index and eligible(len(chunks)):
+    if opts.build_index and eligible(len(chunks)) and str(opts.out) != "-" \
+            and is_regular_target(opts.out):
         index = ensure_index(opts.out, progress=(lambda d, t: progress("indexing", d, t))
                              if progress else None)
     return CompileReport(

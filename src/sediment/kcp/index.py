@@ -10,7 +10,6 @@ events hidden by ``meta.forget`` / ``meta.supersede`` are skipped. Supersession 
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -20,15 +19,13 @@ from sediment.format import Chunk, LayerFile
 from sediment.kcp.graph import load_order as _load_order
 from sediment.kcp.ingest import UNIT_KIND
 from sediment.store import PRECEDENCE, LayerName, LayerSet
+from sediment.store.derived import derived
 from sediment.store.events import kind_mask, parse_event
 
 __all__ = ["KcpIndex", "UnitKey", "UnitRecord"]
 
 UnitKey = tuple[str, str]
 """(manifest path, unit id)."""
-
-_CACHE: weakref.WeakKeyDictionary[LayerFile, tuple[LayerName, list[UnitRecord]]] = \
-    weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,16 +80,16 @@ def _record(layer: LayerName, chunk: Chunk) -> UnitRecord | None:
 
 
 def _file_records(f: LayerFile, layer: LayerName) -> list[UnitRecord]:
-    """The unit events of one file, parsed once per (immutable) file."""
-    cached = _CACHE.get(f)
-    if cached is not None and cached[0] == layer:
-        return cached[1]
+    """The unit events of one file, parsed once per (immutable) file and layer name."""
+    return derived(f, ("kcp.units", layer), lambda f: _parse_records(f, layer))
+
+
+def _parse_records(f: LayerFile, layer: LayerName) -> list[UnitRecord]:
     records: list[UnitRecord] = []
     if f.chunk_count:
         rows = np.flatnonzero(kind_mask(f, UNIT_KIND.__eq__)).tolist()
         chunks = (f.chunk_at(int(i)) for i in rows)
         records = [r for c in chunks if (r := _record(layer, c)) is not None]
-    _CACHE[f] = (layer, records)
     return records
 
 

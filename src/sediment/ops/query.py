@@ -83,7 +83,7 @@ def engine_request(params: SearchParams) -> SearchRequest:
     if isinstance(params, SearchOptions):
         request = replace(
             request, metric=params.metric, include_meta=params.include_meta,
-            exact=params.exact,
+            exact=params.exact, mixed_schemas=params.mixed_schemas,
             fusion=make_fusion(params.fusion, k=params.rrf_k,
                                vector_weight=params.vector_weight,
                                lexical_weight=params.lexical_weight))

@@ -23,7 +23,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from sediment.errors import RequestError
 from sediment.search import MAX_K
 from sediment.search.fusion import DEFAULT_FUSION, FUSIONS
-from sediment.store.events import is_meta_kind
+from sediment.store.events import is_meta_kind as _is_meta_kind
 
 __all__ = [
     "KIND_RE",
@@ -76,7 +76,7 @@ def _write_kind(value: str) -> str:
     if not KIND_RE.match(value):
         raise ValueError("use 1-64 letters, digits, '.', '_' or '-', starting with a letter "
                          "or digit (e.g. 'invariant', 'derived-summary')")
-    if is_meta_kind(value):
+    if _is_meta_kind(value):
         raise ValueError("'meta.*' kinds are reserved: they record Sediment's own events")
     return value
 
@@ -155,6 +155,9 @@ class SearchOptions(SearchParams):
     include_meta: bool = False
     exact: bool = False
     explain: bool = False
+    mixed_schemas: bool = Field(
+        default=False, description="Allow a lexical search over layers of different schemas "
+                                   "(RFC 8.3 makes that an error by default)")
 
     @model_validator(mode="after")
     def _mode_fits(self) -> Self:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sediment.embed import Embedder
-from sediment.errors import NotFoundError
+from sediment.errors import NotFoundError, ValidationError
 from sediment.kcp import KnowledgeService
 from sediment.ops.propose import propose
 from sediment.ops.query import run_query, run_search, search_response
@@ -23,6 +23,7 @@ from sediment.ops.requests import KnowledgeRequest, ProposeRequest, SearchParams
 from sediment.ops.rerank import STANDARD, RerankerFactory
 from sediment.ops.write import write_context
 from sediment.store import LayerName, LayerSet
+from sediment.store.events import MEMORY_KIND_PREFIX
 
 
 class ContextService:
@@ -53,6 +54,10 @@ class ContextService:
         self._warm.start()
 
     def search(self, params: SearchParams) -> dict[str, Any]:
+        kinds = params.filters.kind if params.filters is not None else None
+        if kinds and any(k.startswith(MEMORY_KIND_PREFIX) for k in kinds):
+            raise ValidationError("filters.kind: memories are private to their actor; "
+                                  "read them with recall_memories")
         result = run_query(self.layerset, params, embedder=self.embedder,
                            rerankers=self.rerankers)
         return search_response(params, result)
@@ -84,13 +89,17 @@ class ContextService:
             layer_name = LayerName.parse(layer)
             opened = self.layerset.layer(layer_name)
             chunk = opened.file.get(chunk_id) if opened else None
-            if chunk is None:
-                raise NotFoundError(f"no chunk {chunk_id} in the {layer_name.value} layer")
+            if chunk is None or chunk.kind.startswith(MEMORY_KIND_PREFIX):
+                raise NotFoundError(f"no chunk {chunk_id} in the {layer_name.value} layer"
+                                    + (" (it is an actor's memory)" if chunk else ""))
             return {"layer": layer_name.value, **chunk.to_dict()}
         versions = self.layerset.versions(chunk_id)
         if not versions:
             raise NotFoundError(f"no chunk {chunk_id} in any layer")
         top_layer, top = versions[0]
+        if top.kind.startswith(MEMORY_KIND_PREFIX):
+            raise NotFoundError(f"chunk {chunk_id} is an actor's memory; read memories with "
+                                "recall_memories or manage_memory")
         return {"layer": top_layer.value, **top.to_dict(),
                 "hidden_versions": [{"layer": n.value, **c.to_dict()} for n, c in versions[1:]]}
 

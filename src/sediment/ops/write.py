@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sediment.credentials import refuse_credentials
 from sediment.embed import Embedder
 from sediment.errors import ValidationError
 from sediment.format import Source
@@ -68,6 +69,7 @@ def write_context(layerset: LayerSet, embedder: Embedder, request: WriteRequest,
                   allowed: Sequence[LayerName] = AGENT_WRITABLE) -> int:
     """Validate, embed and append one chunk; return its new id."""
     scope = check_scope(request.scope, allowed)
+    refuse_credentials(request.content, "content")
     sources = check_sources(layerset, request.sources)
     check_profile(layerset, embedder, None)
     vec = embedder.embed([request.content])

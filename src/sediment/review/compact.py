@@ -6,8 +6,10 @@ they are, vectors copied row for row (never re-embedded), metadata from the base
 embedding profile, an ``id_high_water`` at least that of either input, and the inputs'
 sha256 (no timestamps). ``meta.*`` events are dropped by default, and the chunks they hide
 (superseded or forgotten) with them, so dropping a forget never brings a chunk back;
-``keep_events`` keeps both. With ``rotate``, user and delta are then archived and reset
-(``rotate.py``), all under their write locks.
+``keep_events`` keeps both. Memory state (``store.events.about_memories``) always survives:
+memories, their versions and the events that fold into their state are kept (``sediment
+memory purge`` is how forgotten memory text leaves the disk). With ``rotate``, user and
+delta are then archived and reset (``rotate.py``), all under their write locks.
 """
 
 from __future__ import annotations
@@ -30,8 +32,14 @@ from sediment.format.writer import quantize
 from sediment.review._common import is_event
 from sediment.review.rotate import Rotation, archive_and_reset, high_water, utc_stamp
 from sediment.store import LayerName, LayerSet
-from sediment.store.atomic import atomic_write
-from sediment.store.events import fold_proposals, hidden_ids, iter_events
+from sediment.store.atomic import write_output
+from sediment.store.events import (
+    MEMORY_KIND_PREFIX,
+    about_memories,
+    fold_proposals,
+    hidden_ids,
+    iter_events,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,14 +108,17 @@ def merge(base: LayerFile, user: LayerFile, *, keep_events: bool = False,
     files = {LayerName.BASE: base, LayerName.USER: user}
     chunks = {n: list(f.chunks()) for n, f in files.items()}
     hidden: set[int] = set()
+    memories = {c.id for cs in chunks.values() for c in cs
+                if c.kind.startswith(MEMORY_KIND_PREFIX)}
     if not keep_events:
         hidden = hidden_ids(iter_events((n, c) for n, cs in chunks.items() for c in cs))
+        hidden -= memories
     picked: dict[int, tuple[LayerName, int, Chunk]] = {}
     stats = dict.fromkeys(("from_base", "from_user", "overridden", "events_dropped",
                            "hidden_dropped", "requantized"), 0)
     for name in (LayerName.BASE, LayerName.USER):
         for pos, c in enumerate(chunks[name]):
-            if not keep_events and is_event(c):
+            if not keep_events and is_event(c) and not about_memories(c, memories):
                 stats["events_dropped"] += 1
                 continue
             if c.id in picked:
@@ -153,7 +164,7 @@ def _check_out(out: Path, inputs: Sequence[Path], force: bool) -> None:
                                   "a new file and never touches its inputs")
     if out.is_dir():
         raise ValidationError(f"--out {out} is a directory")
-    if out.exists() and not force:
+    if out.is_file() and not force:
         raise ValidationError(f"{out} already exists; pass --force to overwrite it")
 
 
@@ -182,7 +193,7 @@ def compact(base: Path, user: Path, out: Path, *, keep_events: bool = False,
                             provenance={"base_sha256": _sha256(base),
                                         "user_sha256": _sha256(user)})
         out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(out, data)
+        write_output(out, data)
         rotated: list[Rotation] = []
         pending = _pending(delta) if rotate else 0
         if resets:

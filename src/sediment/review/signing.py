@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from sediment.errors import NotFoundError, SignatureError, ValidationError
 from sediment.format import LayerFile
+from sediment.store.atomic import STDOUT, is_regular_target, write_output
 
 SIGNATURE_BYTES = 64
 
@@ -95,6 +96,9 @@ def keygen(out: Path, *, force: bool = False) -> tuple[Path, Path, str]:
     """
     pub = out.with_name(out.name + ".pub")
     for p in (out, pub):
+        if str(p) == STDOUT or not is_regular_target(p):
+            raise ValidationError(f"{p} is not a regular file: a key pair is written to two "
+                                  "files (OUT, mode 0600, and OUT.pub)")
         if p.exists() and not force:
             raise ValidationError(f"{p} already exists; pass --force to replace it")
         if p.is_dir():
@@ -143,11 +147,7 @@ def sign(path: Path, key_path: Path, out: Path | None = None) -> tuple[Path, str
     with _mapped(path) as data:
         signature = key.sign(data)
     target = out or signature_path(path)
-    try:
-        target.write_bytes(signature)
-    except OSError as exc:
-        raise ValidationError(f"{target}: cannot write the signature: "
-                              f"{exc.strerror or exc}") from exc
+    write_output(target, signature)
     return target, fingerprint(key.public_key())
 
 

@@ -1,5 +1,11 @@
 """Hybrid search over a layer set: vector + BM25 -> fusion -> filters -> precedence -> top k.
 
+Layers searched together must share a schema (RFC 8.3): dimensions, element type and
+embedding profile. A lexical search may opt out (``mixed_schemas=True``), since BM25 reads
+no vectors; a vector or hybrid search never can. BM25 statistics (document frequencies,
+document count, average length) are summed over the layers searched together, so the same
+text scores the same in any of them (``bm25.query_stats``).
+
 Per layer, each retriever proposes its best candidates: the vector side by an exact scan of
 the mapped matrix, or, for a layer of at least ``ann.ANN_MIN_ROWS`` rows with a matching
 approximate index, by that index (over-fetching when a kind filter applies, and scanning
@@ -25,10 +31,11 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from sediment.errors import ValidationError
+from sediment.errors import SchemaMismatchError, ValidationError
 from sediment.format import LayerFile
 from sediment.search import ann
 from sediment.search.analysis import analyzer
+from sediment.search.bm25 import QueryStats, query_stats
 from sediment.search.fusion import ConvexFusion, Fusion, Pool
 from sediment.search.hits import ChunkAt, HiddenVersion, Hit, Reranker
 from sediment.search.layer_index import I64, LayerIndex, Mask, layer_index
@@ -49,7 +56,9 @@ class SearchRequest:
     exists; ``candidates`` is how many chunks each retriever proposes per layer (default
     max(5k, 50)); ``bm25`` chooses the analyzer and constants of the lexical side;
     ``ann_expansion`` is how wide the approximate index searches (lists visited; None: the
-    index's default), trading time for recall."""
+    index's default), trading time for recall. ``mixed_schemas`` lets a lexical search
+    read layers whose vectors do not share a schema (RFC 8.3 makes that an error by
+    default: such layers were not built to be searched together)."""
 
     text: str | None = None
     k: int = 10
@@ -64,6 +73,7 @@ class SearchRequest:
     bm25: BM25Params = field(default_factory=BM25Params)
     exact: bool = False
     ann_expansion: int | None = None
+    mixed_schemas: bool = False
 
     def validate(self, has_vector: bool) -> None:
         """Assertions for what adapters validate (``sediment.ops.requests``): a failure is a
@@ -79,6 +89,9 @@ class SearchRequest:
                 or not 1 <= self.ann_expansion <= ann.MAX_FETCH):
             raise ValidationError(f"ann_expansion must be an integer from 1 to "
                                   f"{ann.MAX_FETCH}, got {self.ann_expansion!r}")
+        if self.mixed_schemas and self.mode != "lexical":
+            raise ValidationError("mixed_schemas applies to lexical searches only: vectors "
+                                  "of different schemas cannot be compared")
         analyzer(self.bm25.analyzer)
 
 
@@ -132,8 +145,9 @@ def _ann_candidates(idx: LayerIndex, q: F32, c: int, mask: Mask | None,
     return pos
 
 
-def _layer_part(layer: OpenLayer, request: SearchRequest, q: F32 | None, terms: list[str],
-                c: int, normalised: bool, timings: dict[str, float]) -> _Part | None:
+def _layer_part(layer: OpenLayer, request: SearchRequest, q: F32 | None,
+                stats: QueryStats | None, c: int, normalised: bool,
+                timings: dict[str, float]) -> _Part | None:
     f = layer.file
     if f.chunk_count == 0:
         return None
@@ -158,9 +172,10 @@ def _layer_part(layer: OpenLayer, request: SearchRequest, q: F32 | None, terms: 
             best = top_k(scores, c)
             vpos, vval = got[best], scores[best]
         _add(timings, "vector", t)
-    if request.mode != "vector" and terms:
+    if stats is not None:
         t = time.perf_counter()
-        lex_all = idx.bm25(request.bm25).scores(terms)
+        p = request.bm25
+        lex_all = idx.postings(p.analyzer).scores(stats, p.k1, p.b)
         ok = lex_all > 0 if mask is None else (lex_all > 0) & mask
         lpos = top_k(np.where(ok, lex_all, -np.inf).astype(np.float32), c)
         _add(timings, "bm25", t)
@@ -203,16 +218,50 @@ def _ranks(score: F32, valid: npt.NDArray[np.bool_], tiebreak: Sequence[I64]) ->
     return ranks
 
 
+def _check_schema(layerset: LayerSet, names: Sequence[LayerName],
+                  request: SearchRequest) -> None:
+    if request.mixed_schemas:
+        return
+    try:
+        layerset.schema(names)
+    except SchemaMismatchError as exc:
+        if request.mode != "lexical":
+            raise
+        raise SchemaMismatchError(
+            f"{exc}; to search them lexically anyway, pass mixed_schemas=True "
+            "(`sediment search --mode lexical --allow-mixed-schemas`)") from exc
+
+
+def _lexical_stats(layers: Sequence[OpenLayer], request: SearchRequest,
+                   timings: dict[str, float]) -> QueryStats | None:
+    """The query's BM25 statistics over every layer searched (None: no lexical side)."""
+    if request.mode == "vector" or not request.text:
+        return None
+    terms = analyzer(request.bm25.analyzer)(request.text)
+    if not terms:
+        return None
+    t = time.perf_counter()
+    name = request.bm25.analyzer
+    stats = query_stats([layer_index(layer.file).postings(name) for layer in layers
+                         if layer.file.chunk_count], terms)
+    _add(timings, "bm25", t)
+    return stats
+
+
 def search(layerset: LayerSet, request: SearchRequest,
            query_vec: npt.NDArray[np.float32] | None = None,
-           *, normalised: bool = False) -> SearchResult:
-    """Run ``request`` over ``layerset``; ``normalised`` says stored rows are unit length."""
+           *, normalised: bool = False, shortcuts: bool = True) -> SearchResult:
+    """Run ``request`` over ``layerset``; ``normalised`` says stored rows are unit length.
+
+    ``shortcuts=False`` ranks through the general path only, never the single-layer and
+    approximate-only shortcuts: the results must not change (a property test holds the
+    shortcuts to it); only the time does."""
     request.validate(query_vec is not None)
     t0 = time.perf_counter()
     names = request.layers if request.layers is not None else PRECEDENCE
     layers = layerset.layers(names)
-    if request.mode != "lexical" and len(layers) > 1:
-        layerset.schema(names)  # one layer always agrees with itself
+    if len(layers) > 1:  # one layer always agrees with itself
+        _check_schema(layerset, names, request)
     q = None
     if query_vec is not None and request.mode != "lexical":
         q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
@@ -222,9 +271,10 @@ def search(layerset: LayerSet, request: SearchRequest,
                                       f"{layer.name.value} has {layer.file.dim}")
     c = request.candidates or _default_candidates(request)
     timings: dict[str, float] = {}
-    terms = analyzer(request.bm25.analyzer)(request.text) if request.text else []
+    stats = _lexical_stats(layers, request, timings)
     hits = None
-    if request.mode == "vector" and q is not None and len(layers) == 1 and not request.exact:
+    if (shortcuts and request.mode == "vector" and q is not None and len(layers) == 1
+            and not request.exact):
         t = time.perf_counter()
         hits = _approximate_hits(layers[0], request, q, c, normalised, layerset.hidden(layers))
         _add(timings, "vector", t)
@@ -232,9 +282,10 @@ def search(layerset: LayerSet, request: SearchRequest,
             request = dataclasses.replace(request, exact=True)
     if hits is None:
         parts = [p for layer in layers
-                 if (p := _layer_part(layer, request, q, terms, c, normalised, timings))]
+                 if (p := _layer_part(layer, request, q, stats, c, normalised, timings))]
         t = time.perf_counter()
-        hits = _fuse_and_resolve(layers, parts, request, q, normalised, layerset.hidden(layers))
+        hits = _fuse_and_resolve(layers, parts, request, q, normalised, layerset.hidden(layers),
+                                 shortcuts)
     else:
         t = time.perf_counter()
     for rerank in request.rerankers:
@@ -277,7 +328,8 @@ def _approximate_hits(layer: OpenLayer, request: SearchRequest, q: F32, c: int,
                                                  got[order].tolist(), strict=True), 1):
         if cid in hidden:
             continue
-        hits.append(Hit(name, ChunkAt(f, pos, cid), score, score, rank, None, None, name, [],
+        hits.append(Hit(layer=name, chunk=ChunkAt(f, pos, cid), score=score,
+                        vector_score=score, vector_rank=rank, matched_layer=name,
                         approximate=True))
         if len(hits) == want:
             break
@@ -285,15 +337,16 @@ def _approximate_hits(layer: OpenLayer, request: SearchRequest, q: F32, c: int,
 
 
 def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: SearchRequest,
-                      q: F32 | None, normalised: bool, hidden: AbstractSet[int]) -> list[Hit]:
+                      q: F32 | None, normalised: bool, hidden: AbstractSet[int],
+                      shortcuts: bool = True) -> list[Hit]:
     """Fuse the pool, group it by chunk id, keep the highest layer's version, drop
     superseded and forgotten ids, and filter on the version that is shown."""
     if not parts:
         return []
-    if len(layers) == 1:
+    if len(layers) == 1 and shortcuts:
         return _one_file_hits(parts[0], layers[0].file, request, hidden)
     files = {layer.name: layer.file for layer in layers}
-    if len(parts) == 1:
+    if len(parts) == 1 and shortcuts:
         p0 = parts[0]
         which = np.zeros(len(p0.pos), dtype=np.int64)
         pos, vec, lex = p0.pos, p0.vec, p0.lex
@@ -307,7 +360,7 @@ def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: Sear
         lex = np.concatenate([p.lex for p in parts])
         lrank_of_layer = np.asarray([p.layer.rank for p in parts], dtype=np.int64)[which]
         ids = np.concatenate([files[p.layer].ids[p.pos] for p in parts]).astype(np.int64)
-    tie = [-lrank_of_layer, pos]
+    tie = [-lrank_of_layer, ids, pos]  # as hits are ordered: layer, then id
     no_rank = np.zeros(len(pos), dtype=np.int64)
     vrank = _ranks(vec, np.isfinite(vec), tie) if q is not None else no_rank
     lrank = _ranks(lex, lex > 0, tie) if request.mode != "vector" else no_rank
@@ -350,9 +403,10 @@ def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: Sear
             differs = (lower.content, lower.kind) != (top.content, top.kind)
             shadowed.append(HiddenVersion(name, lower, differs))
         part = parts[part_no]
-        hit = Hit(top_name, top, score, v if math.isfinite(v) else None, vr or None,
-                  lx if lx > 0 else None, lr or None, part.layer, shadowed,
-                  approximate=part.approximate)
+        hit = Hit(layer=top_name, chunk=top, score=score,
+                  vector_score=v if math.isfinite(v) else None, vector_rank=vr or None,
+                  lexical_score=lx if lx > 0 else None, lexical_rank=lr or None,
+                  matched_layer=part.layer, hidden=shadowed, approximate=part.approximate)
         if top_name != part.layer and q is not None:
             hit.vector_score = _score_one(top_file, top_pos, q, request.metric, normalised)
         hits.append(hit)
@@ -371,8 +425,9 @@ def _one_file_hits(part: _Part, f: LayerFile, request: SearchRequest,
     pos, vec, lex = part.pos, part.vec, part.lex
     ids = f.ids[pos]
     if request.mode == "hybrid":
-        vrank = _ranks(vec, np.isfinite(vec), [pos])
-        lrank = _ranks(lex, lex > 0, [pos])
+        tie = [ids.astype(np.int64), pos]
+        vrank = _ranks(vec, np.isfinite(vec), tie)
+        lrank = _ranks(lex, lex > 0, tie)
         fused = request.fusion.combine(Pool(vec, lex, vrank, lrank))
         order = np.lexsort((ids, -fused))
     else:
@@ -397,8 +452,10 @@ def _one_file_hits(part: _Part, f: LayerFile, request: SearchRequest,
     cols = zip(chunks, fused[order].tolist(), vec[order].tolist(), lex[order].tolist(),
                vrank[order].tolist(), lrank[order].tolist(), strict=True)
     layer, approximate = part.layer, part.approximate
-    return [Hit(layer, chunk, score, v if math.isfinite(v) else None, vr or None,
-                lx if lx > 0 else None, lr or None, layer, [], approximate=approximate)
+    return [Hit(layer=layer, chunk=chunk, score=score,
+                vector_score=v if math.isfinite(v) else None, vector_rank=vr or None,
+                lexical_score=lx if lx > 0 else None, lexical_rank=lr or None,
+                matched_layer=layer, approximate=approximate)
             for chunk, score, v, lx, vr, lr in cols]
 
 

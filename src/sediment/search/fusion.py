@@ -63,12 +63,15 @@ def _minmax(x: npt.NDArray[np.float64], valid: npt.NDArray[np.bool_]) -> npt.NDA
 
 @dataclass(frozen=True, slots=True)
 class ConvexFusion:
-    """``w * minmax(bm25) + (1 - w) * minmax(cosine)`` over the candidate pool (default).
+    """``w * bm25 / max(bm25) + (1 - w) * minmax(cosine)`` over the candidate pool (default).
 
-    Min-max over the pool puts both scores on 0..1 per query without any calibration
-    constant; ``lexical_weight`` 0.5 weighs the two sides equally (not tuned to LoCoMo;
-    docs/quality.md has what each measured choice is worth). Chunks no query term matches
-    get BM25 0.
+    Both scores land on 0..1 per query without any calibration constant; ``lexical_weight``
+    0.5 weighs the two sides equally (not tuned to LoCoMo; docs/quality.md has what each
+    measured choice is worth). Chunks no query term matches get BM25 0. BM25 is scaled from
+    its theoretical minimum, 0, rather than from the pool's (Bruch et al.'s "TM2C2"): in a
+    large pool some candidate matches no term, so this is min-max; in a small pool where
+    every candidate matches, min-max would give the weakest lexical match 0, as if it
+    matched nothing, and show a real hit a fused score of 0.
     """
 
     lexical_weight: float = 0.5
@@ -88,7 +91,7 @@ class ConvexFusion:
         lex = pool.lex.astype(np.float64)
         v = _minmax(vec, np.isfinite(vec))
         has_lex = len(lex) > 0 and float(lex.max()) > 0
-        lx = _minmax(lex, np.ones(len(lex), dtype=bool)) if has_lex else np.zeros(len(lex))
+        lx = lex / float(lex.max()) if has_lex else np.zeros(len(lex))
         if not np.isfinite(vec).any():
             return lx.astype(np.float32)
         return (w * lx + (1.0 - w) * v).astype(np.float32)

@@ -35,7 +35,8 @@ class ChunkAt(NamedTuple):
 class Hit:
     """One search result. ``chunk`` may be given as a :class:`ChunkAt`, which is decoded
     on first use: a caller that reads only ids, scores and ranks (a re-ranker's first
-    pass, an agent fetching ids) never pays for decoding text."""
+    pass, an agent fetching ids) never pays for decoding text. Built with keyword
+    arguments only: eleven fields, several of the same type, are too easy to misplace."""
 
     __slots__ = (
         "_chunk",
@@ -52,7 +53,7 @@ class Hit:
         "vector_score",
     )
 
-    def __init__(self, layer: LayerName, chunk: Chunk | ChunkAt, score: float,
+    def __init__(self, *, layer: LayerName, chunk: Chunk | ChunkAt, score: float,
                  vector_score: float | None = None, vector_rank: int | None = None,
                  lexical_score: float | None = None, lexical_rank: int | None = None,
                  matched_layer: LayerName | None = None,

@@ -1,7 +1,10 @@
 """Derived per-file search data, built on first use and dropped with the file.
 
-Kind names, row norms, BM25 indexes (one per analyzer and parameters), the id -> position
-map, and the approximate index when the layer is large enough to have one.
+Kind names, row norms, BM25 postings (one per analyzer, from the layer's lexicon file when
+one matches, see ``lexicon.py``), the id -> position map, and the approximate index when
+the layer is large enough to have one. Held in the one per-file cache
+(``store.derived``), which keeps it exactly as long as the file is open: it refers to its
+file weakly, so the cache entry cannot keep the file (and its memory map) alive.
 """
 
 from __future__ import annotations
@@ -14,11 +17,11 @@ import numpy as np
 import numpy.typing as npt
 
 from sediment.format import LayerFile
-from sediment.search import ann
-from sediment.search.bm25 import BM25Index
-from sediment.search.params import BM25Params
+from sediment.search import ann, lexicon
+from sediment.search.bm25 import Postings
 from sediment.search.vector import F32, Metric, dot_scores, row_norms, top_k
-from sediment.store.events import is_meta_kind
+from sediment.store.derived import derived
+from sediment.store.events import MEMORY_KIND_PREFIX, is_meta_kind
 
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -26,20 +29,35 @@ MASK_CACHE = 8
 """Kind-filter masks kept per layer file (one byte per chunk each)."""
 
 
+def _hidden(kind: str) -> bool:
+    """Kinds a search leaves out unless asked for by name: events, and actors' private
+    memories (read through the memory service, which asks for the actor's own kinds)."""
+    return is_meta_kind(kind) or kind.startswith(MEMORY_KIND_PREFIX)
+
+
 class LayerIndex:
     def __init__(self, f: LayerFile) -> None:
-        self.file = f
+        self._file = weakref.ref(f)
         self._kind_names: dict[int, str] | None = None
         self._masks: dict[tuple[tuple[str, ...] | None, bool], Mask | None] = {}
         self._norms: F32 | None = None
-        self._bm25: dict[BM25Params, BM25Index] = {}
+        self._postings: dict[str, Postings] = {}
+        self._content_key: str | None = None
         self._sorted: tuple[npt.NDArray[np.uint32], I64 | None] | None = None
         self._row_pos: I64 | None = None
         self._lock = threading.Lock()
+        self._lexical_lock = threading.Lock()
         self._identity_rows: bool | None = None
         self._ann_keys: dict[int, str] = {}
         self._ann_listing: tuple[str, ...] | None = None
         self._ann: ann.AnnIndex | None = None
+
+    @property
+    def file(self) -> LayerFile:
+        f = self._file()
+        if f is None:  # only reachable through an index kept without its file
+            raise ReferenceError("the layer file of this index was closed")
+        return f
 
     # -- filters -------------------------------------------------------------------------
     def kind_names(self) -> dict[int, str]:
@@ -62,8 +80,8 @@ class LayerIndex:
             wanted = set(kinds)
             allowed = [s for s, n in names.items() if n in wanted]
             mask = np.isin(self.file.records["kind"], np.asarray(allowed, dtype=np.uint32))
-        elif not include_meta and any(is_meta_kind(n) for n in names.values()):
-            allowed = [s for s, n in names.items() if not is_meta_kind(n)]
+        elif not include_meta and any(_hidden(n) for n in names.values()):
+            allowed = [s for s, n in names.items() if not _hidden(n)]
             mask = np.isin(self.file.records["kind"], np.asarray(allowed, dtype=np.uint32))
         with self._lock:
             if len(self._masks) >= MASK_CACHE:
@@ -156,16 +174,23 @@ class LayerIndex:
         return self._row_pos[rows]
 
     # -- lexical -------------------------------------------------------------------------------
-    def bm25(self, params: BM25Params) -> BM25Index:
-        with self._lock:
-            index = self._bm25.get(params)
-            if index is None:
+    def content_key(self) -> str:
+        """:func:`lexicon.content_key` of the file, computed once."""
+        if self._content_key is None:
+            self._content_key = lexicon.content_key(self.file)
+        return self._content_key
+
+    def postings(self, analyzer_name: str) -> Postings:
+        """The layer's postings for ``analyzer_name``: mapped from its lexicon file, or
+        built (and persisted when the layer is large) on first use."""
+        with self._lexical_lock:  # one build; other threads wait for it, not beside it
+            found = self._postings.get(analyzer_name)
+            if found is None:
                 f = self.file
-                contents = f.records["content"].tolist()
-                index = self._bm25[params] = BM25Index(
-                    (f.string(int(s)) for s in contents), k1=params.k1, b=params.b,
-                    analyzer_name=params.analyzer)
-            return index
+                key = self.content_key() if lexicon.persisted(f) else None
+                found = self._postings[analyzer_name] = lexicon.load_postings(
+                    f, analyzer_name, key)
+            return found
 
     # -- ids -------------------------------------------------------------------------------------
     def positions(self, ids: npt.NDArray[np.uint32]) -> I64:
@@ -186,15 +211,5 @@ class LayerIndex:
         return np.where(found, result, -1).astype(np.int64)
 
 
-_INDEXES: weakref.WeakKeyDictionary[LayerFile, LayerIndex] = weakref.WeakKeyDictionary()
-_INDEXES_LOCK = threading.Lock()
-
-
 def layer_index(f: LayerFile) -> LayerIndex:
-    idx = _INDEXES.get(f)
-    if idx is None:
-        with _INDEXES_LOCK:
-            idx = _INDEXES.get(f)
-            if idx is None:
-                idx = _INDEXES[f] = LayerIndex(f)
-    return idx
+    return derived(f, LayerIndex, LayerIndex)

@@ -1,4 +1,4 @@
-"""Parameters of the lexical side, hashable so each combination gets its own index."""
+"""Parameters of the lexical side: the analyzer picks the postings, k1 and b the scoring."""
 
 from __future__ import annotations
 

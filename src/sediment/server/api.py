@@ -15,7 +15,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio.to_thread
+import pydantic
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent
 from starlette.requests import Request
@@ -30,6 +32,7 @@ from sediment.errors import (
     PermissionDeniedError,
     SedimentError,
 )
+from sediment.ops.requests import describe_errors
 from sediment.server.http import is_loopback, loopback_security
 from sediment.server.openapi import openapi_document
 
@@ -50,7 +53,8 @@ def error_response(status: int, code: str, message: str) -> JSONResponse:
 
 
 def _classify(exc: BaseException) -> ApiError:
-    """The most specific SedimentError in ``exc``'s cause chain, as a status and code."""
+    """The most specific SedimentError in ``exc``'s cause chain, as a status and code (a
+    tool that validates with the SDK's own models fails with a pydantic error: 400 too)."""
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, AgentTimeoutError):
@@ -63,7 +67,11 @@ def _classify(exc: BaseException) -> ApiError:
             return ApiError(403, "forbidden", str(seen))
         if isinstance(seen, SedimentError):
             return ApiError(400, "bad_request", str(seen))
+        if isinstance(seen, pydantic.ValidationError):
+            return ApiError(400, "bad_request", describe_errors(seen))
         seen = seen.__cause__
+    if isinstance(exc, ToolError) and not isinstance(exc, UnexpectedToolError):
+        return ApiError(400, "bad_request", str(exc))
     return ApiError(500, "internal_error", "the server failed; see its log")
 
 

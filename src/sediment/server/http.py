@@ -11,14 +11,20 @@ the protection on by itself only for the three spellings ``127.0.0.1``, ``localh
 
 from __future__ import annotations
 
+import errno
 import hmac
 import ipaddress
+import re
+import socket
 from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from sediment.auth import TokenStore
 from sediment.errors import ConfigError
+from sediment.server.lifecycle import ShutdownHooks
+from sediment.server.principals import ActorAuth, default_tokens
 
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 
@@ -52,12 +58,46 @@ def loopback_security(host: str) -> TransportSecuritySettings:
         allowed_origins=[f"http://{h}:*" for h in hosts])
 
 
-def check_binding(host: str, token: str | None) -> None:
-    if not is_loopback(host) and not token:
+def check_binding(host: str, token: str | None, tokens: TokenStore | None = None) -> None:
+    if not is_loopback(host) and not token and not (tokens or default_tokens()).any():
         raise ConfigError(f"serving on {host} (not loopback) needs a bearer token: pass "
-                          "--token or set SEDIMENT_TOKEN")
+                          "--token, set SEDIMENT_TOKEN, or create one with sediment token "
+                          "create")
     if token is not None and len(token) < 16:
         raise ConfigError("the bearer token must be at least 16 characters")
+
+
+_PATH = re.compile(r"^/[A-Za-z0-9._~!$&'()*+,;=:@/%-]*$")
+
+
+def check_http_path(path: str) -> str:
+    """The URL path of the MCP endpoint: starts with ``/``, no query, fragment or spaces."""
+    if not _PATH.match(path):
+        raise ConfigError(f"--path {path!r} is not a URL path: give one that starts with '/', "
+                          "e.g. /mcp")
+    return path
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: any free port), bound before the server
+    starts so that a taken port is a one-line error and the real port can be printed."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        why = "the address is already in use" if exc.errno == errno.EADDRINUSE else \
+            (exc.strerror or str(exc))
+        raise ConfigError(f"cannot listen on {host}:{port}: {why}") from exc
+    sock.setblocking(False)
+    return sock
 
 
 class BearerAuth:
@@ -85,10 +125,15 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def build_http_app(server: Any, *, host: str, token: str | None, path: str = "/mcp") -> Any:
-    """The streamable HTTP ASGI app, wrapped in bearer auth when a token is set."""
-    check_binding(host, token)
+def build_http_app(server: Any, *, host: str, token: str | None, path: str = "/mcp",
+                   tokens: TokenStore | None = None) -> Any:
+    """The streamable HTTP ASGI app behind bearer auth: the legacy token, or any actor
+    token of the token file (``sediment token create``), which binds the actor. Host and
+    Origin are checked on every loopback bind (DNS rebinding)."""
+    tokens = tokens or default_tokens()
+    check_binding(host, token, tokens)
+    check_http_path(path)
     security = loopback_security(host) if is_loopback(host) else None
     app = server.streamable_http_app(streamable_http_path=path, host=host,
                                      transport_security=security)
-    return BearerAuth(app, token) if token else app
+    return ShutdownHooks(ActorAuth(app, tokens, legacy=token))

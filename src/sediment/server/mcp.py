@@ -30,6 +30,7 @@ from sediment.format.ids import parse_chunk_id
 from sediment.ops.requests import KnowledgeRequest, ProposeRequest, SearchParams, WriteRequest
 from sediment.ops.responses import KnowledgeOut, ProposeOut, SearchOut, WriteOut
 from sediment.ops.service import ContextService
+from sediment.server.memory_tools import add_memory_tools
 from sediment.server.tools import APPEND_ONLY, READ_ONLY, result, strict_tool
 
 INSTRUCTIONS = """\
@@ -149,6 +150,7 @@ def build_server(service: ContextService, *, name: str = "sediment",
     for layer_name in ("base", "user", "delta", "local"):
         _add_layer_resource(server, service, layer_name)
     _add_knowledge(server, service)
+    add_memory_tools(server, service)
     return server
 
 

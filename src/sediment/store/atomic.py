@@ -1,5 +1,11 @@
 """Crash-safe file replacement: a reader sees the old file or the new one, never a torn one.
 
+Atomic replacement (a temporary file beside the target, renamed over it) applies to regular
+files only. Renaming over a character device, a FIFO or ``/dev/stdout`` would replace the
+device node with a regular file, so :func:`write_output`, which commands that write a path
+the user names use, writes such targets in place, and :func:`atomic_write` (layer, index and
+manifest files, which must be regular) refuses them. ``-`` is standard output.
+
 The temporary file is named ``.<name>.<pid>.<random>.tmp`` beside the target, so a writer
 killed before its rename leaves a file that ``remove_stale_temporaries`` recognises: the
 target's name and a writer process that no longer exists.
@@ -8,12 +14,18 @@ target's name and a writer process that no longer exists.
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import re
+import stat
+import sys
 import tempfile
 from pathlib import Path
 
 from sediment.errors import SedimentError
+
+STDOUT = "-"
 
 
 def fsync_dir(directory: Path) -> None:
@@ -24,10 +36,46 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def is_regular_target(path: Path) -> bool:
+    """True when ``path`` is a regular file (through symlinks) or does not exist yet."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def _regular_path(path: Path) -> Path:
+    """The path to replace: a symlink's target (the link stays a link); refuses anything
+    that is not a regular file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return path
+    except OSError as exc:
+        raise SedimentError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise SedimentError(f"{path} is {_kind(st.st_mode)}; only a regular file can be "
+                            "written here (it is replaced atomically)")
+    return Path(os.path.realpath(path)) if os.path.islink(path) else path
+
+
 def atomic_write(path: Path, data: bytes | bytearray | memoryview, *,
                  mode: int = 0o644) -> None:
     """Write ``data`` to a temporary file beside ``path``, fsync it, rename it over ``path``,
-    then fsync the directory so the rename itself is durable."""
+    then fsync the directory so the rename itself is durable. ``path`` must be a regular
+    file or absent; through a symlink, the link's target is replaced."""
+    path = _regular_path(path)
     directory = path.parent if str(path.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
@@ -87,3 +135,56 @@ def remove_stale_temporaries(path: Path) -> list[Path]:
             os.unlink(directory / name)
             removed.append(directory / name)
     return removed
+
+
+def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    view = memoryview(data).cast("B")
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _write_in_place(path: Path, data: bytes | bytearray | memoryview) -> None:
+    """Write to a character device or FIFO as it is: no temporary file, no rename. A FIFO
+    nobody reads is an error rather than a wait."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise SedimentError(f"{path} is a FIFO that no process is reading") from exc
+        raise SedimentError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+    try:
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+        _write_all(fd, data)
+    except OSError as exc:
+        raise SedimentError(f"{path}: write failed: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+
+
+def write_output(path: Path | str, data: bytes | bytearray | memoryview, *,
+                 mode: int = 0o644) -> None:
+    """Write a file the user named: ``-`` is standard output, a character device or FIFO
+    (``/dev/null``, ``/dev/stdout`` on a terminal or pipe) is written in place, a regular
+    file (or a new one) is replaced atomically; a directory, block device or socket is
+    refused."""
+    if str(path) == STDOUT:
+        sys.stdout.flush()
+        try:
+            _write_all(sys.stdout.fileno(), data)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise BrokenPipeError(exc.errno, exc.strerror) from exc
+            raise SedimentError(f"standard output: write failed: {exc.strerror}") from exc
+        return
+    target = Path(path)
+    try:
+        st = os.stat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        st = None
+    except OSError as exc:
+        raise SedimentError(f"{target}: cannot write: {exc.strerror or exc}") from exc
+    if st is not None and (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+        _write_in_place(target, data)
+        return
+    atomic_write(target, data, mode=mode)

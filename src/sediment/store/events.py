@@ -195,3 +195,17 @@ def hidden_ids(events: Iterable[Event]) -> set[int]:
             if cid is not None:
                 out.add(cid)
     return out
+
+
+MEMORY_KIND_PREFIX = "memory."
+MEMORY_EVENT_PREFIX = "meta.memory"
+
+
+def about_memories(chunk: Chunk, memory_ids: set[int]) -> bool:
+    """True for an event that records memory state (``sediment.memory``): its own
+    ``meta.memory*`` kinds, or a supersede or forget of a memory chunk. Compaction keeps
+    these by default, with the memory versions they hide."""
+    if chunk.kind.startswith(MEMORY_EVENT_PREFIX):
+        return True
+    return chunk.kind in (SUPERSEDE, FORGET) and any(
+        isinstance(s, int) and s in memory_ids for s in chunk.sources)

@@ -14,7 +14,6 @@ import contextlib
 import os
 import threading
 import time
-import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from sediment.format import Chunk, LayerFile, Source, encode_layer
 from sediment.format.profile import CACHE_KEY_ALG, check_compatible
 from sediment.format.writer import encode_append
 from sediment.store.atomic import atomic_write, remove_stale_temporaries
+from sediment.store.derived import derived
 from sediment.store.events import (
     Event,
     ProposalState,
@@ -47,6 +47,10 @@ from sediment.store.events import (
 )
 from sediment.store.ids import U32_MAX, first_written_id, recorded_high_water
 from sediment.store.layers import AGENT_WRITABLE, FILE_NAMES, PRECEDENCE, LayerName
+
+LOCK_FILE = ".sediment.lock"
+"""The one lock file of each directory that holds writable layers (``sediment init``'s
+.gitignore block covers it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,16 +88,14 @@ class Schema:
     source: str = ""
 
 
-_EVENT_CACHE: weakref.WeakKeyDictionary[LayerFile, list[Chunk]] = weakref.WeakKeyDictionary()
-
-
 def _event_chunks(f: LayerFile) -> list[Chunk]:
     """The ``meta.*`` chunks of a file, found through its distinct kind ids, once per file."""
-    cached = _EVENT_CACHE.get(f)
-    if cached is None:
-        rows = np.flatnonzero(kind_mask(f, is_meta_kind)).tolist()
-        cached = _EVENT_CACHE[f] = [f.chunk_at(int(i)) for i in rows]
-    return cached
+    return derived(f, "store.event_chunks", _find_event_chunks)
+
+
+def _find_event_chunks(f: LayerFile) -> list[Chunk]:
+    rows = np.flatnonzero(kind_mask(f, is_meta_kind)).tolist()
+    return [f.chunk_at(int(i)) for i in rows]
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
@@ -292,9 +294,12 @@ class LayerSet:
                 self._held.depth = 0
 
     def _lock_paths(self) -> list[Path]:
-        paths = {self.paths[n] for n in (LayerName.USER, LayerName.DELTA, LayerName.LOCAL)
-                 if n in self.paths}
-        return sorted(p.parent / f".{p.name}.lock" for p in paths)
+        """One lock per directory holding a writable layer, taken in sorted order: any two
+        sets that share a writable file share its directory's lock, so they exclude each
+        other, and sorted order keeps two sets over several directories from deadlocking."""
+        dirs = {self.paths[n].parent for n in (LayerName.USER, LayerName.DELTA, LayerName.LOCAL)
+                if n in self.paths}
+        return sorted(d / LOCK_FILE for d in dirs)
 
     def append(
         self,

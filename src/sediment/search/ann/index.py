@@ -42,10 +42,11 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from sediment.errors import SedimentError
 from sediment.format import LayerFile
 from sediment.search.ann import layout
 from sediment.search.ann.key import rows_key
-from sediment.store.atomic import atomic_write
+from sediment.store.atomic import atomic_write, is_regular_target
 
 log = logging.getLogger(__name__)
 
@@ -277,6 +278,9 @@ def build_index(f: LayerFile, *, threads: int = 0, progress: Progress | None = N
     metric = index_metric(f)
     rows, dim = f.embedding_info.rows, f.dim
     out = index_path(f.path, rows_key(f, rows), rows, metric)
+    if not is_regular_target(out):
+        raise SedimentError(f"{out} is not a regular file; remove it to let the index be "
+                            "built there")
     if AnnIndex.open(out, rows, dim, metric) is None:
         before = faiss.omp_get_max_threads()
         if threads > 0:
@@ -314,3 +318,25 @@ def ensure_index(layer_path: str | os.PathLike[str], *, min_rows: int | None = N
     if not (eligible(rows) if min_rows is None else rows >= max(min_rows, 1)):
         return None
     return build_index(f, threads=threads, progress=progress)
+
+
+def clean_indexes(layer_path: str | os.PathLike[str], *, remove_all: bool = False
+                  ) -> list[Path]:
+    """Remove the index files of older versions of the layer (with ``remove_all``, every
+    index file beside it); return those removed. A layer that cannot be read keeps no
+    usable index, so all of its index files go."""
+    if remove_all:
+        found, odd = index_files(layer_path)
+        doomed = [x.path for x in found] + odd
+    else:
+        try:
+            doomed = stale_indexes(LayerFile.open(layer_path))
+        except SedimentError:
+            found, odd = index_files(layer_path)
+            doomed = [x.path for x in found] + odd
+    removed = []
+    for old in doomed:
+        with contextlib.suppress(FileNotFoundError):
+            old.unlink()
+            removed.append(old)
+    return removed

@@ -1,0 +1,161 @@
+"""Bearer tokens bound to actors, kept in the user's configuration directory.
+
+A token is ``sdm_<id>_<secret>``: ``id`` (8 hex digits) finds the record, ``secret``
+(``secrets.token_urlsafe(32)``, 256 bits) proves it. Only an HMAC-SHA256 of the whole token
+under a per-token random salt is stored, so the file does not reveal a usable token; the
+check recomputes it and compares with ``hmac.compare_digest``. A salted fast hash is enough
+for a random 256-bit secret (a slow password hash protects guessable passwords, not keys).
+The token is shown once, by ``create``.
+
+The file is JSON (configuration, not workflow state: DESIGN.md keeps state in layers),
+written atomically with mode 0600::
+
+    {"version": 1, "tokens": [{"id": "1a2b3c4d", "actor": "alice", "role": "writer",
+      "salt": "<hex>", "hmac": "<hex>", "created_at_ms": 1767225600000}]}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from sediment.errors import ConfigError, NotFoundError, ValidationError
+from sediment.store.atomic import atomic_write
+
+ROLES = ("reader", "writer", "reviewer", "admin")
+"""reader: read and recall; writer: also save and change its own memories and write
+context; reviewer: also review proposals; admin: everything."""
+_ACTOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
+_TOKEN_RE = re.compile(r"^sdm_([0-9a-f]{8})_([A-Za-z0-9_-]{20,})$")
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who a request acts as."""
+
+    actor: str
+    role: str
+
+    def can(self, role: str) -> bool:
+        return ROLES.index(self.role) >= ROLES.index(role)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    id: str
+    actor: str
+    role: str
+    created_at_ms: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "actor": self.actor, "role": self.role,
+                "created_at_ms": self.created_at_ms}
+
+
+def _digest(salt: bytes, token: str) -> str:
+    return hmac.new(salt, token.encode(), hashlib.sha256).hexdigest()
+
+
+class TokenStore:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._cache: tuple[tuple[int, int] | None, list[dict[str, Any]]] | None = None
+
+    def _stamp(self) -> tuple[int, int] | None:
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def _records(self) -> list[dict[str, Any]]:
+        stamp = self._stamp()
+        if self._cache is not None and self._cache[0] == stamp:
+            return self._cache[1]
+        if stamp is None:
+            records: list[dict[str, Any]] = []
+        else:
+            try:
+                data = json.loads(self.path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"{self.path}: cannot read the token file: {exc}") from exc
+            raw = data.get("tokens") if isinstance(data, dict) else None
+            if not isinstance(raw, list) or not all(isinstance(r, dict) for r in raw):
+                raise ConfigError(f"{self.path}: not a Sediment token file")
+            records = raw
+        self._cache = (stamp, records)
+        return records
+
+    def _write(self, records: list[dict[str, Any]]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({"version": 1, "tokens": records}, indent=2, sort_keys=True)
+        atomic_write(self.path, (text + "\n").encode(), mode=0o600)
+        self._cache = None
+
+    def _lock(self) -> FileLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(self.path.parent / f".{self.path.name}.lock"), timeout=30)
+
+    def any(self) -> bool:
+        return bool(self._records())
+
+    def list(self) -> list[TokenInfo]:
+        return [TokenInfo(str(r.get("id")), str(r.get("actor")), str(r.get("role")),
+                          int(r.get("created_at_ms") or 0)) for r in self._records()]
+
+    def create(self, actor: str, role: str) -> tuple[str, TokenInfo]:
+        """Mint a token for ``actor``; return it (shown once) and its record."""
+        if not isinstance(actor, str) or not _ACTOR_RE.match(actor):
+            raise ValidationError(f"actor {actor!r} is invalid: use 1-40 letters, digits, "
+                                  "'.', '_' or '-', starting with a letter or digit")
+        if role not in ROLES:
+            raise ValidationError(f"role {role!r} is unknown: use one of {', '.join(ROLES)}")
+        with self._lock():
+            records = list(self._records())
+            used = {r.get("id") for r in records}
+            tid = secrets.token_hex(4)
+            while tid in used:
+                tid = secrets.token_hex(4)
+            token = f"sdm_{tid}_{secrets.token_urlsafe(32)}"
+            salt = secrets.token_bytes(16)
+            info = TokenInfo(tid, actor, role, int(time.time() * 1000))
+            records.append({**info.to_dict(), "salt": salt.hex(), "hmac": _digest(salt, token)})
+            self._write(records)
+        return token, info
+
+    def revoke(self, token_id: str) -> TokenInfo:
+        with self._lock():
+            records = list(self._records())
+            kept = [r for r in records if r.get("id") != token_id]
+            if len(kept) == len(records):
+                raise NotFoundError(f"no token with id {token_id!r} (see sediment token list)")
+            gone = next(r for r in records if r.get("id") == token_id)
+            self._write(kept)
+        return TokenInfo(token_id, str(gone.get("actor")), str(gone.get("role")),
+                         int(gone.get("created_at_ms") or 0))
+
+    def verify(self, token: str) -> Principal | None:
+        """The principal a presented token stands for, or None."""
+        m = _TOKEN_RE.match(token)
+        if m is None:
+            return None
+        for r in self._records():
+            if r.get("id") != m.group(1):
+                continue
+            try:
+                salt = bytes.fromhex(str(r.get("salt")))
+            except ValueError:
+                return None
+            if hmac.compare_digest(_digest(salt, token), str(r.get("hmac"))):
+                return Principal(str(r.get("actor")), str(r.get("role")))
+            return None
+        return None

@@ -1,0 +1,106 @@
+"""``sediment compile``: documents into an immutable base layer (RFC 15.1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from sediment.cli._app import cli
+from sediment.cli._options import build_embedder, get_config, json_option
+from sediment.cli._output import detail, emit_json, note, visible
+from sediment.cli._progress import progress
+from sediment.ingest.compile import CompileOptions, compile_layer
+
+
+@cli.command(name="compile")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Directory the globs are relative to (default: the project root).")
+@click.option("--include", "include", multiple=True,
+              help="Glob of files to compile, e.g. 'docs/**/*.md' (repeatable; default from "
+                   "sediment.toml, else '**/*.md').")
+@click.option("--exclude", "exclude", multiple=True, help="Glob of files to leave out.")
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
+              default=None, help="Output layer file (default: DIR/AGENTS.db; '-' for stdout).")
+@click.option("--max-chars", type=click.IntRange(min=100), default=None,
+              help="Largest chunk in characters (default 1000, about the 256 tokens the "
+                   "default model reads; code blocks stay whole).")
+@click.option("--kind-rule", "kind_rules", multiple=True, metavar="GLOB=KIND",
+              help="Give files matching GLOB this kind (repeatable, first match wins).")
+@click.option("--default-kind", default=None, help="Kind of chunks no rule names "
+                                                   "(default 'canonical').")
+@click.option("--element-type", type=click.Choice(["f32", "i8"]), default=None,
+              help="Store embeddings as f32 (default) or int8.")
+@click.option("--embedder", "embedder_name", default=None,
+              help="Embedder (minilm, hash, openai); default from config.")
+@click.option("--no-index", is_flag=True,
+              help="Do not build the approximate-search index (built at 100,000+ chunks).")
+@click.option("--no-kcp", is_flag=True,
+              help="Ignore knowledge.yaml manifests (by default their units are ingested).")
+@click.option("--allow-empty", is_flag=True,
+              help="Write an empty layer when no file matches (otherwise an error).")
+@json_option
+@click.pass_context
+def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ...],
+                exclude: tuple[str, ...], out: Path | None, max_chars: int | None,
+                kind_rules: tuple[str, ...], default_kind: str | None,
+                element_type: str | None, embedder_name: str | None, no_index: bool,
+                no_kcp: bool, allow_empty: bool, as_json: bool) -> None:
+    """Compile documents into an immutable base layer (RFC 15.1).
+
+    Markdown is split at headings and paragraphs with code fences kept whole; every chunk
+    records `path:line` of where it starts. A chunk whose file and text are unchanged keeps
+    its id from the previous base (--out), so overrides in other layers still apply; the
+    same sources, embedder and previous base give the same bytes.
+    """
+    cfg = get_config(ctx)
+    to_stdout = out is not None and str(out) == "-"
+    if to_stdout and as_json:
+        raise click.UsageError("--json reports on the compile; it cannot share stdout with "
+                               "--out -")
+    rules = []
+    for r in kind_rules:
+        glob, sep, kind = r.rpartition("=")
+        if not sep or not glob or not kind:
+            raise click.BadParameter(f"{r!r} is not GLOB=KIND", param_hint="--kind-rule")
+        rules.append((glob, kind))
+    rules += cfg.compile.kinds  # flags first: the first matching rule wins
+    root = root or cfg.root
+    annotator = None
+    if not no_kcp:
+        from sediment.kcp import plan_kcp
+
+        annotator = plan_kcp(root)
+    opts = CompileOptions(
+        root=root,
+        include=list(include) or list(cfg.compile.include),
+        exclude=list(exclude) or list(cfg.compile.exclude),
+        out=out or (cfg.layer_dir / "AGENTS.db"),
+        max_chars=max_chars or cfg.compile.max_chars,
+        kind_rules=rules,
+        default_kind=default_kind or cfg.compile.default_kind,
+        element_type=element_type or cfg.compile.element_type,
+        annotator=annotator,
+        build_index=not no_index,
+        allow_empty=allow_empty,
+    )
+    embedder = build_embedder(cfg, embedder_name)
+    detail(f"compiling {', '.join(opts.include)} under {root} into {opts.out}")
+    with progress(enabled=not as_json) as update:
+        report = compile_layer(opts, embedder, progress=update)
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    for s in report.skipped:
+        note(f"skipped {s.path}: {s.reason}")
+    for w in report.warnings:
+        note(f"warning: {w}")
+    if not report.chunks:
+        note("warning: no file matched; wrote an empty layer (--allow-empty)")
+    click.echo(
+        f"compiled {report.chunks} chunks from {report.files} files into "
+        f"{visible(str(report.out))} "
+        f"({report.bytes} bytes, sha256 {report.sha256[:16]}); {len(report.skipped)} skipped; "
+        f"embedded {report.embedded} new, {report.cached} from cache; "
+        f"{report.seconds:.2f}s" + (f"; index {report.index.name}" if report.index else ""),
+        err=to_stdout)

@@ -1,0 +1,120 @@
+"""``sediment init``: a commented sediment.toml, a .gitignore block, and the MCP client
+configuration for this project."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+from sediment.cli._app import cli
+from sediment.cli._options import json_option
+from sediment.cli._output import emit_json, visible
+from sediment.config import PROJECT_FILE
+from sediment.errors import ValidationError
+from sediment.store.atomic import atomic_write
+from sediment.store.layerset import LOCK_FILE
+
+BEGIN = "# >>> sediment (managed by `sediment init`)"
+END = "# <<< sediment"
+
+IGNORED = [
+    "# Commit AGENTS.db, AGENTS.user.db, AGENTS.delta.db and their .sig files.",
+    "# Not these: the machine-local layer, lock files, temporaries, derived indexes, caches.",
+    "AGENTS.local.db",
+    LOCK_FILE,
+    ".AGENTS*.lock",
+    ".AGENTS*.tmp",
+    ".AGENTS*.faiss",
+    ".sediment/",
+]
+
+TOML = """\
+# Sediment configuration for this project (every setting is optional; the values shown
+# commented out are the defaults). Precedence: this file < environment < command line.
+
+[store]
+# Directory of the layer files AGENTS.db, AGENTS.user.db, AGENTS.delta.db, AGENTS.local.db.
+# dir = "."
+# Embedding cache (default: the user's cache directory).
+# cache_dir = ".sediment/cache"
+
+[embedder]
+# minilm (offline, default), hash (offline, for tests) or openai (any OpenAI-compatible
+# /v1/embeddings server). Unset, a search uses the offline embedder the layers record.
+# name = "minilm"
+# base_url = "http://localhost:11434/v1"
+# model = "nomic-embed-text"
+# dim = 768
+# api_key_env = "OPENAI_API_KEY"
+
+[compile]
+# include = ["**/*.md"]
+# exclude = ["build/**"]
+# max_chars = 1000
+# default_kind = "canonical"
+# element_type = "f32"
+# kinds = [{ glob = "docs/adr/**", kind = "decision" }]
+"""
+
+
+def gitignore_text(existing: str) -> str:
+    """``existing`` with Sediment's block added, or replaced where it already is."""
+    block = "\n".join([BEGIN, *IGNORED, END]) + "\n"
+    lines = existing.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.rstrip("\n") == BEGIN]
+    ends = [i for i, line in enumerate(lines) if line.rstrip("\n") == END]
+    if starts and ends and ends[-1] > starts[0]:
+        return "".join(lines[:starts[0]]) + block + "".join(lines[ends[-1] + 1:])
+    sep = "" if not existing or existing.endswith("\n\n") else \
+        ("\n" if existing.endswith("\n") else "\n\n")
+    return existing + sep + block
+
+
+def mcp_config(layer_dir: Path) -> dict[str, object]:
+    """What an MCP client (Claude Desktop, Cursor, VS Code...) needs to start the server."""
+    command = shutil.which("sediment") or str(Path(sys.argv[0]).resolve())
+    return {"mcpServers": {"sediment": {
+        "command": command, "args": ["serve", "--dir", str(layer_dir.resolve())]}}}
+
+
+@cli.command(name="init")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."),
+              help="Project directory to set up (default: the current one).")
+@click.option("--force", is_flag=True, help="Replace an existing sediment.toml.")
+@json_option
+def init_cmd(root: Path, force: bool, as_json: bool) -> None:
+    """Set up a project: a commented sediment.toml, a .gitignore block for the files not to
+    commit (local layer, lock files, temporaries, indexes, caches), and the MCP client
+    configuration to paste into your agent. Running it again updates the block."""
+    if not root.is_dir():
+        raise ValidationError(f"--root {root}: no such directory")
+    toml = root / PROJECT_FILE
+    wrote_toml = force or not toml.exists()
+    if wrote_toml:
+        atomic_write(toml, TOML.encode("utf-8"))
+    ignore = root / ".gitignore"
+    try:
+        before = ignore.read_text(encoding="utf-8") if ignore.exists() else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValidationError(f"{ignore}: cannot read it: {exc}") from exc
+    after = gitignore_text(before)
+    if after != before:
+        atomic_write(ignore, after.encode("utf-8"))
+    config = mcp_config(root)
+    if as_json:
+        emit_json({"config": str(toml), "config_written": wrote_toml,
+                   "gitignore": str(ignore), "gitignore_changed": after != before,
+                   "mcp": config})
+        return
+    click.echo(f"{'wrote' if wrote_toml else 'kept'} {visible(str(toml))}"
+               + ("" if wrote_toml else " (--force replaces it)"))
+    click.echo(f"{'updated' if after != before else 'kept'} {visible(str(ignore))}: ignores "
+               + ", ".join(x for x in IGNORED if not x.startswith("#")))
+    click.echo("\nMCP client configuration (for example in .mcp.json, or Claude Desktop's "
+               "claude_desktop_config.json):\n")
+    click.echo(json.dumps(config, indent=2))
+    click.echo("\nThen: sediment compile, and sediment search \"your question\".")

@@ -1,0 +1,131 @@
+"""Options shared by several commands, and what they turn into: the configuration, the
+layer set (explicit paths checked), the embedder, and ``--require-signature``."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from sediment.cli._output import detail
+from sediment.config import Config, load_config
+from sediment.embed import DEFAULT_EMBEDDER, Embedder, make_configured
+from sediment.errors import NotFoundError
+from sediment.ops.embedding import embedder_for_layers
+from sediment.review import require_signature
+from sediment.store import LayerName, LayerSet
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def get_config(ctx: click.Context) -> Config:
+    obj = ctx.ensure_object(dict)
+    if "config" not in obj:
+        obj["config"] = load_config()
+    cfg: Config = obj["config"]
+    return cfg
+
+
+def json_option(f: F) -> F:
+    return click.option("--json", "as_json", is_flag=True,
+                        help="Print machine-readable JSON instead of text.")(f)
+
+
+def layer_options(f: F) -> F:
+    """--dir plus one explicit path option per layer (any may be omitted)."""
+    for name in reversed(list(LayerName)):
+        f = click.option(f"--{name.value}", f"{name.value}_path", type=click.Path(path_type=Path),
+                         default=None,
+                         help=f"Path of the {name.value} layer (default DIR/{name.file_name}).")(f)
+    return click.option("--dir", "layer_dir", type=click.Path(path_type=Path), default=None,
+                        help="Directory holding the standard layer files (default: the "
+                             "project root, or SEDIMENT_DIR).")(f)
+
+
+def open_layerset(cfg: Config, layer_dir: Path | None, **paths: Path | None) -> LayerSet:
+    """The layer set of ``--dir`` (else the configured directory) and explicit paths.
+
+    A directory or path given explicitly must exist: a typo is an error naming it, not an
+    empty result."""
+    return _layerset(cfg, layer_dir, paths, ())
+
+
+def open_for_writing(cfg: Config, layer_dir: Path | None, writes: Iterable[LayerName],
+                     **paths: Path | None) -> LayerSet:
+    """``open_layerset`` where the layers in ``writes`` may be new files (in a directory
+    that exists)."""
+    return _layerset(cfg, layer_dir, paths, writes)
+
+
+def _layerset(cfg: Config, layer_dir: Path | None, paths: Mapping[str, Path | None],
+              writes: Iterable[LayerName]) -> LayerSet:
+    if layer_dir is not None and not layer_dir.is_dir():
+        what = "is not a directory" if layer_dir.exists() else "no such directory"
+        raise NotFoundError(f"--dir {layer_dir}: {what}")
+    directory = layer_dir or cfg.layer_dir
+    chosen: dict[LayerName | str, Path | None] = {n: directory / n.file_name for n in LayerName}
+    writable = set(writes)
+    for name in LayerName:
+        explicit = paths.get(f"{name.value}_path")
+        if explicit is None:
+            continue
+        if not str(explicit).strip():
+            raise NotFoundError(f"--{name.value} is empty: give the path of the "
+                                f"{name.value} layer")
+        if explicit.is_dir():
+            raise NotFoundError(f"--{name.value} {explicit}: is a directory, not a layer file")
+        if not explicit.exists():
+            if name not in writable:
+                raise NotFoundError(f"--{name.value} {explicit}: no such layer file")
+            if not (explicit.parent if str(explicit.parent) else Path(".")).is_dir():
+                raise NotFoundError(f"--{name.value} {explicit}: no such directory "
+                                    f"{explicit.parent}")
+        chosen[name] = explicit
+    return LayerSet(chosen)
+
+
+def build_embedder(cfg: Config, name: str | None = None, *,
+                   layerset: LayerSet | None = None,
+                   names: Iterable[LayerName] | None = None) -> Embedder:
+    """The embedder named by ``--embedder``, else the configured one, else the offline
+    embedder the layers record, else the default (MiniLM)."""
+    e = cfg.embedder
+    cache = cfg.cache_dir / "embeddings.sqlite" if cfg.cache_dir is not None else None
+    chosen = name or (e.name if e.explicit else None)
+    if chosen is None and layerset is not None:
+        found = embedder_for_layers(layerset, names, cache_path=cache)
+        if found is not None:
+            detail(f"embedder: {found.profile.describe()} (recorded in the layers)")
+            return found
+    embedder = make_configured(chosen or DEFAULT_EMBEDDER, cache_path=cache, dim=e.dim,
+                               base_url=e.base_url, model=e.model, api_key=e.api_key)
+    detail(f"embedder: {chosen or DEFAULT_EMBEDDER}"
+           + (" (configured)" if chosen else " (the default)"))
+    return embedder
+
+
+def signature_option(f: F) -> F:
+    """Add ``--require-signature PUBKEY`` to a command that takes ``layer_options``: the
+    base layer must carry a valid detached signature (``AGENTS.db.sig``) before it runs."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        pubkey = kwargs.pop("require_signature", None)
+        if pubkey is not None:
+            base = kwargs.get("base_path")
+            if base is None:
+                directory = kwargs.get("layer_dir") or get_config(
+                    click.get_current_context()).layer_dir
+                base = Path(directory) / LayerName.BASE.file_name
+            require_signature(base, pubkey)
+        return f(*args, **kwargs)
+
+    option: Callable[[F], F] = click.option(
+        "--require-signature", "require_signature", metavar="PUBKEY", default=None,
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="Refuse to run unless the base layer's signature (AGENTS.db.sig) verifies "
+             "with this Ed25519 public key.")
+    return option(wrapper)  # type: ignore[arg-type]

@@ -1,0 +1,22 @@
+"""Agent memory: save, recall and manage memories per actor, with dedup by supersession."""
+
+from sediment.memory.files import FileMemoryStore
+from sediment.memory.guidelines import MEMORY_GUIDELINES
+from sediment.memory.model import CATEGORIES, SOURCES, Memory, MemoryRef, Scope
+from sediment.memory.service import DEFAULT_DEDUP_THRESHOLD, MAX_LIMIT, MemoryService
+from sediment.memory.store import MemoryStore, Place
+
+__all__ = [
+    "CATEGORIES",
+    "DEFAULT_DEDUP_THRESHOLD",
+    "MAX_LIMIT",
+    "MEMORY_GUIDELINES",
+    "SOURCES",
+    "FileMemoryStore",
+    "Memory",
+    "MemoryRef",
+    "MemoryService",
+    "MemoryStore",
+    "Place",
+    "Scope",
+]

@@ -1,0 +1,61 @@
+"""The ``memory_guidelines`` prompt: how an agent should use its memory, in our words."""
+
+from __future__ import annotations
+
+MEMORY_GUIDELINES = """\
+# Using Sediment memory
+
+Sediment keeps what you learn about the person you work with and about this project between
+sessions. Three tools: recall_memories (look things up), save_memory (record something),
+manage_memory (list, update, delete, forget everything).
+
+## Look before you act: recall_memories
+- When a task starts, ask for what bears on it: "how this user likes Python tests written",
+  "how this project deploys", "what the user told me about the API client".
+- When the person points at the past ("as before", "like last time", "I already said",
+  "you keep doing this"), recall before you answer.
+- When you are about to pick a style, a tool or a convention and are not sure which one the
+  person or the project uses, recall instead of guessing.
+Results come best first, each with an id (u12 for your own memories, p34 for this
+project's); corrections you were given matter most: follow them.
+
+## Record what will matter next time: save_memory
+Save as soon as the person tells you:
+- a preference: "I'd rather...", "always...", "never...";
+- a correction: "no, do it like this", "that is wrong":  category correction, source
+  corrected;
+- a convention of the team or project: "here we always...";
+- a fact about the project or its environment: where it runs, what it depends on;
+- an instruction for how you should work: "when you open a PR, ...".
+Save what you infer too, with source inferred: a correction the person keeps making, a
+style their code always follows, a structure you found in the codebase.
+Use source explicit when the person asked you to remember, corrected when they corrected
+you, inferred when you worked it out (confidence 1.0, 0.9 and 0.7).
+Scope user (the default) follows the person to every project; scope project stays with
+this repository. A global save is only a proposal: a human decides.
+
+## Write a memory that stands alone
+- One fact per memory; split a list of preferences into several saves.
+- Specific and complete: "Uses pytest with plain asserts and fixtures in conftest.py, never
+  unittest classes", not "likes simple tests".
+- Self-contained: name the language, tool, file or service it is about, so it makes sense
+  when recalled months later in another conversation.
+- Present tense: "Prefers...", "The project deploys...".
+- If you save something close to an existing memory, Sediment replaces the old one and
+  says so (status updated, with both ids); check that the replacement was what you meant.
+
+## Categories
+- preference: how the person likes things done (style, tools, tone).
+- pattern: something that keeps happening in their work or in the code.
+- correction: something you got wrong and were told how to do right.
+- fact: something true about the project, the team or the environment.
+- instruction: a standing order for how you should behave.
+- convention: an agreed rule of the team or project (naming, layout, workflow).
+
+## Never save
+- Passwords, API keys, tokens, private keys or anything else secret: Sediment refuses
+  them, and you should not try.
+- The details of the task at hand ("fixing issue 123 today"): they will not matter later.
+- What anyone can see in the repository or its docs already, or that is plainly obvious.
+- Guesses you have no evidence for.
+"""

@@ -1,0 +1,631 @@
+"""The memory service every adapter calls: save, recall and manage an actor's memories.
+
+Validation, secret refusal, embedding, dedup by supersession, the per-actor view and use
+counting happen here once, so the MCP tools, the CLI and any later adapter behave alike.
+Storage is a :class:`~sediment.memory.store.MemoryStore`.
+
+Recall ranks by hybrid relevance, then by confidence, then by recency; relevance is
+compared at 6 decimals, so only true ties fall through to the tie-breakers. Relevance is
+the search engine's fused score when the matches come from one store; when several stores
+match (user, project, global), their candidates are fused again in one pool (the convex
+fusion of min-max normalised cosine and BM25), so the scores of different stores compare.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from sediment.credentials import refuse_credentials
+from sediment.embed import Embedder
+from sediment.errors import NotFoundError, PermissionDeniedError, ValidationError
+from sediment.memory.correction import correction_signals
+from sediment.memory.events import (
+    CONTEXT,
+    DEFAULT_PRIORITY,
+    SAVE,
+    USE,
+    Fold,
+    MemoryState,
+)
+from sediment.memory.events import (
+    fold as fold_events,
+)
+from sediment.memory.model import (
+    CATEGORIES,
+    DEFAULT_SOURCE,
+    SOURCES,
+    Memory,
+    MemoryRef,
+    Scope,
+    check_actor,
+    check_category,
+    check_content,
+    check_scope,
+    check_source,
+    memory_kind,
+    parse_kind,
+)
+from sediment.memory.store import (
+    PLACE_OF_SCOPE,
+    Candidate,
+    MemoryStore,
+    New,
+    NewEvent,
+    NewMemory,
+    Place,
+    StoredMemory,
+)
+from sediment.memory.usage import Flusher, UsageBuffer
+from sediment.search.fusion import ConvexFusion, Pool
+from sediment.store.events import FORGET, PROPOSAL, SUPERSEDE
+
+DEFAULT_DEDUP_THRESHOLD = 0.85
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 50
+DEFAULT_LIST_LIMIT = 20
+MAX_LIST_LIMIT = 10_000
+MAX_QUERY_CHARS = 2_000
+MAX_RELATED = 64
+CONTEXT_RE = re.compile(r"^[^\x00-\x1f\x7f]{1,100}$")
+SOURCE_RE = re.compile(r"^[^\x00\n]+:[1-9][0-9]{0,8}(?:-[1-9][0-9]{0,8})?$")
+UNIT_RE = re.compile(r"^(?:kcp:)?[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
+UPDATE_KEYS = ("content", "category", "confidence")
+_SCOPE_OF_PLACE = {Place.USER: Scope.USER, Place.PROJECT: Scope.PROJECT,
+                   Place.GLOBAL: Scope.GLOBAL, Place.PROPOSAL: Scope.GLOBAL}
+
+
+def _limit(value: object, default: int, top: int, name: str = "limit") -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+        raise ValidationError(f"{name} must be an integer from 1 to {top}, got {value!r}")
+    return value
+
+
+def _context_name(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not CONTEXT_RE.match(value.strip() or "\x00"):
+        raise ValidationError("context must be a name of 1-100 printable characters")
+    return value.strip()
+
+
+def _related(value: object, allow_chunk_sources: bool) -> tuple[list[str], list[int | str]]:
+    """(every target as text, the RFC 7.2 sources among them) from ``related_to``."""
+    if value is None:
+        return [], []
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise ValidationError("related_to must be a list of chunk ids, KCP unit ids or "
+                              "'path:line' references")
+    if len(value) > MAX_RELATED:
+        raise ValidationError(f"related_to has {len(value)} entries; the maximum is "
+                              f"{MAX_RELATED}")
+    targets: list[str] = []
+    sources: list[int | str] = []
+    for i, item in enumerate(value):
+        if isinstance(item, int) and not isinstance(item, bool) and 0 < item < 2**32:
+            targets.append(str(item))
+            if allow_chunk_sources:
+                sources.append(item)
+        elif isinstance(item, str) and item.strip().isdigit() and 0 < int(item) < 2**32:
+            targets.append(str(int(item)))
+            if allow_chunk_sources:
+                sources.append(int(item))
+        elif isinstance(item, str) and SOURCE_RE.match(item.strip()):
+            targets.append(item.strip())
+            sources.append(item.strip())
+        elif isinstance(item, str) and UNIT_RE.match(item.strip()):
+            unit = item.strip()
+            targets.append(unit if unit.startswith("kcp:") else f"kcp:{unit}")
+        else:
+            raise ValidationError(
+                f"related_to[{i}] {item!r} is not a chunk id, a KCP unit id or a "
+                "'path:line' reference")
+    return targets, sources
+
+
+class MemoryService:
+    """An actor-scoped memory API over a :class:`MemoryStore` and an embedder."""
+
+    def __init__(self, store: MemoryStore, embedder: Embedder, *,
+                 dedup_threshold: float = DEFAULT_DEDUP_THRESHOLD,
+                 chunk_exists: Callable[[int], bool] | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        if not 0.0 < dedup_threshold <= 1.0:
+            raise ValidationError(f"the dedup threshold must be in (0, 1], got "
+                                  f"{dedup_threshold!r}")
+        self.store = store
+        self.embedder = embedder
+        self.dedup_threshold = dedup_threshold
+        self.chunk_exists = chunk_exists
+        self.usage = UsageBuffer()
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._folds: dict[str, tuple[object, Fold]] = {}
+        self._flusher: Flusher | None = None
+
+    # -- helpers ---------------------------------------------------------------------
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    def _embed(self, text: str) -> np.ndarray:
+        return np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
+
+    def _fold(self, actor: str) -> Fold:
+        version = self.store.version()
+        cached = self._folds.get(actor)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        result = fold_events(self.store.events(actor))
+        if len(self._folds) > 64:
+            self._folds.clear()
+        self._folds[actor] = (self.store.version(), result)
+        return result
+
+    def _view(self, actor: str, stored: StoredMemory, state: MemoryState | None) -> Memory:
+        parsed = parse_kind(stored.chunk.kind)
+        category, owner = parsed if parsed is not None else ("fact", actor)
+        st = state or MemoryState()
+        extra, last = self.usage.pending(actor, stored.ref)
+        last_used = max(x for x in (st.last_used_ms, last) if x is not None) \
+            if (st.last_used_ms is not None or last is not None) else None
+        source = st.source if st.source in SOURCES else next(
+            (s for s, c in SOURCES.items() if math.isclose(c, stored.chunk.confidence,
+                                                           abs_tol=1e-6)), DEFAULT_SOURCE)
+        return Memory(stored.ref, stored.chunk.content, category, owner,
+                      _SCOPE_OF_PLACE[stored.place], source, float(stored.chunk.confidence),
+                      stored.chunk.created_at_ms, stored.chunk.author, st.context,
+                      list(st.related_to), st.use_count + extra, last_used, st.supersedes,
+                      st.superseded_by, st.forgotten, stored.place is Place.PROPOSAL)
+
+    def _owned(self, actor: str, memory_id: object, *, human: bool,
+               field_name: str = "memory_id") -> tuple[StoredMemory, Memory]:
+        ref = MemoryRef.parse(memory_id, field_name)
+        stored = self.store.get(actor, ref)
+        if stored is None:
+            raise NotFoundError(f"{field_name} {ref}: no such memory among those of actor "
+                                f"{actor!r}")
+        memory = self._view(actor, stored, self._fold(actor).memories.get(ref))
+        if memory.forgotten:
+            raise NotFoundError(f"{field_name} {ref}: that memory was forgotten")
+        if memory.superseded_by is not None:
+            raise ValidationError(f"{field_name} {ref} was superseded by "
+                                  f"{memory.superseded_by}; change that one instead")
+        if stored.place is Place.GLOBAL and not human:
+            raise PermissionDeniedError(
+                f"{field_name} {ref} is a global memory: global memories are governed by "
+                "humans (sediment memory update/forget)")
+        return stored, memory
+
+    def _context_events(self, actor: str, place: Place, name: str | None) -> list[NewEvent]:
+        if name is None:
+            return []
+        store = "u" if place is Place.USER else "p"
+        if (store, actor, name) in self._fold(actor).contexts:
+            return []
+        return [NewEvent(CONTEXT, {"event": "context", "actor": actor, "name": name,
+                                   "description": "", "priority": DEFAULT_PRIORITY})]
+
+    # -- save ------------------------------------------------------------------------
+    def save(self, actor: str, content: object, category: object, source: object = None,
+             scope: object = None, context: object = None, related_to: object = None, *,
+             human: bool = False) -> dict[str, Any]:
+        """Save a memory, superseding the actor's most similar active one in the same
+        scope (across categories) when the cosine similarity reaches the threshold."""
+        check_actor(actor)
+        text = check_content(content)
+        cat = check_category(category)
+        src = check_source(DEFAULT_SOURCE if source is None else source)
+        scp = check_scope(Scope.USER.value if scope is None else scope)
+        ctx = _context_name(context)
+        targets, sources = _related(related_to, scp is not Scope.USER)
+        for s in sources:
+            if isinstance(s, int) and self.chunk_exists is not None \
+                    and not self.chunk_exists(s):
+                raise ValidationError(f"related_to: chunk {s} does not exist in this "
+                                      "project's layers")
+        refuse_credentials(text, "content")
+        place = PLACE_OF_SCOPE[scp]
+        if scp is Scope.GLOBAL and not human:
+            place = Place.PROPOSAL
+        vec = self._embed(text)
+        author = "human" if human else "mcp"
+        with self._lock, self.store.transaction(place, actor):
+            old: Memory | None = None
+            similarity = 0.0
+            if place is not Place.PROPOSAL:
+                old, similarity = self._nearest(actor, scp, text, vec)
+            if old is not None:
+                ctx = ctx or old.context
+                if related_to is None:
+                    targets = list(old.related_to)
+            memory = NewMemory(memory_kind(cat, actor), text, author, SOURCES[src],
+                               tuple(sources), vec)
+            events = _save_event(actor, scp, src, SOURCES[src], ctx, targets, author)
+            signals: list[str] = []
+            if old is not None:
+                signals = correction_signals(old.content, text)
+                events.append(NewEvent(SUPERSEDE, {
+                    "event": "supersede", "old_id": old.ref.id, "new_id": New(0),
+                    "reason": "dedup", "similarity": round(similarity, 6),
+                    "correction": bool(signals), "signals": signals, "actor": actor},
+                    (old.ref.id, New(0)), author))
+            if place is Place.PROPOSAL:
+                events.append(NewEvent(PROPOSAL, {
+                    "event": "propose", "context_id": New(0), "target": "user",
+                    "from_layer": "delta", "copied_to_delta": False}, (New(0),), author))
+            events[1:1] = self._context_events(actor, place, ctx)
+            (ref,) = self.store.append(place, actor, [memory], events)
+        out: dict[str, Any] = {
+            "status": "proposed" if place is Place.PROPOSAL else
+            ("updated" if old is not None else "created"),
+            "id": str(ref), "scope": scp.value, "category": cat, "source": src,
+            "confidence": SOURCES[src], "context": ctx}
+        if old is not None:
+            out.update({"superseded_id": str(old.ref), "similarity": round(similarity, 4),
+                        "looks_like_correction": bool(signals), "correction_signals": signals})
+        return out
+
+    def _nearest(self, actor: str, scope: Scope, text: str, vec: np.ndarray
+                 ) -> tuple[Memory | None, float]:
+        found = self.store.search(actor, scope, text, vec, CATEGORIES, 5, lexical=False)
+        for cand in found:
+            if cand.vector_score < self.dedup_threshold:
+                break
+            stored = self.store.get(actor, cand.ref)
+            if stored is None:
+                continue
+            memory = self._view(actor, stored, self._fold(actor).memories.get(cand.ref))
+            if memory.active and memory.actor == actor:
+                return memory, cand.vector_score
+        return None, 0.0
+
+    # -- recall ----------------------------------------------------------------------
+    def recall(self, actor: str, query: object, category: object = None,
+               scope: object = None, limit: object = None, *, count_use: bool = True
+               ) -> dict[str, Any]:
+        check_actor(actor)
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("query must be a non-empty string")
+        if len(query) > MAX_QUERY_CHARS:
+            raise ValidationError(f"query has {len(query)} characters; the maximum is "
+                                  f"{MAX_QUERY_CHARS}")
+        cats = CATEGORIES if category is None else (check_category(category),)
+        scopes = tuple(Scope) if scope is None else (check_scope(scope),)
+        k = _limit(limit, DEFAULT_LIMIT, MAX_LIMIT)
+        vec = self._embed(query)
+        found_in = [got for s in scopes
+                    if (got := self.store.search(actor, s, query, vec, cats, max(3 * k, 30)))]
+        pool = [c for got in found_in for c in got]
+        scores = [c.score for c in pool] if len(found_in) == 1 else _fuse(pool)
+        fold = self._fold(actor)
+        found: list[Memory] = []
+        for cand, score in zip(pool, scores, strict=True):
+            stored = self.store.get(actor, cand.ref)
+            if stored is None:
+                continue
+            memory = self._view(actor, stored, fold.memories.get(cand.ref))
+            if not memory.active:
+                continue
+            memory.score = score
+            found.append(memory)
+        found.sort(key=lambda m: (-round(m.score or 0.0, 6), -m.confidence,
+                                  -m.created_at_ms, str(m.ref)))
+        found = found[:k]
+        if count_use and found:
+            now = self._now_ms()
+            self.usage.add(actor, [m.ref for m in found], now)
+            for m in found:
+                m.use_count += 1
+                m.last_used_ms = now
+        return {"query": query, "memories": [m.to_dict() for m in found]}
+
+    # -- manage ----------------------------------------------------------------------
+    def list_memories(self, actor: str, category: object = None, limit: object = None,
+             scope: object = None) -> dict[str, Any]:
+        check_actor(actor)
+        cat = None if category is None else check_category(category)
+        scopes = tuple(Scope) if scope is None else (check_scope(scope),)
+        k = _limit(limit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)
+        fold = self._fold(actor)
+        rows = [m for s in self.store.memories(actor, scopes)
+                if (m := self._view(actor, s, fold.memories.get(s.ref))).active or
+                (m.pending and not m.forgotten and m.superseded_by is None)]
+        if cat is not None:
+            rows = [m for m in rows if m.category == cat]
+        rows.sort(key=lambda m: (-m.use_count, -m.created_at_ms, str(m.ref)))
+        return {"total": len(rows), "memories": [m.to_dict() for m in rows[:k]],
+                "contexts": self._contexts(actor, rows)}
+
+    def show(self, actor: str, memory_id: object) -> dict[str, Any]:
+        check_actor(actor)
+        ref = MemoryRef.parse(memory_id)
+        stored = self.store.get(actor, ref)
+        if stored is None:
+            raise NotFoundError(f"memory_id {ref}: no such memory among those of actor "
+                                f"{actor!r}")
+        fold = self._fold(actor)
+        memory = self._view(actor, stored, fold.memories.get(ref))
+        chain = [memory]
+        seen = {ref}
+        back = memory.supersedes
+        while back is not None and back not in seen:
+            seen.add(back)
+            got = self.store.get(actor, back)
+            if got is None:
+                break
+            older = self._view(actor, got, fold.memories.get(back))
+            chain.append(older)
+            back = older.supersedes
+        forward = memory.superseded_by
+        newer: list[Memory] = []
+        while forward is not None and forward not in seen:
+            seen.add(forward)
+            got = self.store.get(actor, forward)
+            if got is None:
+                break
+            m = self._view(actor, got, fold.memories.get(forward))
+            newer.append(m)
+            forward = m.superseded_by
+        versions = [*reversed(newer), *chain]
+        state = fold.memories.get(ref) or MemoryState()
+        context = None
+        if memory.context is not None:
+            c = fold.contexts.get((ref.store, memory.actor, memory.context))
+            context = {"name": memory.context,
+                       "description": c.description if c else "",
+                       "priority": c.priority if c else DEFAULT_PRIORITY}
+        history: list[dict[str, Any]] = [{"at_ms": at, "count": n}
+                                         for at, n, who in state.uses if who == actor]
+        extra, last = self.usage.pending(actor, ref)
+        if extra:
+            history.append({"at_ms": last, "count": extra, "pending": True})
+        return {"memory": memory.to_dict(),
+                "versions": [{**v.to_dict(), **self._why(fold, v.ref)} for v in versions],
+                "context": context, "related_to": list(memory.related_to),
+                "use_history": history}
+
+    @staticmethod
+    def _why(fold: Fold, ref: MemoryRef) -> dict[str, Any]:
+        info = (fold.memories.get(ref) or MemoryState()).supersede_info
+        return {"superseded_because": info} if info else {}
+
+    def update(self, actor: str, memory_id: object, updates: object, *,
+               human: bool = False) -> dict[str, Any]:
+        check_actor(actor)
+        if not isinstance(updates, Mapping) or not updates:
+            raise ValidationError("updates must be an object with at least one of "
+                                  f"{', '.join(UPDATE_KEYS)}")
+        unknown = sorted(set(updates) - set(UPDATE_KEYS))
+        if unknown:
+            raise ValidationError(f"updates: unknown field(s) {', '.join(map(str, unknown))}; "
+                                  f"allowed: {', '.join(UPDATE_KEYS)}")
+        stored, old = self._owned(actor, memory_id, human=human)
+        text = old.content if "content" in updates and updates["content"] is None else \
+            check_content(updates.get("content", old.content), "updates.content")
+        cat = check_category(updates.get("category", old.category), "updates.category")
+        conf = updates.get("confidence", round(old.confidence, 6))
+        if isinstance(conf, bool) or not isinstance(conf, int | float) \
+                or not 0.0 <= float(conf) <= 1.0 or math.isnan(float(conf)):
+            raise ValidationError(f"updates.confidence must be a number from 0.0 to 1.0, "
+                                  f"got {conf!r}")
+        refuse_credentials(text, "updates.content")
+        place = stored.place
+        vec = self._embed(text)
+        author = "human" if human else "mcp"
+        sources = tuple(s for s in stored.chunk.sources)
+        memory = NewMemory(memory_kind(cat, old.actor), text, author, float(conf), sources,
+                           vec)
+        signals = correction_signals(old.content, text)
+        events = [
+            *_save_event(old.actor, old.scope, old.source, float(conf), old.context,
+                         old.related_to, author),
+            NewEvent(SUPERSEDE, {"event": "supersede", "old_id": old.ref.id,
+                                 "new_id": New(0), "reason": "update", "similarity": None,
+                                 "correction": bool(signals), "signals": signals,
+                                 "actor": actor}, (old.ref.id, New(0)), author)]
+        with self._lock, self.store.transaction(place, actor):
+            self._owned(actor, memory_id, human=human)  # still current under the lock
+            (ref,) = self.store.append(place, actor, [memory], events)
+        return {"status": "updated", "id": str(ref), "superseded_id": str(old.ref),
+                "content": text, "category": cat, "confidence": float(conf),
+                "context": old.context, "related_to": old.related_to,
+                "looks_like_correction": bool(signals), "correction_signals": signals}
+
+    def delete(self, actor: str, memory_id: object, *, human: bool = False,
+               reason: str = "deleted") -> dict[str, Any]:
+        check_actor(actor)
+        stored, memory = self._owned(actor, memory_id, human=human)
+        author = "human" if human else "mcp"
+        with self._lock, self.store.transaction(stored.place, actor):
+            self._owned(actor, memory_id, human=human)
+            self.store.append(stored.place, actor, [], [NewEvent(
+                FORGET, {"event": "forget", "context_id": memory.ref.id, "actor": actor,
+                         "reason": reason}, (memory.ref.id,), author)])
+        return {"status": "deleted", "id": str(memory.ref)}
+
+    def forget_all(self, actor: str, confirm: object = False, scope: object = None, *,
+                   human: bool = False, purge: bool = False) -> dict[str, Any]:
+        """Forget every active memory the actor owns here (user and project scopes;
+        global memories are the humans' to remove one by one)."""
+        check_actor(actor)
+        scopes = (Scope.USER, Scope.PROJECT) if scope is None else \
+            (check_scope(scope, (Scope.USER, Scope.PROJECT)),)
+        fold = self._fold(actor)
+        mine = [m for s in self.store.memories(actor, scopes)
+                if (m := self._view(actor, s, fold.memories.get(s.ref))).active]
+        if confirm is not True:
+            raise ValidationError(
+                f"forget_all would forget all {len(mine)} of your memories in "
+                f"{' and '.join(s.value for s in scopes)} scope; nothing was changed. "
+                "Call it again with confirm: true (sediment memory forget-all --yes)")
+        author = "human" if human else "mcp"
+        by_place: dict[Place, list[Memory]] = {}
+        for m in mine:
+            by_place.setdefault(PLACE_OF_SCOPE[m.scope], []).append(m)
+        for place, group in by_place.items():
+            with self._lock, self.store.transaction(place, actor):
+                self.store.append(place, actor, [], [NewEvent(
+                    FORGET, {"event": "forget", "context_id": m.ref.id, "actor": actor,
+                             "reason": "forget_all"}, (m.ref.id,), author) for m in group])
+        out: dict[str, Any] = {"status": "forgotten", "forgotten": len(mine),
+                               "scopes": [s.value for s in scopes]}
+        if purge:
+            out["purged"] = self.purge(actor)["purged"]
+        return out
+
+    def contexts(self, actor: str) -> dict[str, Any]:
+        check_actor(actor)
+        fold = self._fold(actor)
+        rows = [m for s in self.store.memories(actor, (Scope.USER, Scope.PROJECT))
+                if (m := self._view(actor, s, fold.memories.get(s.ref))).active]
+        return {"contexts": self._contexts(actor, rows, every=True)}
+
+    def set_context(self, actor: str, name: object, scope: object = None,
+                    description: object = None, priority: object = None) -> dict[str, Any]:
+        check_actor(actor)
+        ctx = _context_name(name)
+        assert ctx is not None
+        scp = check_scope(Scope.USER.value if scope is None else scope,
+                          (Scope.USER, Scope.PROJECT))
+        if description is not None and (not isinstance(description, str)
+                                        or len(description) > 1000):
+            raise ValidationError("description must be text of at most 1000 characters")
+        if priority is not None and (isinstance(priority, bool)
+                                     or not isinstance(priority, int | float)
+                                     or not 0.0 <= float(priority) <= 1.0):
+            raise ValidationError(f"priority must be a number from 0.0 to 1.0, got "
+                                  f"{priority!r}")
+        data: dict[str, Any] = {"event": "context", "actor": actor, "name": ctx}
+        if description is not None:
+            refuse_credentials(description, "description")
+            data["description"] = description
+        if priority is not None:
+            data["priority"] = float(priority)
+        place = PLACE_OF_SCOPE[scp]
+        with self._lock, self.store.transaction(place, actor):
+            self.store.append(place, actor, [], [NewEvent(CONTEXT, data)])
+        return {"status": "saved", "context": ctx, "scope": scp.value}
+
+    def _contexts(self, actor: str, rows: Sequence[Memory], *, every: bool = False
+                  ) -> list[dict[str, Any]]:
+        fold = self._fold(actor)
+        counts: dict[tuple[str, str], int] = {}
+        for m in rows:
+            if m.context is not None:
+                key = (m.ref.store, m.context)
+                counts[key] = counts.get(key, 0) + 1
+        out: list[dict[str, Any]] = []
+        for (store, owner, name), c in fold.contexts.items():
+            if owner != actor or (not every and (store, name) not in counts):
+                continue
+            out.append({"name": name, "scope": "user" if store == "u" else "project",
+                        "description": c.description, "priority": c.priority,
+                        "memories": counts.get((store, name), 0)})
+        out.sort(key=lambda c: (-float(c["priority"]), str(c["name"]), str(c["scope"])))
+        return out
+
+    def purge(self, actor: str) -> dict[str, Any]:
+        """Remove the content of the actor's forgotten memories (and the versions they
+        superseded) from disk; the events stay, holding ids and no text."""
+        check_actor(actor)
+        fold = self._fold(actor)
+        stored = {s.ref: s for s in self.store.memories(actor, (Scope.USER, Scope.PROJECT))}
+        drop: set[MemoryRef] = set()
+        for ref in stored:
+            state = fold.memories.get(ref)
+            if state is None or not state.forgotten:
+                continue
+            cur: MemoryRef | None = ref
+            while cur is not None and cur not in drop and cur in stored:
+                drop.add(cur)
+                nxt = fold.memories.get(cur)
+                cur = nxt.supersedes if nxt is not None else None
+        with self._lock:
+            removed = self.store.purge(actor, sorted(drop))
+        return {"status": "purged", "purged": removed}
+
+    def manage(self, actor: str, action: object, memory_id: object = None,
+               updates: object = None, category: object = None, limit: object = None,
+               confirm: object = None, *, human: bool = False) -> dict[str, Any]:
+        if action == "list":
+            return {"action": "list", **self.list_memories(actor, category, limit)}
+        if action in ("delete", "update") and memory_id is None:
+            raise ValidationError(f"memory_id is required for action {action!r}")
+        if action == "delete":
+            return {"action": "delete", **self.delete(actor, memory_id, human=human)}
+        if action == "update":
+            return {"action": "update", **self.update(actor, memory_id, updates, human=human)}
+        if action == "forget_all":
+            return {"action": "forget_all",
+                    **self.forget_all(actor, confirm is True, human=human)}
+        raise ValidationError(f"action {action!r} is unknown: use list, delete, update or "
+                              "forget_all")
+
+    # -- usage -----------------------------------------------------------------------
+    def flush(self) -> int:
+        """Append the uses gathered since the last flush, one event per actor and store."""
+        taken = self.usage.take()
+        written = 0
+        for (actor, store), uses in taken.items():
+            place = Place.USER_USAGE if store == "u" else Place.PROJECT
+            event = NewEvent(USE, {"event": "use", "actor": actor,
+                                   "uses": {str(cid): [n, last]
+                                            for cid, (n, last) in sorted(uses.items())}},
+                             tuple(sorted(uses)))
+            try:
+                self.store.append(place, actor, [], [event])
+            except Exception:
+                self.usage.put_back({(actor, store): uses})
+                raise
+            written += 1
+        return written
+
+    def start_flusher(self, interval: float) -> None:
+        if self._flusher is None and interval > 0:
+            self._flusher = Flusher(self.flush, interval)
+
+    def close(self) -> None:
+        if self._flusher is not None:
+            self._flusher.stop()
+            self._flusher = None
+        self.flush()
+
+
+def _save_event(actor: str, scope: Scope, source: str, confidence: float,
+                context: str | None, related: Sequence[str], author: str) -> list[NewEvent]:
+    """The ``meta.memory`` event of a new memory, when it holds anything the chunk does
+    not: a context, relationships, or a source its confidence does not imply. Most saves
+    need none, which keeps every later fold and search of events short."""
+    if context is None and not related and math.isclose(SOURCES.get(source, -1.0),
+                                                         confidence, abs_tol=1e-6):
+        return []
+    return [NewEvent(SAVE, {"event": "save", "memory_id": New(0), "actor": actor,
+                            "scope": scope.value, "source": source, "context": context,
+                            "related_to": list(related)}, (New(0),), author)]
+
+
+def _ranks(x: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    ranks = np.zeros(len(x), dtype=np.int64)
+    idx = np.flatnonzero(valid)
+    order = idx[np.argsort(-x[idx], kind="stable")]
+    ranks[order] = np.arange(1, len(order) + 1)
+    return ranks
+
+
+def _fuse(pool: Sequence[Candidate]) -> list[float]:
+    """Relevance of each candidate: convex fusion over the whole pool of every store."""
+    if not pool:
+        return []
+    vec = np.asarray([c.vector_score for c in pool], dtype=np.float32)
+    lex = np.asarray([c.lexical_score for c in pool], dtype=np.float32)
+    fused = ConvexFusion().combine(Pool(vec, lex, _ranks(vec, np.isfinite(vec)),
+                                        _ranks(lex, lex > 0)))
+    return [float(x) for x in fused]

@@ -1,0 +1,120 @@
+"""Who is asking: the actor over stdio (OS user or ``SEDIMENT_ACTOR``), and over HTTP the
+actor bound to the bearer token (``sediment token create``).
+
+Once any token exists in the token file, every HTTP request needs a valid one, on
+loopback too; the legacy single ``--token`` (``SEDIMENT_TOKEN``) still works and acts as
+the server's own actor with the admin role. A request's principal travels in its ASGI
+scope under ``PRINCIPAL_KEY`` to the tools, which read it from the request context.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hmac
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from sediment.auth import Principal, TokenStore
+from sediment.errors import ConfigError
+
+PRINCIPAL_KEY = "sediment.principal"
+_BAD = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def default_actor(env: Mapping[str, str] | None = None) -> str:
+    """``SEDIMENT_ACTOR`` if set, else the OS user (characters an actor name cannot hold
+    become ``-``)."""
+    env = os.environ if env is None else env
+    if env.get("SEDIMENT_ACTOR"):
+        return env["SEDIMENT_ACTOR"]
+    try:
+        user = getpass.getuser()
+    except (OSError, KeyError):
+        user = "user"
+    name = _BAD.sub("-", user).lstrip("._-")[:40]
+    return name or "user"
+
+
+def token_path(env: Mapping[str, str] | None = None) -> Path:
+    """``SEDIMENT_TOKENS_FILE``, else ``tokens.json`` beside the user config file."""
+    env = os.environ if env is None else env
+    if env.get("SEDIMENT_TOKENS_FILE"):
+        return Path(env["SEDIMENT_TOKENS_FILE"])
+    if env.get("SEDIMENT_USER_CONFIG"):
+        return Path(env["SEDIMENT_USER_CONFIG"]).parent / "tokens.json"
+    return Path(platformdirs.user_config_dir("sediment")) / "tokens.json"
+
+
+def data_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where actors' own stores live: ``SEDIMENT_DATA_DIR``, else the platform data dir."""
+    env = os.environ if env is None else env
+    if env.get("SEDIMENT_DATA_DIR"):
+        return Path(env["SEDIMENT_DATA_DIR"])
+    return Path(platformdirs.user_data_dir("sediment"))
+
+
+def default_tokens() -> TokenStore:
+    return TokenStore(token_path())
+
+
+def request_principal(request: Any) -> Principal | None:
+    """The principal an HTTP request was authenticated as (None over stdio)."""
+    scope = getattr(request, "scope", None)
+    got = scope.get(PRINCIPAL_KEY) if isinstance(scope, dict) else None
+    return got if isinstance(got, Principal) else None
+
+
+class ActorAuth:
+    """Binds each HTTP request to the actor of its bearer token; 401 without a valid one
+    whenever tokens exist (or a legacy token was given)."""
+
+    def __init__(self, app: ASGIApp, tokens: TokenStore, *, legacy: str | None = None,
+                 actor: str | None = None) -> None:
+        self.app = app
+        self.tokens = tokens
+        self.legacy = f"Bearer {legacy}".encode() if legacy else None
+        self.actor = actor or default_actor()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            required = self.legacy is not None or self.tokens.any()
+        except ConfigError:
+            required = True
+        if required:
+            principal = self._principal(scope)
+            if principal is None:
+                await _unauthorized(send)
+                return
+            scope[PRINCIPAL_KEY] = principal
+        await self.app(scope, receive, send)
+
+    def _principal(self, scope: Scope) -> Principal | None:
+        headers: dict[bytes, bytes] = dict(scope.get("headers") or [])
+        got = headers.get(b"authorization", b"")
+        if self.legacy is not None and hmac.compare_digest(got, self.legacy):
+            return Principal(self.actor, "admin")
+        if not got.startswith(b"Bearer "):
+            return None
+        try:
+            return self.tokens.verify(got[7:].decode("ascii", "replace").strip())
+        except ConfigError:
+            return None
+
+
+async def _unauthorized(send: Send) -> None:
+    body = (b'{"error": {"code": "unauthorized", '
+            b'"message": "missing or wrong bearer token"}}')
+    await send({"type": "http.response.start", "status": 401,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"www-authenticate", b'Bearer realm="sediment"'),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,58 @@
+"""The Python API (issue 15, item 15): the same services and the same answers as the CLI."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import sediment as sediment_pkg
+from sediment.embed import HashEmbedder
+from tests.cli.conftest import Runner
+from tests.conftest import REPO
+
+
+@pytest.fixture
+def project(sediment: Runner, tmp_path: Path) -> Path:
+    (tmp_path / "README.md").write_text(
+        "# Demo\n\nPrecedence is local > user > delta > base.\n\n## Deploy\n\n"
+        "Deploys run nightly from main.\n")
+    r = sediment("compile", "--root", str(tmp_path), "--include", "*.md", "--out",
+                 str(tmp_path / "AGENTS.db"))
+    assert r.code == 0, r.err
+    return tmp_path
+
+
+def test_search_and_write_match_the_cli(sediment: Runner, project: Path) -> None:
+    store = sediment_pkg.open(project)
+    assert isinstance(store, sediment_pkg.Store)
+    assert isinstance(store.embedder.profile, type(HashEmbedder(8).profile))
+    assert store.embedder.profile.backend == "hash"  # recorded in the layer
+    hits = store.search("deploys nightly", k=5)
+    cli = sediment("search", "deploys nightly", "--dir", str(project), "-k", "5", "--json")
+    assert [(h.id, h.layer.value, pytest.approx(h.score)) for h in hits] == \
+        [(x["id"], x["layer"], x["score"]) for x in cli.json()["results"]]
+    new_id = store.write("Rollbacks use helm.", kind="runbook", confidence=0.7,
+                         sources=["README.md:7"])
+    found = sediment("search", "helm rollbacks", "--dir", str(project), "--json").json()
+    assert found["results"][0]["id"] == new_id and found["results"][0]["layer"] == "local"
+    assert store.get(new_id) is not None
+    proposal = store.propose(new_id)
+    assert proposal.copied_to_delta
+    assert store.forget(new_id, reason="wrong").layer.value == "local"
+    assert new_id not in [h.id for h in store.search("helm rollbacks")]
+    with pytest.raises(sediment_pkg.ValidationError, match="confidence"):
+        store.write("x", kind="note", confidence=2)
+    with pytest.raises(sediment_pkg.NotFoundError):
+        sediment_pkg.open(project / "missing")
+
+
+def test_the_documented_example_runs(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (REPO / "docs" / "python-api.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S)
+    assert code is not None
+    monkeypatch.chdir(project)
+    (project / "build").mkdir()
+    (project / "build" / "demo").symlink_to(project, target_is_directory=True)
+    exec(compile(code.group(1), "docs/python-api.md", "exec"), {})
