@@ -151,3 +151,10 @@ def test_a_broken_entry_point_is_an_error(tmp_path: Path, sediment: Runner) -> N
     r = sediment("agent", "list", cwd=tmp_path, env={"PYTHONPATH": str(site)})
     assert r.code == 1
     assert "persona broken: cannot load entry point 'no_such_module'" in r.err
+
+
+def test_a_persona_cannot_shadow_another_prompt(tmp_path: Path, sediment: Runner) -> None:
+    (tmp_path / "sediment.toml").write_text('[agents.memory_guidelines]\nsystem_prompt = "x"\n')
+    r = sediment("agent", "list", cwd=tmp_path)
+    assert r.code == 1
+    assert "persona memory_guidelines: the server already has a prompt of that name" in r.err

@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from sediment.agents import Definition, PersonaContext, Registry, Resolved, load_registry
-from sediment.errors import NotFoundError, RequestError, SedimentError
+from sediment.errors import ConfigError, NotFoundError, RequestError, SedimentError
 from sediment.ops.requests import SearchOptions, parse
 from sediment.ops.service import ContextService
 from sediment.store import LayerName
@@ -100,7 +100,11 @@ def add_prompts(server: MCPServer, registry: Registry, context: PersonaContext) 
                 raise MCPError(INTERNAL_ERROR, str(exc)) from exc
         return render
 
+    taken = {p.name for p in server._prompt_manager.list_prompts()}
     for info in registry.list():
+        if info.name in taken:
+            raise ConfigError(f"persona {info.name}: the server already has a prompt of that "
+                              "name; choose another name for the persona")
         server.add_prompt(_PersonaPrompt(
             name=info.name, title=None, description=info.description, fn=renderer(info.name),
             context_kwarg=None,
