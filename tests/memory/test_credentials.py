@@ -107,5 +107,6 @@ def test_agents_context_write_refuses_credentials(tmp_path: Path) -> None:
     layers = LayerSet.from_directory(tmp_path)
     with pytest.raises(ValidationError, match="GitHub token"):
         write_context(layers, HashEmbedder(), WriteRequest(
-            "CI uses ghp_" + "a1B2" * 9, "note", 0.5, [], "local"))
+            content="CI uses ghp_" + "a1B2" * 9, kind="note", confidence=0.5, sources=[],
+            scope="local"))
     assert not (tmp_path / "AGENTS.local.db").exists()

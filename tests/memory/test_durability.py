@@ -11,7 +11,8 @@ from sediment.embed import HashEmbedder
 from sediment.errors import NotFoundError, ValidationError
 from sediment.format import LayerFile
 from sediment.memory import FileMemoryStore, MemoryService
-from sediment.ops.service import ContextService, SearchArgs
+from sediment.ops.requests import SearchParams
+from sediment.ops.service import ContextService
 from sediment.review.compact import compact
 from sediment.review.jsonl import export_text, import_file
 from sediment.store import LayerName, LayerSet
@@ -83,10 +84,10 @@ def test_general_search_and_chunk_reads_leave_memories_out(tmp_path: Path) -> No
     svc = service_over(layers, tmp_path / "data")
     mine = svc.save("alice", "Layer precedence questions go to Dana", "fact", scope="project")
     ctx = ContextService(layers, HashEmbedder())
-    hits = ctx.search(SearchArgs("layer precedence", 50))["results"]
+    hits = ctx.search(SearchParams(query="layer precedence", k=50))["results"]
     assert hits and not any(h["kind"].startswith("memory.") for h in hits)
     with pytest.raises(ValidationError, match="private"):
-        ctx.search(SearchArgs("x", 5, ["memory.fact.alice"]))
+        ctx.search(SearchParams(query="x", k=5, filters={"kind": ["memory.fact.alice"]}))
     with pytest.raises(NotFoundError, match="memory"):
         ctx.read_chunk(int(mine["id"][1:]))
 

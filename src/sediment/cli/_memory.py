@@ -7,7 +7,6 @@ text is untrusted: it is printed literally, with control characters escaped.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,19 +22,18 @@ from sediment.cli._options import (
     layer_options,
     open_layerset,
 )
-from sediment.cli._output import emit_json
+from sediment.cli._output import emit_json, visible
 from sediment.memory import CATEGORIES, MAX_LIMIT, FileMemoryStore, MemoryService
 from sediment.server.memory_tools import memory_threshold
 from sediment.server.principals import data_dir, default_actor
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 SCOPES = ("user", "project", "global")
 
 
 def safe(text: object) -> str:
-    """Untrusted text for a terminal: control characters (escape sequences included)
-    shown as ``\\xNN``; newlines and tabs kept."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", str(text))
+    """Untrusted text for a terminal: control and bidirectional characters escaped;
+    newlines and tabs kept."""
+    return visible(str(text), keep_lines=True)
 
 
 def actor_option(f: Any) -> Any:
