@@ -77,7 +77,7 @@ def test_project_file_keys(tmp_path: Path, text: str, get: Callable[[Config], An
 ERRORS: list[tuple[str, str]] = [
     ("[store\n", "invalid TOML"),
     ("[stroe]\ndir = 'x'",
-     "unknown section(s) stroe; known: compile, context, embedder, sources, store"),
+     "unknown section(s) stroe; known: agents, compile, context, embedder, sources, store"),
     ("[store]\ndri = 'x'", "unknown key(s) dri in [store]; known: cache_dir, dir"),
     ("[embedder]\napi_key = 'sk-123'", "unknown key(s) api_key in [embedder]"),
     ("store = 3", "[store] must be dict, got int"),

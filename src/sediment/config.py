@@ -47,7 +47,12 @@ KEYS: dict[str, frozenset[str]] = {
         "prune_min_usefulness", "semantic_weight", "recency_weight", "usefulness_weight",
         "type_match_weight", "recency_decay", "skill_recency_decay"}),
 }
-"""Every section and key a config file may hold; anything else is an error, not ignored."""
+"""Every section and key a config file may hold; anything else is an error, not ignored.
+``[agents]`` holds persona tables by name (checked by :mod:`sediment.agents` when loaded)."""
+
+AGENT_KINDS = {"script": "lua", "python": "python"}
+"""Sub-tables of ``[agents]`` that hold personas of another source (not a persona name)."""
+
 SOURCE_KEYS: dict[str, frozenset[str]] = {
     "filesystem": frozenset({"name", "type", "root", "include", "exclude", "prefix"}),
     "git": frozenset({"name", "type", "url", "ref", "include", "exclude", "prefix"}),
@@ -68,6 +73,17 @@ class SourceConfig:
     url: str | None = None
     ref: str = "HEAD"
     prefix: str | None = None
+
+
+@dataclass(slots=True)
+class AgentDefinition:
+    """One persona table as written: ``source`` is toml, lua or python; ``origin`` is the
+    file that defined it (a script's relative ``path`` is relative to its directory)."""
+
+    name: str
+    source: str
+    table: dict[str, Any]
+    origin: Path
 
 
 @dataclass(slots=True)
@@ -105,6 +121,7 @@ class Config:
     context: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     """Each file's raw ``[context]`` table with its source, lowest precedence first; values
     are checked by ``sediment.context.settings.resolve`` (docs/context.md)."""
+    agents: dict[str, AgentDefinition] = field(default_factory=dict)
 
 
 def _find_project_file(start: Path) -> Path | None:
@@ -188,13 +205,33 @@ def _sources(value: Any, compile_: CompileConfig, source: Path) -> list[SourceCo
     return out
 
 
-def _apply(cfg: Config, data: Mapping[str, Any], source: Path) -> None:
+def _agents(cfg: Config, data: Mapping[str, Any], source: Path, *, trusted: bool) -> None:
+    """``[agents.NAME]``, ``[agents.script.NAME]`` and (user config only) ``[agents.python.NAME]``:
+    a repository's sediment.toml must not make ``serve`` import code."""
+    section = _expect(data.get("agents", {}), dict, f"{source}: [agents]")
+    for key, value in section.items():
+        if key in AGENT_KINDS:
+            if key == "python" and not trusted:
+                raise ConfigError(f"{source}: [agents.python] is allowed only in the user config "
+                                  "(a project's sediment.toml must not run Python code); "
+                                  "use a Lua persona ([agents.script.NAME]) instead")
+            tables = _expect(value, dict, f"{source}: [agents.{key}]")
+            for name, table in tables.items():
+                _expect(table, dict, f"{source}: [agents.{key}.{name}]")
+                cfg.agents[name] = AgentDefinition(name, AGENT_KINDS[key], dict(table), source)
+        else:
+            _expect(value, dict, f"{source}: [agents.{key}]")
+            cfg.agents[key] = AgentDefinition(key, "toml", dict(value), source)
+
+
+def _apply(cfg: Config, data: Mapping[str, Any], source: Path, *, trusted: bool = False) -> None:
+    _agents(cfg, data, source, trusted=trusted)
     data = dict(data)
     sources = data.pop("sources", None)
-    unknown = set(data) - set(KEYS)
+    unknown = set(data) - set(KEYS) - {"agents"}
     if unknown:
         raise ConfigError(f"{source}: unknown section(s) {', '.join(sorted(unknown))}; "
-                          f"known: {', '.join(sorted([*KEYS, 'sources']))}")
+                          f"known: {', '.join(sorted([*KEYS, 'agents', 'sources']))}")
     store = _section(data, "store", source)
     if "dir" in store:
         cfg.layer_dir = cfg.root / Path(_expect(store["dir"], str,
@@ -268,7 +305,7 @@ def load_config(cwd: Path | None = None, env: Mapping[str, str] | None = None) -
     if env.get("SEDIMENT_USER_CONFIG"):
         user_file = here / env["SEDIMENT_USER_CONFIG"]
     if user_file.is_file():
-        _apply(cfg, _read_toml(user_file), user_file)
+        _apply(cfg, _read_toml(user_file), user_file, trusted=True)
         cfg.source_files.append(user_file)
     if project is not None:
         _apply(cfg, _read_toml(project), project.resolve())

@@ -16,12 +16,16 @@ the boundary with ``raise ... from exc`` so the message names what was wrong and
     │   └── SignatureError     a layer's signature is missing, malformed or does not verify
     ├── EmbeddingError         the embedder failed (model missing, HTTP error, bad reply)
     ├── ConfigError            sediment.toml or an environment override is invalid
+    ├── AgentError             a persona failed to load or to resolve (sediment.agents)
+    │   └── AgentTimeoutError  a persona's script ran past its time limit
     └── LockTimeoutError       another writer held the layer lock for too long
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "AgentError",
+    "AgentTimeoutError",
     "ConfigError",
     "EmbeddingError",
     "FormatError",
@@ -107,3 +111,11 @@ class ConfigError(SedimentError):
 
 class LockTimeoutError(SedimentError):
     """Another writer held a layer's lock for longer than the timeout."""
+
+
+class AgentError(SedimentError):
+    """A persona could not be loaded, or its script failed while resolving."""
+
+
+class AgentTimeoutError(AgentError):
+    """A persona's script ran past its instruction or time limit."""

@@ -7,6 +7,7 @@ printed in ``_output``, ``_hits`` and ``_progress``.
 
 # Importing the command modules registers their commands on the group.
 from sediment.cli import (  # noqa: F401
+    _agent,
     _compile,
     _context,
     _diff,

@@ -42,17 +42,21 @@ from sediment.store import FILE_NAMES
                    "directory, else the project root).")
 @click.option("--no-warm-up", is_flag=True,
               help="Load the embedding model on the first query instead of at start.")
+@click.option("--agent", default=None,
+              help="Expose only this persona's tools (personas: sediment agent list).")
 @layer_options
 @signature_option
 @click.pass_context
 def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path: str,
           token: str | None, embedder_name: str | None, root: Path | None, no_warm_up: bool,
-          layer_dir: Path | None, **paths: Path | None) -> None:
+          agent: str | None, layer_dir: Path | None, **paths: Path | None) -> None:
     """Serve the layers to agents over MCP (tools agents_search, agents_context_write,
     agents_context_propose; chunks and layers as agentsdb:// resources).
 
-    The handshake is answered at once: the embedding model loads in the background.
-    Over http the web page for reviewers is served at /ui too (or run `sediment ui`).
+    Personas from the configuration are served as MCP prompts; over http the same server
+    answers the HTTP API (docs/http-api.md) and the web page for reviewers at /ui (or run
+    `sediment ui`). The handshake is answered at once: the embedding model loads in the
+    background.
     """
     from sediment.server import bind_socket, check_binding, check_http_path
 
@@ -64,7 +68,7 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
         sock = bind_socket(host, port)
     try:
         _serve(cfg, sock, transport, host, http_path, token, embedder_name, root,
-               no_warm_up, layer_dir, paths)
+               no_warm_up, layer_dir, paths, agent)
     finally:
         if sock is not None:
             sock.close()
@@ -73,11 +77,13 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
 def _serve(cfg: Config, sock: socket.socket | None, transport: str,
            host: str, http_path: str, token: str | None, embedder_name: str | None,
            root: Path | None, no_warm_up: bool, layer_dir: Path | None,
-           paths: dict[str, Path | None]) -> None:
+           paths: dict[str, Path | None], agent: str | None = None) -> None:
     from sediment.context import resolve
     from sediment.ops.service import ContextService
     from sediment.server import build_http_app, build_server
+    from sediment.server.api import mount_api
     from sediment.server.context_tools import add_context_tools
+    from sediment.server.prompts import serve_personas
 
     if root is not None and not root.is_dir():
         raise NotFoundError(f"--root {root}: no such directory")
@@ -91,6 +97,7 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
                              root=root or layer_dir or cfg.root)
     server = build_server(service)
     add_context_tools(server, service, settings=resolve(cfg.context)[0])  # [context] config
+    registry, context = serve_personas(server, service, cfg.agents.values(), agent=agent)
     if transport == "stdio":
         if not no_warm_up:
             service.warm_up()
@@ -99,6 +106,7 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     assert sock is not None
     from sediment.server.web import WebUI
 
+    mount_api(server, registry, context, host=host)
     ui = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host)
     app = build_http_app(server, host=host, token=token, path=http_path, ui=ui)
     import uvicorn

@@ -87,7 +87,8 @@ def _known_fusion(value: str) -> str:
     return value
 
 
-Text = Annotated[str, Field(min_length=1), AfterValidator(_not_blank)]
+Text = Annotated[str, Field(min_length=1, json_schema_extra={"pattern": r"\S"}),
+                 AfterValidator(_not_blank)]
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 ChunkId = Annotated[int, Field(ge=1, le=MAX_CHUNK_ID)]
 
@@ -100,6 +101,10 @@ class SearchFilters(StrictModel):
 
 class SearchParams(StrictModel):
     """A search as an agent or an HTTP client asks for it: text, vector, or both."""
+
+    model_config = ConfigDict(**StrictModel.model_config, json_schema_extra={"anyOf": [
+        {"required": ["query"], "properties": {"query": {"type": "string"}}},
+        {"required": ["query_vec"], "properties": {"query_vec": {"type": "array"}}}]})
 
     query: Annotated[Text, Field(max_length=MAX_QUERY_CHARS)] | None = Field(
         default=None,

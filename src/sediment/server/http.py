@@ -114,7 +114,8 @@ class BearerAuth:
         headers: dict[bytes, bytes] = dict(scope.get("headers") or [])
         got = headers.get(b"authorization", b"")
         if not hmac.compare_digest(got, self.expected):
-            body = b'{"error": "missing or wrong bearer token"}'
+            body = (b'{"error": {"code": "unauthorized", '
+                    b'"message": "missing or wrong bearer token"}}')
             await send({"type": "http.response.start", "status": 401,
                         "headers": [(b"content-type", b"application/json"),
                                     (b"www-authenticate", b'Bearer realm="sediment"'),

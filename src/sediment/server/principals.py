@@ -111,7 +111,8 @@ class ActorAuth:
 
 
 async def _unauthorized(send: Send) -> None:
-    body = b'{"error": "missing or wrong bearer token"}'
+    body = (b'{"error": {"code": "unauthorized", '
+            b'"message": "missing or wrong bearer token"}}')
     await send({"type": "http.response.start", "status": 401,
                 "headers": [(b"content-type", b"application/json"),
                             (b"www-authenticate", b'Bearer realm="sediment"'),

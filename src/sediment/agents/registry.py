@@ -1,0 +1,156 @@
+"""The personas a server offers, built from configuration tables and installed packages.
+
+Tool names are checked when a persona loads, against the tools the server registered, so
+a persona naming a tool nobody serves fails at start-up, not in a user's session. Short
+aliases (:data:`TOOL_ALIASES`) stand for the RFC tools' full names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from sediment.agents.lua import DEFAULT_TIMEOUT, LuaPersona
+from sediment.agents.model import (
+    Persona,
+    PersonaContext,
+    PersonaInfo,
+    Resolved,
+    check_arguments,
+    info_from,
+)
+from sediment.agents.python import installed_personas, persona_from_object
+from sediment.errors import AgentError, ConfigError, NotFoundError
+
+__all__ = ["TOOL_ALIASES", "Definition", "Registry", "TomlPersona", "load_registry",
+           "tool_aliases"]
+
+TOOL_ALIASES = {
+    "search": "agents_search",
+    "write": "agents_context_write",
+    "propose": "agents_context_propose",
+    "knowledge": "search_knowledge",
+}
+"""Short names a persona may use for Sediment's tools."""
+MAX_TIMEOUT = 300.0
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_-]+)\s*\}\}")
+
+
+class Definition(Protocol):
+    """One persona table from a config file (``sediment.config.AgentDefinition``)."""
+
+    name: str
+    source: str
+    table: dict[str, Any]
+    origin: Path
+
+
+def tool_aliases(tool_names: Collection[str]) -> dict[str, str]:
+    """The aliases whose target the server serves (a served name is never shadowed)."""
+    return {a: t for a, t in TOOL_ALIASES.items() if t in tool_names and a not in tool_names}
+
+
+class TomlPersona:
+    """A fixed system prompt; ``{{name}}`` in it is replaced by the argument's value."""
+
+    def __init__(self, info: PersonaInfo, system_prompt: str) -> None:
+        self.info = info
+        self.system_prompt = system_prompt
+
+    def resolve(self, args: Mapping[str, str], context: PersonaContext) -> Resolved:
+        del context
+        args = check_arguments(self.info, args)
+        text = _PLACEHOLDER.sub(lambda m: args.get(m.group(1), m.group(0)), self.system_prompt)
+        return Resolved(text, self.info.tools, (), stats={"searches": 0, "gets": 0,
+                                                          "sources": 0})
+
+
+class Registry:
+    def __init__(self, personas: Iterable[Persona] = ()) -> None:
+        self._personas: dict[str, Persona] = {}
+        for p in personas:
+            self._personas[p.info.name] = p
+
+    def list(self) -> list[PersonaInfo]:
+        return [p.info for p in self._personas.values()]
+
+    def find(self, name: str) -> Persona:
+        try:
+            return self._personas[name]
+        except KeyError:
+            known = ", ".join(sorted(self._personas)) or "none configured"
+            raise NotFoundError(f"no persona {name[:64]!r} (personas: {known})") from None
+
+    def resolve(self, name: str, args: Mapping[str, Any], context: PersonaContext) -> Resolved:
+        return self.find(name).resolve(args, context)
+
+    def __len__(self) -> int:
+        return len(self._personas)
+
+
+def _where(d: Definition) -> str:
+    kind = {"lua": "agents.script.", "python": "agents.python."}.get(d.source, "agents.")
+    return f"{d.origin}: [{kind}{d.name}]"
+
+
+def _toml(d: Definition, allowed: frozenset[str], aliases: Mapping[str, str]) -> TomlPersona:
+    unknown = set(d.table) - {"description", "tools", "system_prompt", "arguments"}
+    if unknown:
+        raise ConfigError(f"{_where(d)}: unknown key(s) {', '.join(sorted(unknown))}; known: "
+                          "arguments, description, system_prompt, tools")
+    prompt = d.table.get("system_prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ConfigError(f"{_where(d)}: system_prompt (a non-empty string) is required")
+    try:
+        info = info_from(d.name, "toml", d.table.get("description"), d.table.get("tools"),
+                         d.table.get("arguments"), allowed, aliases, str(d.origin))
+    except AgentError as exc:
+        raise ConfigError(f"{d.origin}: {exc}") from None
+    return TomlPersona(info, prompt)
+
+
+def _timeout(d: Definition) -> float:
+    value = d.table.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not 0 < value <= MAX_TIMEOUT:
+        raise ConfigError(f"{_where(d)}: timeout must be a number of seconds, more than 0 and "
+                          f"at most {MAX_TIMEOUT:g}")
+    return float(value)
+
+
+def _script(d: Definition, allowed: frozenset[str], aliases: Mapping[str, str]) -> LuaPersona:
+    path = d.table.get("path")
+    if not isinstance(path, str) or not path:
+        raise ConfigError(f"{_where(d)}: path (the Lua script, relative to "
+                          f"{d.origin.parent}) is required")
+    config = {k: v for k, v in d.table.items() if k not in ("path", "timeout")}
+    return LuaPersona(d.name, d.origin.parent / Path(path).expanduser(), config=config,
+                      allowed=allowed, aliases=aliases, timeout=_timeout(d))
+
+
+def _python(d: Definition, allowed: frozenset[str], aliases: Mapping[str, str]) -> Persona:
+    spec = d.table.get("object")
+    if not isinstance(spec, str) or not spec:
+        raise ConfigError(f"{_where(d)}: object (\"package.module:attr\") is required")
+    config = {k: v for k, v in d.table.items() if k != "object"}
+    return persona_from_object(d.name, spec, config=config, allowed=allowed, aliases=aliases)
+
+
+def load_registry(definitions: Iterable[Definition], tool_names: Collection[str], *,
+                  installed: bool = True) -> Registry:
+    """Every persona: installed packages' first, then the config's (which win by name)."""
+    allowed = frozenset(tool_names)
+    aliases = tool_aliases(allowed)
+    personas: list[Persona] = list(installed_personas(allowed, aliases)) if installed else []
+    for d in definitions:
+        if d.source == "toml":
+            personas.append(_toml(d, allowed, aliases))
+        elif d.source == "lua":
+            personas.append(_script(d, allowed, aliases))
+        elif d.source == "python":
+            personas.append(_python(d, allowed, aliases))
+        else:
+            raise ConfigError(f"{d.origin}: persona {d.name}: unknown source {d.source!r}")
+    return Registry(personas)

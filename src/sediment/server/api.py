@@ -1,0 +1,204 @@
+"""A plain HTTP API beside streamable MCP, on the same server (docs/http-api.md).
+
+``GET /health``, ``GET /tools/list`` (``?agent=NAME`` filters), ``POST /tools/{name}``,
+``GET /agents/list``, ``POST /agents/{name}/prompt`` and ``GET /openapi.json``. Tool calls
+go through the MCP server's own tools, so arguments meet the same strict request models and
+reach the same services. The bearer token (``BearerAuth`` wraps the whole app) and, on
+loopback binds, the same Host and Origin rules as the MCP endpoint apply. Every error is
+``{"error": {"code", "message"}}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio.to_thread
+import pydantic
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import CallToolResult, TextContent
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from sediment import __version__
+from sediment.agents import PersonaContext, Registry
+from sediment.errors import (
+    AgentError,
+    AgentTimeoutError,
+    NotFoundError,
+    PermissionDeniedError,
+    SedimentError,
+)
+from sediment.ops.requests import describe_errors
+from sediment.server.http import is_loopback, loopback_security
+from sediment.server.openapi import openapi_document
+
+__all__ = ["MAX_BODY", "mount_api"]
+
+MAX_BODY = 1024 * 1024
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def error_response(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def _classify(exc: BaseException) -> ApiError:
+    """The most specific SedimentError in ``exc``'s cause chain, as a status and code (a
+    tool that validates with the SDK's own models fails with a pydantic error: 400 too)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, AgentTimeoutError):
+            return ApiError(408, "timeout", str(seen))
+        if isinstance(seen, AgentError):
+            return ApiError(500, "agent_error", str(seen))
+        if isinstance(seen, NotFoundError):
+            return ApiError(404, "not_found", str(seen))
+        if isinstance(seen, PermissionDeniedError):
+            return ApiError(403, "forbidden", str(seen))
+        if isinstance(seen, SedimentError):
+            return ApiError(400, "bad_request", str(seen))
+        if isinstance(seen, pydantic.ValidationError):
+            return ApiError(400, "bad_request", describe_errors(seen))
+        seen = seen.__cause__
+    if isinstance(exc, ToolError) and not isinstance(exc, UnexpectedToolError):
+        return ApiError(400, "bad_request", str(exc))
+    return ApiError(500, "internal_error", "the server failed; see its log")
+
+
+def _allowed(value: str, patterns: list[str]) -> bool:
+    return any(value == p or (p.endswith(":*") and value.startswith(p[:-1]))
+               for p in patterns)
+
+
+class Api:
+    def __init__(self, server: MCPServer, registry: Registry, context: PersonaContext,
+                 security: TransportSecuritySettings | None) -> None:
+        self.server = server
+        self.registry = registry
+        self.context = context
+        self.security = security
+
+    def _check_headers(self, request: Request) -> None:
+        if self.security is None or not self.security.enable_dns_rebinding_protection:
+            return
+        if not _allowed(request.headers.get("host", ""), self.security.allowed_hosts):
+            raise ApiError(421, "misdirected", "the Host header names no loopback address")
+        origin = request.headers.get("origin")
+        if origin and not _allowed(origin, self.security.allowed_origins):
+            raise ApiError(403, "forbidden", "requests from this Origin are refused")
+
+    async def _body(self, request: Request) -> dict[str, Any]:
+        ctype = request.headers.get("content-type", "")
+        if ctype.split(";")[0].strip().lower() != "application/json":
+            raise ApiError(415, "unsupported_media_type",
+                           "send the body as JSON with Content-Type: application/json")
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+            raise ApiError(413, "too_large", f"the body is larger than {MAX_BODY} bytes")
+        raw = bytearray()
+        async for piece in request.stream():
+            raw.extend(piece)
+            if len(raw) > MAX_BODY:
+                raise ApiError(413, "too_large", f"the body is larger than {MAX_BODY} bytes")
+        try:
+            data = json.loads(raw or b"{}")
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ApiError(400, "bad_request", f"the body is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ApiError(400, "bad_request", "the body must be a JSON object")
+        return data
+
+    def route(self, fn: Callable[[Request], Awaitable[Any]]) -> Endpoint:
+        async def endpoint(request: Request) -> Response:
+            try:
+                self._check_headers(request)
+                return JSONResponse(await fn(request))
+            except ApiError as exc:
+                return error_response(exc.status, exc.code, exc.message)
+        return endpoint
+
+    async def tool_names(self, agent: str | None) -> list[dict[str, Any]]:
+        tools = await self.server.list_tools()
+        if agent is not None:
+            try:
+                keep = set(self.registry.find(agent).info.tools)
+            except NotFoundError as exc:
+                raise ApiError(404, "not_found", str(exc)) from None
+            tools = [t for t in tools if t.name in keep]
+        return [{"name": t.name, "description": t.description or "",
+                 "input_schema": t.input_schema} for t in tools]
+
+    async def health(self, request: Request) -> Any:
+        return {"status": "ok", "version": __version__}
+
+    async def tools_list(self, request: Request) -> Any:
+        return {"tools": await self.tool_names(request.query_params.get("agent"))}
+
+    async def call_tool(self, request: Request) -> Any:
+        name = request.path_params["name"]
+        if name not in {t.name for t in await self.server.list_tools()}:
+            raise ApiError(404, "not_found", f"no tool {name[:64]!r}; GET /tools/list")
+        arguments = await self._body(request)
+        try:
+            out = await self.server.call_tool(name, arguments)
+        except Exception as exc:
+            raise _classify(exc) from None
+        if not isinstance(out, CallToolResult):
+            raise ApiError(500, "internal_error", "the tool asked for input over MCP")
+        text = "\n".join(c.text for c in out.content if isinstance(c, TextContent))
+        if out.is_error:
+            raise ApiError(400, "bad_request", text)
+        return {"result": out.structured_content if out.structured_content is not None
+                else {"text": text}}
+
+    async def agents_list(self, request: Request) -> Any:
+        return {"agents": [info.to_dict() for info in self.registry.list()]}
+
+    async def agent_prompt(self, request: Request) -> Any:
+        name = request.path_params["name"]
+        try:
+            self.registry.find(name)
+        except NotFoundError as exc:
+            raise ApiError(404, "not_found", str(exc)) from None
+        body = await self._body(request)
+        if set(body) - {"arguments"}:
+            raise ApiError(400, "bad_request", 'the body is {"arguments": {...}} and nothing '
+                                               "else")
+        arguments = body.get("arguments", {})
+        if not isinstance(arguments, dict):
+            raise ApiError(400, "bad_request", "arguments must be an object of strings")
+        try:
+            resolved = await anyio.to_thread.run_sync(
+                lambda: self.registry.resolve(name, arguments, self.context))
+        except SedimentError as exc:
+            raise _classify(exc) from None
+        return {"result": resolved.to_dict()}
+
+    async def openapi(self, request: Request) -> Any:
+        tools = await self.server.list_tools()
+        return openapi_document([(t.name, t.description or "", t.input_schema) for t in tools],
+                                self.registry.list())
+
+
+def mount_api(server: MCPServer, registry: Registry, context: PersonaContext, *,
+              host: str) -> None:
+    """Add the API's routes to ``server`` (before its HTTP app is built)."""
+    api = Api(server, registry, context, loopback_security(host) if is_loopback(host) else None)
+    for path, methods, fn in (
+            ("/health", ["GET"], api.health),
+            ("/tools/list", ["GET"], api.tools_list),
+            ("/tools/{name}", ["POST"], api.call_tool),
+            ("/agents/list", ["GET"], api.agents_list),
+            ("/agents/{name}/prompt", ["POST"], api.agent_prompt),
+            ("/openapi.json", ["GET"], api.openapi)):
+        server.custom_route(path, methods=methods)(api.route(fn))

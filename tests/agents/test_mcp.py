@@ -1,0 +1,124 @@
+"""Personas as MCP prompts through the SDK client: in memory, over stdio with --agent, and
+over streamable HTTP from the real ``sediment serve``."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from mcp import Client
+from sediment.config import load_config
+from sediment.embed import HashEmbedder
+from sediment.ops.service import ContextService
+from sediment.server import build_server
+from sediment.server.prompts import SYSTEM_HEADER, serve_personas
+from sediment.store import LayerSet
+from tests.agents.project import SEDIMENT, env, write_project
+from tests.mcp.conftest import TOKEN, start_http, stop
+
+TIMEOUT = 60
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return write_project(tmp_path / "acme")
+
+
+async def _check_prompts(client: Client) -> None:
+    listed = {p.name: p for p in (await client.list_prompts()).prompts}
+    assert set(listed) - {"memory_guidelines"} == {"code-reviewer", "onboarding",
+                                                   "incident-responder"}
+    incident = listed["incident-responder"]
+    assert incident.description == "Helps triage a production incident with the relevant " \
+                                   "runbooks"
+    assert [(a.name, a.required) for a in incident.arguments or []] == [
+        ("service", True), ("severity", False)]
+    got = await client.get_prompt("incident-responder",
+                                  {"service": "payments-api", "severity": "P1"})
+    assert got.description == incident.description
+    first, second = got.messages
+    assert first.role == "user" and second.role == "assistant"
+    assert first.content.text.startswith(  # type: ignore[union-attr]
+        SYSTEM_HEADER + "You are the incident responder for payments-api (P1)")
+    assert "restart the payments worker" in first.content.text  # type: ignore[union-attr]
+    assert second.content.text.startswith("I have loaded 2 runbook")  # type: ignore[union-attr]
+    with pytest.raises(MCPError, match="persona incident-responder: argument service is "
+                                       "required"):
+        await client.get_prompt("incident-responder", {})
+    with pytest.raises(MCPError, match="unknown argument 'colour'"):
+        await client.get_prompt("onboarding", {"colour": "red"})
+    with pytest.raises(MCPError):  # the SDK reports an unknown prompt as an internal error
+        await client.get_prompt("nobody")
+
+
+def test_prompts_in_memory(project: Path) -> None:
+    service = ContextService(LayerSet.from_directory(project), HashEmbedder(), root=project)
+    server = build_server(service)
+    serve_personas(server, service, load_config(project, env={}).agents.values())
+
+    async def main() -> None:
+        with anyio.fail_after(TIMEOUT):
+            async with Client(server) as client:
+                await _check_prompts(client)
+
+    anyio.run(main)
+
+
+def test_prompts_over_streamable_http(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEDIMENT_CONFIG", str(project / "sediment.toml"))
+    server = start_http(project)
+    try:
+        async def main() -> None:
+            with anyio.fail_after(TIMEOUT):
+                http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+                async with http, Client(streamable_http_client(server.url,
+                                                               http_client=http)) as client:
+                    await _check_prompts(client)
+
+        anyio.run(main)
+        assert server.process.poll() is None
+    finally:
+        stop(server.process)
+
+
+def test_serve_agent_exposes_only_its_tools(project: Path) -> None:
+    params = StdioServerParameters(command=SEDIMENT, args=["serve", "--agent", "onboarding",
+                                                          "--no-warm-up"],
+                                   env=env(), cwd=str(project))
+
+    async def main() -> None:
+        with anyio.fail_after(TIMEOUT):
+            async with Client(params) as client:
+                names = [t.name for t in (await client.list_tools()).tools]
+                assert names == ["agents_search", "search_knowledge"]
+                hits = await client.call_tool("agents_search", {"query": "setup", "k": 1})
+                assert not hits.is_error
+                denied = await client.call_tool("agents_context_write", {
+                    "content": "x", "kind": "note", "confidence": 0.5})
+                assert denied.is_error
+                assert len((await client.list_prompts()).prompts) == 4  # and memory_guidelines
+
+    anyio.run(main)
+
+
+def test_serve_agent_names_an_unknown_persona(project: Path) -> None:
+    p = subprocess.run([SEDIMENT, "serve", "--agent", "ghost"], cwd=project, env=env(),
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert p.returncode == 1
+    assert p.stderr.startswith("Error: no persona 'ghost' (personas: code-reviewer, "), p.stderr
+
+
+def test_serve_refuses_a_persona_with_an_unknown_tool(tmp_path: Path) -> None:
+    (tmp_path / "sediment.toml").write_text(
+        '[agents.r]\nsystem_prompt = "x"\ntools = ["search", "create_jira_ticket"]\n')
+    p = subprocess.run([SEDIMENT, "serve"], cwd=tmp_path, env=env(),
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert p.returncode == 1
+    assert "persona r: unknown tool 'create_jira_ticket'" in p.stderr
