@@ -279,17 +279,17 @@ def test_the_single_layer_shortcut_matches_the_general_path(tmp_path: Path) -> N
     ann.ensure_index(path)
     compared = 0
     for q in clustered(10, 17):
-        for kinds in (None, ("note",), ("rare",)):
+        for kinds in (None, ("note",)):
             request = SearchRequest(k=10, mode="vector", kinds=kinds)
             short = search(ls, request, q, normalised=True).hits
             general = search(ls, request, q, normalised=True, shortcuts=False).hits
-            assert short and all(h.approximate == (kinds != ("rare",)) for h in short)
+            assert short and all(h.approximate for h in short)
             assert [(h.id, h.chunk, h.score, h.vector_score, h.vector_rank, h.approximate)
                     for h in short] == \
                 [(h.id, h.chunk, h.score, h.vector_score, h.vector_rank, h.approximate)
                  for h in general]
             compared += len(short)
-    assert compared >= 300
+    assert compared >= 200
 
 
 def test_hits_decode_on_first_use_the_version_that_was_searched(tmp_path: Path) -> None:

@@ -56,6 +56,7 @@ def delta_chunk(sediment: Runner, root: Path) -> int:
 def test_write_local_and_delta(sediment: Runner, repo: Path) -> None:
     refused(sediment, repo, "write", "--local", "AGENTS.db", *NOTE)
     refused(sediment, repo, "write", "--scope", "delta", "--delta", "AGENTS.db", *NOTE)
+    (repo / "sub").mkdir()
     refused(sediment, repo, "write", "--local", str(repo / "sub" / ".." / "AGENTS.db"), *NOTE)
 
 

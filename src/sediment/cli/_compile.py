@@ -13,6 +13,7 @@ from sediment.cli._progress import progress
 from sediment.cli._sources import configured_sources
 from sediment.ingest.compile import CompileOptions, compile_layer
 from sediment.ingest.sync import write_state
+from sediment.store.atomic import is_regular_target
 
 
 @cli.command(name="compile")
@@ -91,7 +92,7 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
     detail(f"compiling {', '.join(opts.include)} under {root} into {opts.out}")
     with progress(enabled=not as_json) as update:
         report = compile_layer(opts, embedder, progress=update)
-    if not to_stdout:
+    if not to_stdout and is_regular_target(opts.out):
         write_state(opts, embedder, report)
     if as_json:
         emit_json(report.to_dict())

@@ -274,7 +274,9 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
         raise ValidationError(
             f"no file with text matched under {where}; nothing was written to {opts.out}. "
             "Pass --allow-empty to write an empty layer")
-    ids = CompiledIds(opts.previous or opts.out,
+    previous = opts.previous or (opts.out if str(opts.out) != "-"
+                                 and is_regular_target(opts.out) else None)
+    ids = CompiledIds(previous,
                       known=reuse.previous if reuse is not None else None)
     chunks = []
     for p in pieces:

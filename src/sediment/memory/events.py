@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sediment.memory.model import MemoryRef
-from sediment.store.events import FORGET, SUPERSEDE
+from sediment.store.events import FORGET, META_PREFIX, SUPERSEDE
 
-SAVE = "meta.memory"
-CONTEXT = "meta.memory_context"
-USE = "meta.memory_use"
+SAVE = META_PREFIX + "memory"
+CONTEXT = META_PREFIX + "memory_context"
+USE = META_PREFIX + "memory_use"
 MEMORY_EVENT_KINDS = (SAVE, CONTEXT, USE, SUPERSEDE, FORGET)
 DEFAULT_PRIORITY = 0.5
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from sediment.errors import NotFoundError, PermissionDeniedError, ValidationError
 from sediment.store import HUMAN_WRITABLE, LayerName, LayerSet, NewChunk
-from sediment.store.events import FORGET, event_content, hidden_ids
+from sediment.store.events import FORGET, event_content, hidden_ids, is_meta_kind
 
 MAX_REASON_CHARS = 2000
 
@@ -54,7 +54,7 @@ def forget(layerset: LayerSet, context_id: Any, reason: Any, *, author: str = "h
         if not versions:
             raise NotFoundError(f"no chunk {context_id} in any layer")
         top, chunk = versions[0]
-        if chunk.kind.startswith("meta."):
+        if is_meta_kind(chunk.kind):
             raise ValidationError(f"chunk {context_id} is a {chunk.kind} event, not context")
         if context_id in hidden_ids(layerset.events()):
             return Forgotten(None, context_id, top, True)
