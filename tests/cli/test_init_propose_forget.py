@@ -48,13 +48,13 @@ def test_lock_files_are_one_per_directory_and_ignored(sediment: Runner, tmp_path
                      "--content", f"{scope} note", "--confidence", "0.5")
         assert w.code == 0, w.err
     dotfiles = sorted(p.name for p in root.iterdir() if p.name.startswith("."))
-    assert dotfiles == [".gitignore", ".sediment.lock"]
+    assert dotfiles == [".AGENTS.db.sync.json", ".gitignore", ".sediment.lock"]
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     status = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
                              "--untracked-files=all"], capture_output=True, text=True,
                             check=True).stdout
     listed = {line[3:] for line in status.splitlines()}
-    assert ".sediment.lock" not in listed and "AGENTS.local.db" not in listed
+    assert not {".sediment.lock", "AGENTS.local.db", ".AGENTS.db.sync.json"} & listed
     assert {"AGENTS.db", "AGENTS.delta.db", "sediment.toml", ".gitignore"} <= listed
 
 

@@ -29,6 +29,8 @@ IGNORED = [
     ".AGENTS*.lock",
     ".AGENTS*.tmp",
     ".AGENTS*.faiss",
+    ".AGENTS*.lex",
+    ".AGENTS*.sync.json",
     ".sediment/",
 ]
 

@@ -272,7 +272,8 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
             + (f"; exclude {', '.join(s.exclude)}" if s.exclude else "") + ")"
             for s in _sources(opts))
         raise ValidationError(
-            f"no file with text matched under {where}; nothing was written to {opts.out}. "
+            f"no file matched (or none had text) under {where}; nothing was written to "
+            f"{opts.out}. "
             "Pass --allow-empty to write an empty layer")
     previous = opts.previous or (opts.out if str(opts.out) != "-"
                                  and is_regular_target(opts.out) else None)
