@@ -1,7 +1,6 @@
 """Adapters that serve the store to agents: MCP over stdio and streamable HTTP."""
 
 from sediment.server.http import (
-    BearerAuth,
     bind_socket,
     build_http_app,
     check_binding,
@@ -11,5 +10,5 @@ from sediment.server.http import (
 from sediment.server.mcp import build_server
 from sediment.server.tools import strict_tool
 
-__all__ = ["BearerAuth", "bind_socket", "build_http_app", "build_server", "check_binding",
+__all__ = ["bind_socket", "build_http_app", "build_server", "check_binding",
            "check_http_path", "is_loopback", "strict_tool"]

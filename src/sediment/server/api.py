@@ -3,7 +3,7 @@
 ``GET /health``, ``GET /tools/list`` (``?agent=NAME`` filters), ``POST /tools/{name}``,
 ``GET /agents/list``, ``POST /agents/{name}/prompt`` and ``GET /openapi.json``. Tool calls
 go through the MCP server's own tools, so arguments meet the same strict request models and
-reach the same services. The bearer token (``BearerAuth`` wraps the whole app) and, on
+reach the same services. The bearer token (``ActorAuth`` wraps the whole app) and, on
 loopback binds, the same Host and Origin rules as the MCP endpoint apply. Every error is
 ``{"error": {"code", "message"}}``.
 """

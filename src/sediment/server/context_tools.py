@@ -28,7 +28,7 @@ from sediment.context.place import context_dir
 from sediment.errors import SedimentError
 from sediment.ops.requests import parse
 from sediment.ops.service import ContextService
-from sediment.server.principals import data_dir, default_actor, request_principal
+from sediment.server.principals import data_dir, default_actor, tool_principal
 from sediment.server.tools import APPEND_ONLY, READ_ONLY, _AsSent, result
 
 ContextType = Literal["task", "iteration", "skill", "file", "output", "error"]
@@ -114,21 +114,11 @@ class Out(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-def _actor(ctx: Context | None, fallback: str) -> Principal:
-    request = None
-    if ctx is not None:
-        try:
-            request = ctx.request_context.request
-        except (ValueError, AttributeError):
-            request = None
-    return request_principal(request) or Principal(fallback, "writer")
-
-
 def _tool(name: str, model: type[M], handler: Callable[[M, Principal], CallToolResult],
           fallback: str, description: str, annotations: ToolAnnotations,
           writes: bool) -> Tool:
     def call(arguments: dict[str, Any], ctx: Context | None = None) -> CallToolResult:
-        who = _actor(ctx, fallback)
+        who = tool_principal(ctx, fallback)
         if writes and not who.can("writer"):
             raise ToolError(f"{name} needs the writer role; the token of actor "
                             f"{who.actor!r} has the {who.role} role")

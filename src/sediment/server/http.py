@@ -12,14 +12,12 @@ the protection on by itself only for the three spellings ``127.0.0.1``, ``localh
 from __future__ import annotations
 
 import errno
-import hmac
 import ipaddress
 import re
 import socket
 from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sediment.auth import TokenStore
 from sediment.errors import ConfigError
@@ -98,31 +96,6 @@ def bind_socket(host: str, port: int) -> socket.socket:
         raise ConfigError(f"cannot listen on {host}:{port}: {why}") from exc
     sock.setblocking(False)
     return sock
-
-
-class BearerAuth:
-    """Rejects HTTP requests without ``Authorization: Bearer <token>`` with 401."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers: dict[bytes, bytes] = dict(scope.get("headers") or [])
-        got = headers.get(b"authorization", b"")
-        if not hmac.compare_digest(got, self.expected):
-            body = (b'{"error": {"code": "unauthorized", '
-                    b'"message": "missing or wrong bearer token"}}')
-            await send({"type": "http.response.start", "status": 401,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"www-authenticate", b'Bearer realm="sediment"'),
-                                    (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
-            return
-        await self.app(scope, receive, send)
 
 
 def build_http_app(server: Any, *, host: str, token: str | None, path: str = "/mcp",

@@ -32,7 +32,7 @@ from sediment.memory import (
 )
 from sediment.ops.service import ContextService
 from sediment.server.lifecycle import on_shutdown
-from sediment.server.principals import data_dir, default_actor, request_principal
+from sediment.server.principals import data_dir, default_actor, tool_principal
 
 Category = Literal["preference", "pattern", "correction", "fact", "instruction", "convention"]
 Source = Literal["explicit", "inferred", "corrected"]
@@ -110,16 +110,6 @@ def memory_service_for(service: ContextService,
                          chunk_exists=lambda cid: layerset.get(cid) is not None)
 
 
-def _principal(ctx: Context | None, fallback: str) -> Principal:
-    request = None
-    if ctx is not None:
-        try:
-            request = ctx.request_context.request
-        except (ValueError, AttributeError):
-            request = None
-    return request_principal(request) or Principal(fallback, "writer")
-
-
 def _call(fn: Any, *args: Any, **kw: Any) -> dict[str, Any]:
     try:
         out: dict[str, Any] = fn(*args, **kw)
@@ -189,7 +179,7 @@ def add_memory_tools(server: MCPServer, service: ContextService, *,
         convention, a fact, an instruction or an observed pattern. A near-duplicate of one
         of your memories in the same scope replaces it (status updated, with both ids, the
         similarity and whether it looks like a correction). Never include secrets."""
-        who = _principal(ctx, own)
+        who = tool_principal(ctx, own)
         _need(who, "writer", "save_memory")
         out = _call(mem.save, who.actor, content, category, source, scope, context,
                     related_to)
@@ -215,7 +205,7 @@ def add_memory_tools(server: MCPServer, service: ContextService, *,
         """Find your memories relevant to a task: your user memories, this project's, and
         global ones; best first (hybrid relevance, then confidence, then recency).
         Superseded and deleted memories never appear. Each result counts as a use."""
-        who = _principal(ctx, own)
+        who = tool_principal(ctx, own)
         out = _call(mem.recall, who.actor, query, category, scope, limit)
         rows = out["memories"]
         text = "\n".join(_line(i, m) for i, m in enumerate(rows, 1)) or "No memories match."
@@ -238,7 +228,7 @@ def add_memory_tools(server: MCPServer, service: ContextService, *,
         """List your memories (most used first, with their contexts), delete one (gone
         from recall at once), update one (a new version that keeps its context and
         relationships), or forget_all of yours in this project (needs confirm: true)."""
-        who = _principal(ctx, own)
+        who = tool_principal(ctx, own)
         if action != "list":
             _need(who, "writer", f"manage_memory {action}")
         changes = updates.model_dump(exclude_none=True) if updates is not None else None

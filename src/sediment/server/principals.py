@@ -118,3 +118,15 @@ async def _unauthorized(send: Send) -> None:
                             (b"www-authenticate", b'Bearer realm="sediment"'),
                             (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
+
+
+def tool_principal(ctx: Any, fallback: str) -> Principal:
+    """Who calls an MCP tool: the actor of the HTTP request's bearer token, else
+    ``fallback`` (the server's own actor over stdio) as a writer."""
+    request = None
+    if ctx is not None:
+        try:
+            request = ctx.request_context.request
+        except (ValueError, AttributeError):
+            request = None
+    return request_principal(request) or Principal(fallback, "writer")
