@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +15,7 @@ import pytest
 from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.search import SearchRequest, ann, search
 from sediment.search.hits import ChunkAt
+from sediment.search.layer_index import layer_index
 from sediment.store import LayerName, LayerSet, NewChunk
 
 N, DIM = 3000, 32
@@ -30,7 +33,9 @@ def clustered(n: int, seed: int) -> npt.NDArray[np.float32]:
 
 @pytest.fixture(autouse=True)
 def _low_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small layers get an index, opened from the first query (no exact scans first)."""
     monkeypatch.setattr(ann.index, "ANN_MIN_ROWS", 1000)
+    monkeypatch.setattr(ann.index, "OPEN_RENT", 0.0)
 
 
 def make_layer(tmp_path: Path, name: str = "AGENTS.db") -> tuple[LayerSet, Path]:
@@ -310,3 +315,42 @@ def test_hits_decode_on_first_use_the_version_that_was_searched(tmp_path: Path) 
     assert all(isinstance(h._chunk, Chunk) for h in res.hits)
     assert search(ls, SearchRequest(k=1, mode="vector"), clustered(1, 21)[0],
                   normalised=True).hits[0].chunk.content.startswith("reworded")
+
+
+def test_a_process_scans_exactly_until_opening_the_index_would_have_paid(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ann.index, "OPEN_RENT", 1.0)
+    ls, path = make_layer(tmp_path)
+    built = ann.ensure_index(path)
+    assert built is not None
+    f = ls.layers()[0].file
+    cost, scan = ann.open_cost(f, built.stat().st_size), ann.scan_cost(f)
+    scans, paid = 0, 0.0
+    while paid < cost:
+        paid += scan
+        scans += 1
+    assert scans > 1
+    q = clustered(1, 9)[0]
+    flags = [ids(ls, q)[1] for _ in range(scans + 2)]
+    assert flags == [False] * scans + [True, True]
+    fresh = LayerSet.from_directory(tmp_path)
+    assert layer_index(fresh.layers()[0].file).ann_index(now=True) is not None
+    assert ids(fresh, q)[1]
+
+
+def test_a_one_shot_search_does_not_load_faiss(tmp_path: Path) -> None:
+    _, path = make_layer(tmp_path)
+    assert ann.ensure_index(path) is not None
+    script = (
+        "import sys\n"
+        "import numpy as np\n"
+        "from sediment.search import SearchRequest, ann, search\n"
+        "from sediment.store import LayerSet\n"
+        f"ann.index.ANN_MIN_ROWS = {N // 2}\n"
+        f"q = np.ones({DIM}, dtype=np.float32) / np.sqrt({DIM})\n"
+        "res = search(LayerSet.from_directory(sys.argv[1]), SearchRequest(k=10, "
+        "mode='hybrid', text='chunk 7'), q, normalised=True)\n"
+        "print(len(res.hits), any(h.approximate for h in res.hits), 'faiss' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                         text=True, check=True, timeout=120)
+    assert out.stdout.split() == ["10", "False", "False"]

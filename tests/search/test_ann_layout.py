@@ -21,7 +21,9 @@ from tests.search.test_ann import N, clustered, ids, make_layer
 
 @pytest.fixture(autouse=True)
 def _low_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small layers get an index, opened from the first query (no exact scans first)."""
     monkeypatch.setattr(ann.index, "ANN_MIN_ROWS", 1000)
+    monkeypatch.setattr(ann.index, "OPEN_RENT", 0.0)
 
 
 @pytest.fixture(scope="module")

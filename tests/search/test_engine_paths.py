@@ -130,6 +130,7 @@ def big_layer(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path.write_bytes(encode_layer(chunks, vecs, metadata={"v": 1, "embedding_profile": profile}))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ann.index, "ANN_MIN_ROWS", 1000)
+        mp.setattr(ann.index, "OPEN_RENT", 0.0)
         assert ann.ensure_index(path) is not None
     return directory
 
@@ -148,6 +149,7 @@ def test_the_approximate_path_scores_exactly_and_keeps_recall(
         expansion: int | None) -> None:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ann.index, "ANN_MIN_ROWS", 1000)
+        mp.setattr(ann.index, "OPEN_RENT", 0.0)
         ls = LayerSet.from_directory(big_layer)
         f = ls.layers()[0].file
         q = unit(np.asarray(f.embeddings[seed % 3000:seed % 3000 + 1], dtype=np.float32)

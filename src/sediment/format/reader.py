@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from sediment.errors import FormatError, NotFoundError
 from sediment.format import layout as L
+from sediment.format.arrays import distinct
 from sediment.format.metadata import MetadataError, decode_metadata
 from sediment.format.model import AUTHORS, Chunk, Source
 
@@ -608,7 +609,7 @@ class LayerFile:
         """
         recs = self._raw_records
         nstr = self._s.strings_count
-        authors = np.unique(recs["author"])
+        authors = distinct(recs["author"])
         sids = authors[(authors >= 1) & (authors <= nstr)]
         if len(sids) == 0:
             return

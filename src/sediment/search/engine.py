@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from sediment.errors import SchemaMismatchError, ValidationError
 from sediment.format import LayerFile
+from sediment.format.arrays import distinct
 from sediment.search import ann
 from sediment.search.analysis import analyzer
 from sediment.search.bm25 import QueryStats, query_stats
@@ -184,7 +185,7 @@ def _layer_part(layer: OpenLayer, request: SearchRequest, q: F32 | None,
     elif q is None:
         pos, vec = lpos, np.full(len(lpos), np.nan, dtype=np.float32)
     else:
-        pos = np.union1d(vpos, lpos).astype(np.int64)
+        pos = distinct(np.concatenate([vpos, lpos]).astype(np.int64))
         vec = (vec_all[pos] if vec_all is not None
                else idx.score_positions(pos, q, request.metric, normalised))
     if len(pos) == 0:

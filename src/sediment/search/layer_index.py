@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sediment.format import LayerFile
+from sediment.format.arrays import distinct
 from sediment.search import ann, lexicon
 from sediment.search.bm25 import Postings
 from sediment.search.vector import F32, Metric, dot_scores, row_norms, top_k
@@ -51,6 +52,8 @@ class LayerIndex:
         self._ann_keys: dict[int, str] = {}
         self._ann_listing: tuple[str, ...] | None = None
         self._ann: ann.AnnIndex | None = None
+        self._scanned_s = 0.0
+        """Estimated seconds of the exact scans of this file so far (the rent paid)."""
 
     @property
     def file(self) -> LayerFile:
@@ -62,7 +65,7 @@ class LayerIndex:
     # -- filters -------------------------------------------------------------------------
     def kind_names(self) -> dict[int, str]:
         if self._kind_names is None:
-            sids = np.unique(self.file.records["kind"])
+            sids = distinct(self.file.records["kind"])
             self._kind_names = {int(s): self.file.string(int(s)) for s in sids.tolist()}
         return self._kind_names
 
@@ -110,6 +113,7 @@ class LayerIndex:
         """The score of every chunk, in chunk-table order (an exact scan)."""
         f = self.file
         scores = dot_scores(f.embeddings, q, f.quant_scale)
+        self._scanned_s += ann.scan_cost(f)
         if metric == "cosine" and not normalised:
             scores = self._cosine(scores, None, q)
         if not self.identity_rows():
@@ -129,9 +133,11 @@ class LayerIndex:
         return scores
 
     # -- approximate -------------------------------------------------------------------------
-    def ann_index(self) -> ann.AnnIndex | None:
+    def ann_index(self, *, now: bool = False) -> ann.AnnIndex | None:
         """The layer's approximate index if it is large enough and one covers all of its
-        rows or a prefix of them.
+        rows or a prefix of them, and this process has paid its rent (see ``ann.index``:
+        until the exact scans of this file have cost about what opening the index costs,
+        None; ``now`` opens it regardless, for a server warming up).
 
         Looked up again only when the index files beside the layer change (a directory
         listing, tens of microseconds, against the milliseconds of the scan it saves), so
@@ -148,10 +154,25 @@ class LayerIndex:
         listing = tuple(x.path.name for x in found)
         if listing == self._ann_listing:
             return current
+        if not now and not self._rent_paid(found):
+            return None
         with self._lock:
             self._ann = ann.find_index(f, self._ann_keys)
             self._ann_listing = listing
         return self._ann
+
+    def _rent_paid(self, found: Sequence[ann.IndexFile]) -> bool:
+        """Whether this process has scanned ``found``'s layer exactly for about as long
+        as opening the largest index that could serve it would take."""
+        f = self.file
+        usable = [x for x in found if 0 < x.rows <= f.embedding_info.rows]
+        if not usable:
+            return True  # nothing to open: looking costs a listing, no FAISS
+        try:
+            size = max(x.path.stat().st_size for x in usable)
+        except OSError:
+            return True  # changed under us: let the lookup decide, and log it
+        return ann.rent_paid(f, self._scanned_s, size)
 
     def tail_rows(self, q: F32, start: int, count: int, metric: Metric,
                   normalised: bool) -> I64:

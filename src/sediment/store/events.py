@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sediment.format import Chunk, LayerFile, Source
+from sediment.format.arrays import distinct
 from sediment.store.layers import LayerName
 
 META_PREFIX = "meta."
@@ -55,7 +56,7 @@ def kind_mask(f: LayerFile, match: Callable[[str], bool]) -> npt.NDArray[np.bool
     """Which rows of ``f``'s chunk table have a kind ``match`` accepts; each distinct kind
     string is decoded and tested once, then one vectorised pass marks the rows."""
     kinds = f.records["kind"]
-    wanted = [s for s in np.unique(kinds).tolist() if match(f.string(int(s)))]
+    wanted = [s for s in distinct(kinds).tolist() if match(f.string(int(s)))]
     return np.isin(kinds, np.asarray(wanted, dtype=kinds.dtype))
 
 

@@ -22,6 +22,9 @@ from sediment.search.ann.index import (
     index_files,
     index_metric,
     index_path,
+    open_cost,
+    rent_paid,
+    scan_cost,
     stale_indexes,
 )
 from sediment.search.ann.key import rows_key
@@ -42,6 +45,9 @@ __all__ = [
     "index_files",
     "index_metric",
     "index_path",
+    "open_cost",
+    "rent_paid",
     "rows_key",
+    "scan_cost",
     "stale_indexes",
 ]

@@ -29,6 +29,17 @@ least :data:`MIN_FETCH` candidates are re-scored.
 Any problem reading an index (missing, truncated, garbage, wrong size) makes
 :func:`find_index` return None and the engine scans exactly: a broken cache never fails a
 search.
+
+Opening an index costs a process far more than one exact scan: importing FAISS (about
+0.2 s), keying the rows and reading the graph. A one-shot ``sediment search`` would pay it
+for a single query that an exact scan answers in milliseconds, so a process *rents before
+it buys*: a layer's index is opened only once the exact scans of that layer in this
+process have cost about what opening it costs (:func:`open_cost`, an estimate from the
+byte counts and this machine's measured rates; :data:`OPEN_RENT` scales it). Until then
+every query scans exactly (recall 1). This is the ski-rental rule: whatever the number of
+queries, the process spends at most about twice what the better choice in hindsight would
+have cost. A long-running process that wants the index from its first query opens it
+ahead of time (``LayerIndex.ann_index(now=True)``, or :data:`OPEN_RENT` 0).
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ import logging
 import os
 import re
 import stat
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +86,17 @@ MAX_FETCH = 4096
 """Most candidates asked of the index; a filter that needs more falls back to exact."""
 SUFFIX = ".faiss"
 ADD_BLOCK = 65536
+OPEN_RENT = 1.0
+"""Exact scans a process makes of a layer before it opens the layer's index, as a multiple
+of :func:`open_cost` (0: open it on the first query)."""
+FAISS_IMPORT_S = 0.2
+"""Seconds a fresh process takes to import FAISS (0.17 s measured here)."""
+SCAN_BPS = 10e9
+"""Bytes per second of an exact scan (memory bandwidth, DESIGN.md's measured facts)."""
+KEY_BPS = 2e9
+"""Bytes per second of keying rows (:func:`~sediment.search.ann.key.rows_key`, CRC-32)."""
+LOAD_BPS = 2e9
+"""Bytes per second of checking and reading an index file into FAISS."""
 
 AnnMetric = Literal["ip", "cos"]
 Progress = Callable[[int, int], None]
@@ -84,6 +107,25 @@ _NAME = re.compile(r"\.(?P<key>[0-9a-f]{16})\.(?P<rows>[0-9]+)\.(?P<metric>ip|co
 def eligible(rows: int) -> bool:
     """Whether a layer of ``rows`` rows is large enough to be searched approximately."""
     return rows >= max(ANN_MIN_ROWS, 1)
+
+
+def scan_cost(f: LayerFile) -> float:
+    """Estimated seconds of one exact scan of ``f``'s embedding matrix."""
+    return f.embeddings.nbytes / SCAN_BPS
+
+
+def open_cost(f: LayerFile, index_bytes: int) -> float:
+    """Estimated seconds this process would take to open an index of ``index_bytes`` for
+    ``f``: importing FAISS unless it is loaded, keying the rows, reading the file."""
+    imported = "faiss" in sys.modules
+    return ((0.0 if imported else FAISS_IMPORT_S) + f.embeddings.nbytes / KEY_BPS
+            + index_bytes / LOAD_BPS)
+
+
+def rent_paid(f: LayerFile, scanned_s: float, index_bytes: int) -> bool:
+    """Whether ``scanned_s`` seconds of exact scans of ``f`` have paid for opening an
+    index of ``index_bytes`` (:data:`OPEN_RENT` times :func:`open_cost`)."""
+    return scanned_s >= OPEN_RENT * open_cost(f, index_bytes)
 
 
 def index_metric(f: LayerFile) -> AnnMetric:
