@@ -18,7 +18,7 @@ from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.search import BM25Index, SearchRequest, lexicon, search
 from sediment.search.bm25 import Postings, query_stats
 from sediment.search.layer_index import layer_index
-from sediment.store import LayerSet
+from sediment.store import LayerName, LayerSet, NewChunk
 from sediment.store.derived import derived
 
 EMB = HashEmbedder(dim=16)
@@ -163,7 +163,7 @@ def test_the_first_query_writes_the_lexicon_and_the_next_process_maps_it(
     want = lexical(fresh(tmp_path), "kubernetes canary")
     [written] = lex_files(tmp_path)
     key = lexicon.content_key(LayerFile.open(tmp_path / "AGENTS.db"))
-    assert written.name == f".AGENTS.db.{key[:16]}.english.lex"
+    assert written.name == f".AGENTS.db.{key[:16]}.301.english.lex"
     built = count_builds(monkeypatch)
     assert lexical(fresh(tmp_path), "kubernetes canary") == want
     assert built == []
@@ -240,7 +240,7 @@ def test_a_stale_lexicon_is_never_used_and_is_replaced(tmp_path: Path) -> None:
     [old] = lex_files(tmp_path)
     write_layer(tmp_path / "AGENTS.db", [*texts(300, seed=2), ANSWER])
     key = lexicon.content_key(LayerFile.open(tmp_path / "AGENTS.db"))
-    current = lexicon.lexicon_path(tmp_path / "AGENTS.db", key, "english")
+    current = lexicon.lexicon_path(tmp_path / "AGENTS.db", key, "english", 301)
     old.rename(current)
     assert ("base", 301) in {(la, i) for la, i, _ in lexical(fresh(tmp_path), "canary")}
     write_layer(tmp_path / "AGENTS.db", texts(300, seed=3))
@@ -277,7 +277,7 @@ def test_a_lexicon_that_cannot_be_written_or_read_still_searches(tmp_path: Path)
     read fails, the write fails, the search answers from memory."""
     layer = write_layer(tmp_path / "AGENTS.db", [*texts(300), ANSWER])
     key = lexicon.content_key(LayerFile.open(layer))
-    lexicon.lexicon_path(layer, key, "english").mkdir()
+    lexicon.lexicon_path(layer, key, "english", 301).mkdir()
     assert ("base", 301) in {(la, i) for la, i, _ in lexical(fresh(tmp_path), "canary")}
     assert not [p for p in lex_files(tmp_path) if p.is_file()]
 
@@ -292,10 +292,12 @@ def test_index_status_and_clean_know_lexicon_files(tmp_path: Path, sediment) -> 
     assert status.code == 0, status.err
     [row] = status.json()
     assert row["lexicons"] == [str(current)] and row["stale"] == []
-    stale = current.with_name(".AGENTS.db.0123456789abcdef.english.lex")
+    stale = current.with_name(".AGENTS.db.0123456789abcdef.english.lex")  # older name
     stale.write_bytes(b"old")
+    other = current.with_name(f".AGENTS.db.0123456789abcdef.{n}.english.lex")
+    other.write_bytes(b"old")
     [row] = sediment("index", "status", "--dir", str(tmp_path), "--json").json()
-    assert row["stale"] == [str(stale)]
+    assert row["stale"] == [str(other), str(stale)]
     assert sediment("index", "clean", "--dir", str(tmp_path)).code == 0
     assert lex_files(tmp_path) == [current]
     assert sediment("index", "clean", "--all", "--dir", str(tmp_path)).code == 0
@@ -313,7 +315,75 @@ def test_compile_writes_the_lexicon(tmp_path: Path) -> None:
     out = tmp_path / "out" / "AGENTS.db"
     compile_layer(CompileOptions(root=src, include=["**/*.md"], out=out), EMB)
     key = lexicon.content_key(LayerFile.open(out))
-    assert lex_files(out.parent) == [lexicon.lexicon_path(out, key, "english")]
+    assert lex_files(out.parent) == [lexicon.lexicon_path(out, key, "english", 60)]
+
+
+# -- appends reuse the lexicon of the layer before them (issue 13, item 18) -----------------
+
+def _append(tmp_path: Path, contents: list[str]) -> None:
+    ls = LayerSet.from_directory(tmp_path)
+    ls.append(LayerName.LOCAL, [NewChunk("note", t, "mcp", 0.9) for t in contents],
+              EMB.embed(contents), profile=EMB.profile.to_dict())
+
+
+@pytest.mark.usefixtures("small_threshold")
+def test_an_append_reuses_the_lexicon_and_analyses_only_the_new_chunks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each new version of a layer used to be analysed whole and its lexicon rewritten: a
+    recall after every save of an agent's store paid a full rebuild."""
+    write_layer(tmp_path / "AGENTS.local.db", texts(300))
+    lexical(fresh(tmp_path), "deploy")
+    [prefix] = lex_files(tmp_path)
+    written = prefix.read_bytes()
+    _append(tmp_path, [ANSWER, "a canary deploy of the billing server"])
+    analysed: list[int] = []
+    real = Postings.build.__func__  # type: ignore[attr-defined]
+
+    def spy(cls: type[Postings], docs: object, analyzer_name: str = "english") -> Postings:
+        p = real(cls, docs, analyzer_name)
+        analysed.append(p.n_docs)
+        return p  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Postings, "build", classmethod(spy))
+    got = lexical(fresh(tmp_path), "kubernetes canary deploy")
+    assert analysed == [2]
+    assert lex_files(tmp_path) == [prefix] and prefix.read_bytes() == written
+    monkeypatch.undo()
+    for x in lex_files(tmp_path):
+        x.unlink()
+    monkeypatch.setattr(lexicon, "PERSIST_MIN_CHUNKS", 10**9)
+    want = lexical(fresh(tmp_path), "kubernetes canary deploy")
+    assert [(la, i) for la, i, _ in got] == [(la, i) for la, i, _ in want]
+    assert [s for *_, s in got] == pytest.approx([s for *_, s in want], rel=1e-6)
+
+
+@pytest.mark.usefixtures("small_threshold")
+def test_a_long_tail_rebuilds_the_whole_lexicon_once(tmp_path: Path) -> None:
+    write_layer(tmp_path / "AGENTS.local.db", texts(300))
+    lexical(fresh(tmp_path), "deploy")
+    [prefix] = lex_files(tmp_path)
+    _append(tmp_path, texts(lexicon.tail_limit(300) + 1, seed=9))
+    lexical(fresh(tmp_path), "deploy")
+    [whole] = lex_files(tmp_path)
+    f = LayerFile.open(tmp_path / "AGENTS.local.db")
+    assert whole != prefix and whole.name.endswith(f".{f.chunk_count}.english.lex")
+    assert whole == lexicon.lexicon_path(f.path or "", lexicon.content_key(f), "english",
+                                         f.chunk_count)
+
+
+@pytest.mark.usefixtures("small_threshold")
+def test_a_prefix_lexicon_of_other_text_is_not_used(tmp_path: Path) -> None:
+    """Same chunk count, reworded first chunk: the prefix key differs, so the file of the
+    other text is neither used for the prefix nor kept."""
+    write_layer(tmp_path / "AGENTS.local.db", texts(300))
+    lexical(fresh(tmp_path), "deploy")
+    [old] = lex_files(tmp_path)
+    write_layer(tmp_path / "AGENTS.local.db", [ANSWER, *texts(300)[1:]])
+    _append(tmp_path, ["one more note"])
+    f = LayerFile.open(tmp_path / "AGENTS.local.db")
+    assert lexicon.find_lexicon(f, "english") is None
+    assert ("local", 1) in {(la, i) for la, i, _ in lexical(fresh(tmp_path), "canary")}
+    assert not old.exists()
 
 
 # -- one per-file cache (issue 14, Events) --------------------------------------------------

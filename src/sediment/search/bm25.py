@@ -138,6 +138,9 @@ class Postings:
     def df(self, tid: int) -> int:
         return 0 if tid < 0 else int(self.offsets[tid + 1] - self.offsets[tid])
 
+    def term_df(self, term: str) -> int:
+        return self.df(self.term_id(term))
+
     def scores(self, stats: QueryStats, k1: float = K1, b: float = B) -> F32:
         """BM25 of every document of this layer under ``stats`` (0 where no term occurs)."""
         out = np.zeros(self.n_docs, dtype=np.float32)
@@ -156,6 +159,30 @@ class Postings:
         return out
 
 
+class PostingsStack:
+    """One layer's postings in parts that cover consecutive runs of its chunk table (a
+    persisted prefix and the chunks appended after it): their counts add up, and their
+    scores, in order, are the layer's."""
+
+    __slots__ = ("analyzer", "n_docs", "parts", "total_len")
+
+    def __init__(self, parts: Sequence[Postings]) -> None:
+        if not parts or len({p.analyzer for p in parts}) != 1:
+            raise ValueError("a stack needs one or more postings of one analyzer")
+        self.parts = tuple(parts)
+        self.analyzer = parts[0].analyzer
+        self.n_docs = sum(p.n_docs for p in parts)
+        self.total_len = sum(p.total_len for p in parts)
+
+    def term_df(self, term: str) -> int:
+        return sum(p.term_df(term) for p in self.parts)
+
+    def scores(self, stats: QueryStats, k1: float = K1, b: float = B) -> F32:
+        if len(self.parts) == 1:
+            return self.parts[0].scores(stats, k1, b)
+        return np.concatenate([p.scores(stats, k1, b) for p in self.parts])
+
+
 @dataclass(frozen=True, slots=True)
 class QueryStats:
     """What a query's scores depend on beyond one document: the query terms, each term's
@@ -167,11 +194,12 @@ class QueryStats:
     avg_len: float
 
 
-def query_stats(layers: Sequence[Postings], terms: Sequence[str]) -> QueryStats:
+def query_stats(layers: Sequence[Postings | PostingsStack], terms: Sequence[str]
+                ) -> QueryStats:
     """Document count, average length and document frequencies summed over ``layers``."""
     n = sum(p.n_docs for p in layers)
     total = sum(p.total_len for p in layers)
-    df = np.asarray([sum(p.df(p.term_id(t)) for p in layers) for t in terms], dtype=np.float64)
+    df = np.asarray([sum(p.term_df(t) for p in layers) for t in terms], dtype=np.float64)
     idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
     return QueryStats(tuple(terms), idf, n, total / n if n else 0.0)
 

@@ -19,7 +19,7 @@ import numpy.typing as npt
 from sediment.format import LayerFile
 from sediment.format.arrays import distinct
 from sediment.search import ann, lexicon
-from sediment.search.bm25 import Postings
+from sediment.search.bm25 import PostingsStack
 from sediment.search.vector import F32, Metric, dot_scores, row_norms, top_k
 from sediment.store.derived import derived
 from sediment.store.events import MEMORY_KIND_PREFIX, is_meta_kind
@@ -42,8 +42,8 @@ class LayerIndex:
         self._kind_names: dict[int, str] | None = None
         self._masks: dict[tuple[tuple[str, ...] | None, bool], Mask | None] = {}
         self._norms: F32 | None = None
-        self._postings: dict[str, Postings] = {}
-        self._content_key: str | None = None
+        self._postings: dict[str, PostingsStack] = {}
+        self._lex_keys: lexicon.Keys = {}
         self._sorted: tuple[npt.NDArray[np.uint32], I64 | None] | None = None
         self._row_pos: I64 | None = None
         self._lock = threading.Lock()
@@ -195,22 +195,15 @@ class LayerIndex:
         return self._row_pos[rows]
 
     # -- lexical -------------------------------------------------------------------------------
-    def content_key(self) -> str:
-        """:func:`lexicon.content_key` of the file, computed once."""
-        if self._content_key is None:
-            self._content_key = lexicon.content_key(self.file)
-        return self._content_key
-
-    def postings(self, analyzer_name: str) -> Postings:
-        """The layer's postings for ``analyzer_name``: mapped from its lexicon file, or
-        built (and persisted when the layer is large) on first use."""
+    def postings(self, analyzer_name: str) -> PostingsStack:
+        """The layer's postings for ``analyzer_name``: mapped from its lexicon file (with
+        the chunks appended after it analysed in memory), or built (and persisted when the
+        layer is large) on first use."""
         with self._lexical_lock:  # one build; other threads wait for it, not beside it
             found = self._postings.get(analyzer_name)
             if found is None:
-                f = self.file
-                key = self.content_key() if lexicon.persisted(f) else None
                 found = self._postings[analyzer_name] = lexicon.load_postings(
-                    f, analyzer_name, key)
+                    self.file, analyzer_name, self._lex_keys)
             return found
 
     # -- ids -------------------------------------------------------------------------------------
