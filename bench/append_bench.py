@@ -5,7 +5,9 @@ and re-opened untimed), so each sample appends to exactly ``existing`` chunks. O
 timed interleaved with the same append through the previous write (the whole new file
 assembled in memory by ``encode_append``, then written), so a slow spell of the shared
 machine hits both alike; *save* adds embedding the new text with MiniLM first, as an agent
-memory or context store does on every write.
+memory or context store does on every write. :func:`phases` splits one-chunk appends at
+10,000 chunks into their parts (writing the new file, its fsync, the directory's fsync, the
+rest), timing the product's own functions where the append calls them.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ from sediment.store import LayerName, LayerSet, NewChunk
 
 EXISTING = (1_000, 10_000, 100_000)
 BATCHES = (1, 100)
+PHASE_SIZES = (10_000,)
+PHASES = ("write", "fsync file", "fsync directory", "rest")
+"""Parts of an append (variant names of :func:`phases`' rows)."""
 SAVE_SIZES = (5_000, 10_000)
 """The progressive-context target is set at 5,000 items, agent memory's at 10,000."""
 ELEMENT_TYPES = ("f32", "i8")
@@ -45,8 +50,8 @@ class AppendLatency:
     stats: Stats
     variant: str = "append"
     """``append`` (LayerSet.append), ``in memory`` (the previous write: the whole file
-    assembled in memory, then written), ``save`` (MiniLM embedding, then append) or
-    ``embed`` (the embedding part of each save)."""
+    assembled in memory, then written), ``save`` (MiniLM embedding, then append),
+    ``embed`` (the embedding part of each save), or one of :data:`PHASES`."""
 
     @property
     def chunks_per_s(self) -> float:
@@ -151,8 +156,82 @@ def measure(workdir: Path, dim: int, seed: int, repeats: int,
                 out.append(AppendLatency(existing, batch, element_type, before, "in memory"))
             shutil.rmtree(path.parent, ignore_errors=True)
             template.unlink()
+    out += phases(workdir, dim, seed, repeats)
     if embedder is not None:
         out += _saves(workdir, embedder, seed, repeats)
+    return out
+
+
+@contextmanager
+def _phase_clock(times: dict[str, list[float]]) -> Iterator[None]:
+    """Record the time of each part of an append as the store calls it: the new file's
+    write, its fsync (``os.fsync`` outside ``fsync_dir``) and the directory's fsync."""
+    from sediment.store import atomic, layerset
+
+    real_write, real_dir, real_fsync = layerset.write_append, atomic.fsync_dir, os.fsync
+    in_dir = [False]
+
+    def write(*args: Any, **kw: Any) -> int:
+        t = time.perf_counter()
+        try:
+            return real_write(*args, **kw)
+        finally:
+            times["write"].append(time.perf_counter() - t)
+
+    def fsync(fd: int) -> None:
+        t = time.perf_counter()
+        try:
+            real_fsync(fd)
+        finally:
+            if not in_dir[0]:
+                times["fsync file"].append(time.perf_counter() - t)
+
+    def fsync_dir(directory: Path) -> None:
+        in_dir[0] = True
+        t = time.perf_counter()
+        try:
+            real_dir(directory)
+        finally:
+            in_dir[0] = False
+            times["fsync directory"].append(time.perf_counter() - t)
+
+    layerset.write_append, atomic.fsync_dir, os.fsync = write, fsync_dir, fsync
+    try:
+        yield
+    finally:
+        layerset.write_append, atomic.fsync_dir, os.fsync = real_write, real_dir, real_fsync
+
+
+def phases(workdir: Path, dim: int, seed: int, repeats: int) -> list[AppendLatency]:
+    """One-chunk appends at :data:`PHASE_SIZES`, split into :data:`PHASES`."""
+    out: list[AppendLatency] = []
+    prof = synthetic.profile(dim)
+    item = [NewChunk("note", synthetic.texts(1, seed + 1)[0], "mcp", 0.9)]
+    vec = synthetic.unit_vectors(1, dim, seed + 2)
+    for element_type in ELEMENT_TYPES:
+        for existing in PHASE_SIZES:
+            template, path, ls = _layer(workdir, existing, element_type, dim, seed)
+            times: dict[str, list[float]] = {name: [] for name in PHASES}
+            totals: list[float] = []
+            for i in range(repeats + 1):
+                _fresh_copy(template, path)
+                ls.layers()
+                gc.collect()
+                with _phase_clock(times):
+                    t = time.perf_counter()
+                    ls.append(LayerName.LOCAL, item, vec, profile=prof,
+                              allowed=(LayerName.LOCAL,))
+                    totals.append(time.perf_counter() - t)
+                if i == 0:  # warm-up
+                    totals.clear()
+                    for v in times.values():
+                        v.clear()
+            times["rest"] = [total - sum(times[p][n] for p in PHASES[:3])
+                             for n, total in enumerate(totals)]
+            out += [AppendLatency(existing, 1, element_type, Stats(tuple(times[p])), p)
+                    for p in PHASES]
+            shutil.rmtree(path.parent, ignore_errors=True)
+            template.unlink()
     return out
 
 

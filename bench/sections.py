@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from bench import first_query
+from bench import append_bench, first_query
 from bench.fmt import count, gbps, mb, ms, rate, secs, table
 from bench.runner import Results
+from bench.timing import Stats
 
 
 def bandwidth(res: Results) -> str:
@@ -246,6 +247,13 @@ def append(res: Results) -> str:
             saves.append([f"{a.existing:,}", a.element_type, ms(a.stats.p50), ms(a.stats.p99),
                           f"{ms(e.p50)} / {ms(e.p99)}" if e else ""])
     n = plain[0].stats.n
+    split: dict[tuple[int, str], dict[str, Stats]] = {}
+    for a in res.appends:
+        if a.variant in append_bench.PHASES:
+            split.setdefault((a.existing, a.element_type), {})[a.variant] = a.stats
+    phase_rows = [[f"{existing:,}", etype,
+                   *(f"{ms(got[p].p50)} / {ms(got[p].p99)}" for p in append_bench.PHASES)]
+                  for (existing, etype), got in split.items()]
     parts = [
         "## 8. Append latency",
         table(["Chunks already in the layer", "Appended", "Type", "p50 (ms)", "p99 (ms)",
@@ -262,6 +270,17 @@ def append(res: Results) -> str:
         "file written the way it was before (`encode_append` assembling the whole new file "
         "in memory, then one write), timed alternately with the append.",
     ]
+    if phase_rows:
+        parts += [
+            table(["Chunks already in the layer", "Type",
+                   *(f"{p} p50 / p99 (ms)" for p in append_bench.PHASES)], phase_rows,
+                  ["r", "l", "r", "r", "r", "r"]),
+            "*Where a one-chunk append's time goes*: the same appends, each part timed where "
+            "the store calls it: *write* is `format.writer.write_append` streaming the new "
+            "file into the page cache, *fsync file* and *fsync directory* the two fsyncs of "
+            "`store.atomic.atomic_fill`, *rest* everything else (locks, re-reading the layer, "
+            "ids, metadata, the rename, re-opening the new file).",
+        ]
     if saves:
         parts += [
             table(["Chunks already in the layer", "Type", "Save p50 (ms)", "Save p99 (ms)",
