@@ -138,7 +138,7 @@ def default_breadth(rows: int) -> int:
     :data:`ANN_MIN_ROWS` rows, then growing as ``rows ** BREADTH_GROWTH`` (HNSW's recall
     at a fixed breadth falls as the graph grows), to the nearest multiple of 32: 256 at
     1,000,000 rows."""
-    scale = max(1.0, rows / max(ANN_MIN_ROWS, 1)) ** BREADTH_GROWTH
+    scale: float = max(1.0, rows / max(ANN_MIN_ROWS, 1)) ** BREADTH_GROWTH
     return max(SEARCH, 32 * round(SEARCH * scale / 32))
 
 
