@@ -40,9 +40,11 @@ def index() -> None:
     starting again. Searches use an index for layers of at least 100,000 rows and scan
     exactly otherwise or with --exact.
 
-    Layers of 5,000 chunks or more also get a lexical index (`.AGENTS.db.<key>.<analyzer>.lex`,
-    BM25 postings named by a digest of the layer's text), written by `compile` or by the
-    first search that needs it; `status` and `clean` cover those files too.
+    Layers of 5,000 chunks or more also get a lexical index
+    (`.AGENTS.db.<key>.<chunks>.<analyzer>.lex`, BM25 postings of the first <chunks> chunks,
+    named by a digest of their text), written by `compile` or by the first search that needs
+    it; after an append it still serves the earlier chunks. `status` and `clean` cover those
+    files too.
     """
 
 
