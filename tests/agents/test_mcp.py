@@ -12,6 +12,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from mcp import Client
 from sediment.config import load_config
@@ -54,8 +55,12 @@ async def _check_prompts(client: Client) -> None:
         await client.get_prompt("incident-responder", {})
     with pytest.raises(MCPError, match="unknown argument 'colour'"):
         await client.get_prompt("onboarding", {"colour": "red"})
-    with pytest.raises(MCPError):  # the SDK reports an unknown prompt as an internal error
-        await client.get_prompt("nobody")
+    with pytest.raises(MCPError) as unknown:
+        await client.get_prompt("nobody", {"service": "x"})
+    assert unknown.value.error.code == INVALID_PARAMS
+    assert unknown.value.error.message == (
+        "unknown prompt 'nobody'; the prompts are: code-reviewer, incident-responder, "
+        "memory_guidelines, onboarding")
 
 
 def test_prompts_in_memory(project: Path) -> None:

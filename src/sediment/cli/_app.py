@@ -9,7 +9,9 @@ chosen and why, and the library's log on stderr).
 
 from __future__ import annotations
 
+import importlib
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -47,9 +49,38 @@ def verbosity_options() -> list[click.Option]:
 
 class SedimentGroup(click.Group):
     """Maps errors to messages and exit codes in one place for every command, and gives
-    every command of the tree the --quiet and --verbose options."""
+    every command of the tree the --quiet and --verbose options.
+
+    The root group imports a command's module only when that command runs (see
+    :meth:`load_lazily`): every ``sediment`` process, and so every agent hook and test that
+    starts one, pays for its own command's imports, not for the MCP SDK and the server."""
 
     group_class = type  # subgroups are SedimentGroups too
+    _lazy: Mapping[str, str] = {}
+    _modules: tuple[str, ...] = ()
+
+    def load_lazily(self, commands: Mapping[str, str], modules: tuple[str, ...]) -> None:
+        """Each name in ``commands`` is registered by the module it maps to; ``modules``
+        are every command module, imported when a name is not in ``commands`` (so a new
+        command works before it is listed) and when all commands are listed (``--help``)."""
+        self._lazy = commands
+        self._modules = modules
+
+    def _load_all(self) -> None:
+        for module in self._modules:
+            importlib.import_module(module)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            if cmd_name in self._lazy:
+                importlib.import_module(self._lazy[cmd_name])
+            if cmd_name not in self.commands:
+                self._load_all()
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_all()
+        return super().list_commands(ctx)
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         if not isinstance(cmd, click.Group):

@@ -24,8 +24,7 @@ from sediment.cli._options import (
 )
 from sediment.cli._output import emit_json, visible
 from sediment.memory import CATEGORIES, MAX_LIMIT, FileMemoryStore, MemoryService
-from sediment.server.memory_tools import memory_threshold
-from sediment.server.principals import data_dir, default_actor
+from sediment.server.principals import data_dir, default_actor, memory_threshold
 
 SCOPES = ("user", "project", "global")
 

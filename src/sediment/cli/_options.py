@@ -15,7 +15,6 @@ from sediment.config import Config, load_config
 from sediment.embed import DEFAULT_EMBEDDER, Embedder, make_configured
 from sediment.errors import NotFoundError
 from sediment.ops.embedding import embedder_for_layers
-from sediment.review import require_signature
 from sediment.store import LayerName, LayerSet
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -120,6 +119,8 @@ def signature_option(f: F) -> F:
                 directory = kwargs.get("layer_dir") or get_config(
                     click.get_current_context()).layer_dir
                 base = Path(directory) / LayerName.BASE.file_name
+            from sediment.review import require_signature
+
             require_signature(base, pubkey)
         return f(*args, **kwargs)
 

@@ -15,8 +15,11 @@ from sediment.cli import cli
 def _walk(cmd: click.Command, path: list[str]) -> list[tuple[list[str], click.Command]]:
     out = [(path, cmd)]
     if isinstance(cmd, click.Group):
-        for name in sorted(cmd.commands):
-            out.extend(_walk(cmd.commands[name], [*path, name]))
+        ctx = click.Context(cmd, info_name=path[-1])
+        for name in sorted(cmd.list_commands(ctx)):
+            sub = cmd.get_command(ctx, name)
+            assert sub is not None
+            out.extend(_walk(sub, [*path, name]))
     return out
 
 

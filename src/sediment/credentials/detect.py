@@ -45,22 +45,25 @@ class Finding:
     line: int
 
 
-class _Plugins(threading.local):
-    """detect-secrets plugin objects are cheap but not documented as thread-safe."""
+_LOCAL = threading.local()
 
-    def __init__(self) -> None:
+
+def _plugins() -> list[Any]:
+    """This thread's detect-secrets plugins (cheap, but not documented as thread-safe),
+    made on first use: importing detect-secrets costs every process that never writes."""
+    plugins: list[Any] | None = getattr(_LOCAL, "plugins", None)
+    if plugins is None:
         from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
         classes: list[Any] = list(get_mapping_from_secret_type_to_class().values())
-        self.plugins: list[Any] = [cls() for cls in classes]
-
-
-_LOCAL = _Plugins()
+        plugins = [cls() for cls in classes]
+        _LOCAL.plugins = plugins
+    return plugins
 
 
 def _scan_line(line: str, number: int) -> list[Finding]:
     found: dict[str, Finding] = {}
-    for plugin in _LOCAL.plugins:
+    for plugin in _plugins():
         kind = str(getattr(plugin, "secret_type", type(plugin).__name__))
         for filename in ("memory.txt", "memory.cfg"):
             kwargs: dict[str, Any] = {"filename": filename, "line": line,

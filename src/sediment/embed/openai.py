@@ -14,10 +14,9 @@ import threading
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
 import numpy as np
 from numpy.typing import NDArray
 
@@ -25,9 +24,11 @@ from sediment.embed.base import Matrix, check_texts, empty_matrix, l2_normalize
 from sediment.embed.profile import EmbeddingProfile
 from sediment.errors import EmbeddingError, ValidationError
 
+if TYPE_CHECKING:
+    import httpx
+
 __all__ = ["OpenAIEmbedder"]
 
-_RETRYABLE_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 _EXCERPT_CHARS = 200
 
 
@@ -137,13 +138,16 @@ class OpenAIEmbedder:
         return l2_normalize(self._parse(reply, len(batch)))
 
     def _post(self, payload: dict[str, Any]) -> httpx.Response:
+        import httpx  # on first use: a process that never embeds over HTTP does not load it
+
+        retryable = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
         client = self._get_client()
         attempt = 0
         while True:
             retry_after: float | None = None
             try:
                 response = client.post(self.url, json=payload)
-            except _RETRYABLE_TRANSPORT as exc:
+            except retryable as exc:
                 failure = f"{type(exc).__name__}: {exc}"
             except httpx.HTTPError as exc:
                 raise EmbeddingError(f"POST {self.url} failed: {exc}") from exc
@@ -209,6 +213,8 @@ class OpenAIEmbedder:
         return vec
 
     def _get_client(self) -> httpx.Client:
+        import httpx
+
         with self._lock:
             if self._client is None:
                 headers = {"Accept": "application/json"}

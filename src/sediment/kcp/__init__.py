@@ -39,47 +39,83 @@ highest layer's, then the latest, per (manifest, unit id)), and ``KcpReranker`` 
 their successors; ``load_order`` puts ``depends_on`` prerequisites first.
 """
 
-from sediment.kcp.catalog import Catalog, CatalogEntry, load_catalog, project_slug
-from sediment.kcp.discover import Discovery, FoundManifest, find_manifests, llms_txt_manifest
-from sediment.kcp.errors import ManifestError, RemoteRefused
-from sediment.kcp.index import KcpIndex, UnitKey, UnitRecord
-from sediment.kcp.ingest import (
-    INTENT_KIND,
-    UNIT_KIND,
-    KcpPlan,
-    ManifestPlan,
-    PlannedUnit,
-    plan_kcp,
-)
-from sediment.kcp.model import (
-    ExternalDependency,
-    Issue,
-    Manifest,
-    ManifestRef,
-    Relationship,
-    Unit,
-    ValidationResult,
-)
-from sediment.kcp.query import QueryMatch, query_units, score_unit
-from sediment.kcp.remote import (
-    FederationResult,
-    RemoteManifest,
-    RemotePolicy,
-    fetch_manifest,
-    public_only,
-    resolve_federation,
-)
-from sediment.kcp.rerank import KcpReranker, kcp_reranker, load_order, trigger_hits
-from sediment.kcp.service import KnowledgeService, Resource, ResourceContent
-from sediment.kcp.starter import Starter, build_starter, write_starter
-from sediment.kcp.validate import (
-    KNOWN_VERSIONS,
-    TARGET_VERSION,
-    parse_manifest,
-    validate_file,
-    validate_manifest,
-)
-from sediment.kcp.yamlsafe import LIMITS, Limits, load_yaml
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sediment.kcp.catalog import Catalog, CatalogEntry, load_catalog, project_slug
+    from sediment.kcp.discover import Discovery, FoundManifest, find_manifests, llms_txt_manifest
+    from sediment.kcp.errors import ManifestError, RemoteRefused
+    from sediment.kcp.index import KcpIndex, UnitKey, UnitRecord
+    from sediment.kcp.ingest import (
+        INTENT_KIND,
+        UNIT_KIND,
+        KcpPlan,
+        ManifestPlan,
+        PlannedUnit,
+        plan_kcp,
+    )
+    from sediment.kcp.model import (
+        ExternalDependency,
+        Issue,
+        Manifest,
+        ManifestRef,
+        Relationship,
+        Unit,
+        ValidationResult,
+    )
+    from sediment.kcp.query import QueryMatch, query_units, score_unit
+    from sediment.kcp.remote import (
+        FederationResult,
+        RemoteManifest,
+        RemotePolicy,
+        fetch_manifest,
+        public_only,
+        resolve_federation,
+    )
+    from sediment.kcp.rerank import KcpReranker, kcp_reranker, load_order, trigger_hits
+    from sediment.kcp.service import KnowledgeService, Resource, ResourceContent
+    from sediment.kcp.starter import Starter, build_starter, write_starter
+    from sediment.kcp.validate import (
+        KNOWN_VERSIONS,
+        TARGET_VERSION,
+        parse_manifest,
+        validate_file,
+        validate_manifest,
+    )
+    from sediment.kcp.yamlsafe import LIMITS, Limits, load_yaml
+
+_HOMES = {"Catalog": "catalog", "CatalogEntry": "catalog", "load_catalog": "catalog",
+          "project_slug": "catalog", "Discovery": "discover", "FoundManifest": "discover",
+          "find_manifests": "discover", "llms_txt_manifest": "discover",
+          "ManifestError": "errors", "RemoteRefused": "errors", "KcpIndex": "index",
+          "UnitKey": "index", "UnitRecord": "index", "INTENT_KIND": "ingest",
+          "UNIT_KIND": "ingest", "KcpPlan": "ingest", "ManifestPlan": "ingest",
+          "PlannedUnit": "ingest", "plan_kcp": "ingest", "ExternalDependency": "model",
+          "Issue": "model", "Manifest": "model", "ManifestRef": "model", "Relationship": "model",
+          "Unit": "model", "ValidationResult": "model", "QueryMatch": "query",
+          "query_units": "query", "score_unit": "query", "FederationResult": "remote",
+          "RemoteManifest": "remote", "RemotePolicy": "remote", "fetch_manifest": "remote",
+          "public_only": "remote", "resolve_federation": "remote", "KcpReranker": "rerank",
+          "kcp_reranker": "rerank", "load_order": "rerank", "trigger_hits": "rerank",
+          "KnowledgeService": "service", "Resource": "service", "ResourceContent": "service",
+          "Starter": "starter", "build_starter": "starter", "write_starter": "starter",
+          "KNOWN_VERSIONS": "validate", "TARGET_VERSION": "validate",
+          "parse_manifest": "validate", "validate_file": "validate",
+          "validate_manifest": "validate", "LIMITS": "yamlsafe", "Limits": "yamlsafe",
+          "load_yaml": "yamlsafe"}
+"""Where each name lives: a name is imported on first use, so reading compiled units
+(``index``, ``rerank``: every text search) does not load manifest validation, YAML and
+federation."""
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'sediment.kcp' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"sediment.kcp.{_HOMES[name]}"), name)
+
 
 __all__ = [
     "INTENT_KIND",

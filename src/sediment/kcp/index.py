@@ -17,10 +17,12 @@ import numpy as np
 
 from sediment.format import Chunk, LayerFile
 from sediment.kcp.graph import load_order as _load_order
-from sediment.kcp.ingest import UNIT_KIND
 from sediment.store import PRECEDENCE, LayerName, LayerSet
 from sediment.store.derived import derived
-from sediment.store.events import kind_mask, parse_event
+from sediment.store.events import META_PREFIX, kind_mask, parse_event
+
+UNIT_KIND = META_PREFIX + "kcp_unit"
+"""The event kind of a compiled unit: written by ``ingest``, folded here."""
 
 __all__ = ["KcpIndex", "UnitKey", "UnitRecord"]
 

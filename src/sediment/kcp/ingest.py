@@ -18,15 +18,15 @@ from pathlib import Path
 from sediment.format import Chunk, Source
 from sediment.kcp.discover import find_manifests
 from sediment.kcp.errors import ManifestError
+from sediment.kcp.index import UNIT_KIND
 from sediment.kcp.model import Manifest, Unit
 from sediment.kcp.validate import validate_file
 from sediment.kcp.yamlsafe import LIMITS, Limits
-from sediment.store.events import META_PREFIX, event_content
+from sediment.store.events import event_content
 
 __all__ = ["INTENT_KIND", "UNIT_KIND", "KcpPlan", "ManifestPlan", "PlannedUnit", "plan_kcp",
            "unit_event"]
 
-UNIT_KIND = META_PREFIX + "kcp_unit"
 INTENT_KIND = "kcp.intent"
 
 

@@ -1,14 +1,36 @@
-"""Adapters that serve the store to agents: MCP over stdio and streamable HTTP."""
+"""Adapters that serve the store to agents: MCP over stdio and streamable HTTP.
 
-from sediment.server.http import (
-    bind_socket,
-    build_http_app,
-    check_binding,
-    check_http_path,
-    is_loopback,
-)
-from sediment.server.mcp import build_server
-from sediment.server.tools import strict_tool
+The names below are imported on first use: commands that only need
+:mod:`sediment.server.principals` (``sediment memory``, ``context``, ``token``) do not load
+the MCP SDK and the HTTP stack.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sediment.server.http import (
+        bind_socket,
+        build_http_app,
+        check_binding,
+        check_http_path,
+        is_loopback,
+    )
+    from sediment.server.mcp import build_server
+    from sediment.server.tools import strict_tool
+
+_HOMES = {"bind_socket": "http", "build_http_app": "http", "check_binding": "http",
+          "check_http_path": "http", "is_loopback": "http", "build_server": "mcp",
+          "strict_tool": "tools"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'sediment.server' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"sediment.server.{_HOMES[name]}"), name)
+
 
 __all__ = ["bind_socket", "build_http_app", "build_server", "check_binding",
            "check_http_path", "is_loopback", "strict_tool"]

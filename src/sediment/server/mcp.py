@@ -32,6 +32,7 @@ from sediment.ops.responses import KnowledgeOut, ProposeOut, SearchOut, WriteOut
 from sediment.ops.service import ContextService
 from sediment.server.context_tools import add_context_tools
 from sediment.server.memory_tools import add_memory_tools
+from sediment.server.prompts import unknown_prompt_guard
 from sediment.server.tools import APPEND_ONLY, READ_ONLY, result, strict_tool
 
 INSTRUCTIONS = """\
@@ -122,7 +123,8 @@ def build_server(service: ContextService, *, name: str = "sediment",
     to the RFC and KCP ones."""
     server = MCPServer(name=name, version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING",
-                       tools=[*context_tools(service), *knowledge_tools(service), *tools])
+                       tools=[*context_tools(service), *knowledge_tools(service), *tools],
+                       middleware=[unknown_prompt_guard(lambda: server)])
 
     def _resource(fn: Any, *args: Any) -> str:
         try:

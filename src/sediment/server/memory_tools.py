@@ -22,9 +22,8 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from sediment.auth import Principal
-from sediment.errors import ConfigError, SedimentError
+from sediment.errors import SedimentError
 from sediment.memory import (
-    DEFAULT_DEDUP_THRESHOLD,
     MAX_LIMIT,
     MEMORY_GUIDELINES,
     FileMemoryStore,
@@ -32,7 +31,12 @@ from sediment.memory import (
 )
 from sediment.ops.service import ContextService
 from sediment.server.lifecycle import on_shutdown
-from sediment.server.principals import data_dir, default_actor, tool_principal
+from sediment.server.principals import (
+    data_dir,
+    default_actor,
+    memory_threshold,
+    tool_principal,
+)
 
 Category = Literal["preference", "pattern", "correction", "fact", "instruction", "convention"]
 Source = Literal["explicit", "inferred", "corrected"]
@@ -83,18 +87,6 @@ class RecallOut(BaseModel):
 class ManageOut(BaseModel):
     action: str
     status: str | None = None
-
-
-def memory_threshold(env: Mapping[str, str] | None = None) -> float:
-    """The dedup threshold: ``SEDIMENT_MEMORY_DEDUP``, else the default."""
-    env = os.environ if env is None else env
-    if not env.get("SEDIMENT_MEMORY_DEDUP"):
-        return DEFAULT_DEDUP_THRESHOLD
-    try:
-        return float(env["SEDIMENT_MEMORY_DEDUP"])
-    except ValueError:
-        raise ConfigError(f"SEDIMENT_MEMORY_DEDUP={env['SEDIMENT_MEMORY_DEDUP']!r} is not a "
-                          "number") from None
 
 
 def memory_service_for(service: ContextService,

@@ -1,5 +1,6 @@
 """Who is asking: the actor over stdio (OS user or ``SEDIMENT_ACTOR``), and over HTTP the
-actor bound to the bearer token (``sediment token create``).
+actor bound to the bearer token (``sediment token create``); where actors' own stores live
+and the memory dedup threshold they are read with.
 
 Once any token exists in the token file, every HTTP request needs a valid one, on
 loopback too; the legacy single ``--token`` (``SEDIMENT_TOKEN``) still works and acts as
@@ -22,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sediment.auth import Principal, TokenStore
 from sediment.errors import ConfigError
+from sediment.memory import DEFAULT_DEDUP_THRESHOLD
 
 PRINCIPAL_KEY = "sediment.principal"
 _BAD = re.compile(r"[^A-Za-z0-9_.-]")
@@ -57,6 +59,18 @@ def data_dir(env: Mapping[str, str] | None = None) -> Path:
     if env.get("SEDIMENT_DATA_DIR"):
         return Path(env["SEDIMENT_DATA_DIR"])
     return Path(platformdirs.user_data_dir("sediment"))
+
+
+def memory_threshold(env: Mapping[str, str] | None = None) -> float:
+    """The dedup threshold: ``SEDIMENT_MEMORY_DEDUP``, else the default."""
+    env = os.environ if env is None else env
+    if not env.get("SEDIMENT_MEMORY_DEDUP"):
+        return DEFAULT_DEDUP_THRESHOLD
+    try:
+        return float(env["SEDIMENT_MEMORY_DEDUP"])
+    except ValueError:
+        raise ConfigError(f"SEDIMENT_MEMORY_DEDUP={env['SEDIMENT_MEMORY_DEDUP']!r} is not a "
+                          "number") from None
 
 
 def default_tokens() -> TokenStore:

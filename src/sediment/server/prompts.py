@@ -5,14 +5,20 @@ MCP prompt messages have only the roles ``user`` and ``assistant`` (the official
 role ``user``, its text starting with :data:`SYSTEM_HEADER`; the persona's own messages
 follow (a ``system`` message among them is sent the same way). The prompt's description is
 the persona's. Clients that take system instructions (the HTTP API) get ``system`` apart.
+
+Only the SDK's public API is used: the server's own ``list_tools``/``list_prompts`` and a
+server middleware (:func:`unknown_prompt_guard`) that answers ``prompts/get`` for a name
+the server does not have.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
-from typing import Any, cast
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from typing import Any, TypeVar, cast
 
+import anyio
 import anyio.to_thread
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.prompts.base import Message, Prompt, PromptArgument
 from mcp.shared.exceptions import MCPError
@@ -25,10 +31,11 @@ from sediment.ops.service import ContextService
 from sediment.store import LayerName
 
 __all__ = ["SYSTEM_HEADER", "ServiceContext", "add_prompts", "prompt_messages", "scope_tools",
-           "serve_personas", "tool_names"]
+           "serve_personas", "tool_names", "unknown_prompt_guard"]
 
 SYSTEM_HEADER = "[System instructions for this conversation]\n"
 _HIT_FIELDS = ("id", "layer", "kind", "content", "score", "confidence", "sources")
+_T = TypeVar("_T")
 
 
 class ServiceContext(PersonaContext):
@@ -100,7 +107,7 @@ def add_prompts(server: MCPServer, registry: Registry, context: PersonaContext) 
                 raise MCPError(INTERNAL_ERROR, str(exc)) from exc
         return render
 
-    taken = {p.name for p in server._prompt_manager.list_prompts()}
+    taken = {p.name for p in _listed(server.list_prompts)}
     for info in registry.list():
         if info.name in taken:
             raise ConfigError(f"persona {info.name}: the server already has a prompt of that "
@@ -112,9 +119,33 @@ def add_prompts(server: MCPServer, registry: Registry, context: PersonaContext) 
                                       required=a.required) for a in info.arguments]))
 
 
+def _listed(listing: Callable[[], Awaitable[list[_T]]]) -> list[_T]:
+    """Run one of the server's listings (coroutines that never wait) while the server is
+    being built, outside any event loop."""
+    return anyio.run(listing)
+
+
 def tool_names(server: MCPServer) -> list[str]:
     """The names of the tools ``server`` registered, in order."""
-    return [t.name for t in server._tool_manager.list_tools()]
+    return [t.name for t in _listed(server.list_tools)]
+
+
+def unknown_prompt_guard(server: Callable[[], MCPServer]) -> Any:
+    """A server middleware: ``prompts/get`` for a name the server has no prompt for is an
+    invalid-params error naming it and the prompts there are (the SDK answers an internal
+    error that names neither). ``server`` returns the server the middleware is given to,
+    which exists only after the middleware does."""
+
+    async def guard(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        name = ctx.params.get("name") if ctx.params is not None else None
+        if ctx.method == "prompts/get" and isinstance(name, str):
+            names = sorted(p.name for p in await server().list_prompts())
+            if name not in names:
+                raise MCPError(INVALID_PARAMS, f"unknown prompt {name[:64]!r}; the prompts are: "
+                                               f"{', '.join(names) or 'none'}")
+        return await call_next(ctx)
+
+    return guard
 
 
 def scope_tools(server: MCPServer, keep: Collection[str]) -> None:
