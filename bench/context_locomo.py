@@ -52,13 +52,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--offset", type=int, default=0, help="Skip the first N conversations.")
     ap.add_argument("--recency-decay", type=float, default=0.1,
                     help="[context] recency_decay for the ranked retrievers.")
+    ap.add_argument("--feedback-reach", type=int, default=ContextSettings().feedback_reach,
+                    help="[context] feedback_reach for the ranked retrievers.")
     ap.add_argument("--embedder", choices=["minilm", "hash"], default="minilm")
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     args = ap.parse_args(argv)
     embedder = make_embedder(args.embedder, args.cache)
     started = time.perf_counter()
     hits: dict[str, list[float]] = {"plain": [], "ranked": [], "feedback": []}
-    settings = ContextSettings(recency_decay=args.recency_decay)
+    settings = ContextSettings(recency_decay=args.recency_decay,
+                               feedback_reach=args.feedback_reach)
     convs = load()[args.offset:]
     for conv in convs[:args.conversations]:
         with tempfile.TemporaryDirectory() as tmp:

@@ -29,15 +29,18 @@ from sediment.context.state import (
     DEFAULT_RUN,
     FEEDBACK_EVENT,
     ITEM_EVENT,
+    USE_EVENT,
     Fold,
     ItemState,
     fold,
 )
 from sediment.context.store import ITEM_PREFIX, ContextStore, NewEvent, NewItem, StoredItem
+from sediment.context.uses import UseBuffer
 from sediment.context.tokens import count_tokens, tokenizer_name
 from sediment.credentials import refuse_credentials
 from sediment.embed import Embedder
 from sediment.errors import NotFoundError, SedimentError, ValidationError
+from sediment.search import MAX_K
 from sediment.store.atomic import atomic_write
 from sediment.store.events import FORGET, SUPERSEDE
 
@@ -83,16 +86,18 @@ class ContextLoop:
         self.settings = settings or ContextSettings()
         self.project = project
         self.cache_dir = cache_dir
-        self._fold: tuple[Any, Fold, dict[int, StoredItem]] | None = None
+        self._fold: tuple[Any, Fold] | None = None
         self._folded: tuple[int, int, Fold] | None = None
-        self._terms: dict[int, set[str]] = {}
-        self._mat: tuple[Any, npt.NDArray[np.float32]] | None = None
+        self._items: tuple[Any, dict[int, StoredItem]] | None = None
+        self.uses = UseBuffer()
 
     # -- state ------------------------------------------------------------------------
-    def _state(self, *, archived: bool = False) -> tuple[Fold, dict[int, StoredItem]]:
-        key = (self.store.version(), archived)
+    def _folded_state(self) -> Fold:
+        """Every event folded, incrementally: only the events appended since the last
+        call are applied (a compaction, which rewrites the log, folds it all again)."""
+        key = self.store.version()
         if self._fold is not None and self._fold[0] == key:
-            return self._fold[1], self._fold[2]
+            return self._fold[1]
         events = self.store.events()
         done = self._folded
         if done is not None and 0 < done[0] <= len(events) and events[done[0] - 1].id == done[1]:
@@ -100,27 +105,18 @@ class ContextLoop:
         else:
             f = fold(events)
         self._folded = (len(events), events[-1].id if events else 0, f)
-        items = {i.chunk.id: i for i in self.store.items(archived=archived)}
-        self._fold = (key, f, items)
-        return f, items
+        self._fold = (key, f)
+        return f
 
-    def _matrix(self, rows: Sequence[tuple[ItemState, StoredItem]]
-                ) -> npt.NDArray[np.float32]:
-        """The candidates' vectors as one matrix, kept while the store does not change."""
-        key = (self.store.version(), tuple(st.id for st, _ in rows[:1]), len(rows))
-        if self._mat is not None and self._mat[0] == key:
-            return self._mat[1]
-        m = np.stack([it.vector for _, it in rows])
-        self._mat = (key, m)
-        return m
+    def _state(self, *, archived: bool = False) -> tuple[Fold, dict[int, StoredItem]]:
+        f = self._folded_state()
+        key = (self.store.version(), archived)
+        if self._items is None or self._items[0] != key:
+            self._items = (key, {i.chunk.id: i for i in self.store.items(archived=archived)})
+        return f, self._items[1]
 
-    def _item_terms(self, item: StoredItem) -> set[str]:
-        got = self._terms.get(item.chunk.id)
-        if got is None:
-            if len(self._terms) > 1_000_000:
-                self._terms.clear()
-            got = self._terms[item.chunk.id] = ranking.terms(item.chunk.content)
-        return got
+    def _store_dim(self) -> int:
+        return self.embedder.profile.dim if self.embedder is not None else -1
 
     def _embed(self, texts: list[str]) -> npt.NDArray[np.float32] | None:
         if self.embedder is None:
@@ -134,6 +130,25 @@ class ContextLoop:
         return self.embedder.profile.dim if self.embedder is not None else 1
 
     # -- writing ----------------------------------------------------------------------
+    def _commit(self, items: Sequence[NewItem], events: Sequence[NewEvent]) -> list[int]:
+        """Append as one commit, with the access counts gathered since the last one."""
+        taken = self.uses.take()
+        extra = [NewEvent(USE_EVENT, {"event": "use", "uses": {
+            str(cid): [n, last] for cid, (n, last) in sorted(taken.items())}},
+            tuple(sorted(taken)))] if taken else []
+        try:
+            return self.store.append(items, [*events, *extra])
+        except BaseException:
+            self.uses.put_back(taken)
+            raise
+
+    def flush(self) -> int:
+        """Write the pending access counts on their own (at shutdown); how many items."""
+        n = len(self.uses)
+        if n:
+            self._commit([], [])
+        return n
+
     def _make_room(self) -> None:
         limit = self.settings.max_size_mb * _MB
         if self.store.size_bytes() < limit:
@@ -158,7 +173,7 @@ class ContextLoop:
         events += [NewEvent(SUPERSEDE, {"event": "supersede", "old_id": old, "new_id": -1,
                                         "reason": "summary", "actor": actor}, (old, -1))
                    for old in summary_of]
-        ids = self.store.append([NewItem(ITEM_PREFIX + ctype, content, "mcp", vec,
+        ids = self._commit([NewItem(ITEM_PREFIX + ctype, content, "mcp", vec,
                                          tuple(summary_of))], events)
         return ids[0], embedded
 
@@ -211,7 +226,7 @@ class ContextLoop:
         st = f.items.get(cid)
         if st is None or st.actor != actor:
             raise NotFoundError(f"item_id: no context item {item_id} of actor {actor!r}")
-        self.store.append([], [NewEvent(FEEDBACK_EVENT, {
+        self._commit([], [NewEvent(FEEDBACK_EVENT, {
             "event": "feedback", "item": cid, "actor": actor, "helpful": helpful,
             "reason": reason or ""}, (cid,))])
         h, u = st.helpful + helpful, st.unhelpful + (not helpful)
@@ -226,57 +241,63 @@ class ContextLoop:
                 "state": state_of(st, age, item.archived, self.settings), "tags": st.tags,
                 "metadata": st.metadata,
                 "usefulness": round(ranking.usefulness(st.helpful, st.unhelpful), 4),
-                "sources": [item_ref(s) for s in st.summary_of]}
+                "sources": [item_ref(s) for s in st.summary_of], **self._access(st)}
+
+    def _access(self, st: ItemState) -> dict[str, Any]:
+        """Access count and last access, the written ones plus those not written yet."""
+        n, last = self.uses.pending(st.id)
+        last = max(last, st.last_accessed_ms)
+        return {"access_count": st.access_count + n,
+                "last_accessed": datetime.fromtimestamp(last / 1000, UTC).isoformat(
+                    timespec="seconds") if last else None}
 
     def _rank(self, actor: str, query: str, types: Sequence[str] | None, min_score: float,
               max_items: int, run_id: str | None, archived: bool,
               warnings: list[str]) -> tuple[list[dict[str, Any]], int, str]:
+        """Relevance selects, the factors order (see :mod:`ranking`): the hybrid search's
+        best ``max_items`` of this actor (and run), plus those marked helpful within its
+        best ``feedback_reach x max_items``, ordered by the multi-factor score."""
         s = self.settings
-        f, items = self._state(archived=archived)
-        rows = [(st, items[cid]) for cid, st in f.items.items()
-                if cid in items and st.actor == actor and not st.hidden
-                and (run_id is None or st.run_id == run_id or st.type == "skill")]
+        f = self._folded_state()
         q = query[:QUERY_CHARS]
         qv = self._embed([q])
         mode = "semantic+lexical"
         if qv is None:
             mode = "lexical"
-            warnings.append("embedder unavailable: ranked by lexical coverage only")
-        qterms = ranking.terms(q)
-        if not rows:
-            return [], 0, mode
-        # vectorised over the candidates; the same formulas as ranking.Factors
-        n = len(rows)
-        cur = f.runs
-        age = np.maximum(0, np.fromiter(
-            (cur.get((st.actor, st.run_id), 0) - st.iteration for st, _ in rows), float, n))
-        skill = np.fromiter((st.type == "skill" for st, _ in rows), bool, n)
-        cover = np.fromiter((ranking.coverage(qterms, self._item_terms(it)) for _, it in rows),
-                            float, n) if qterms else np.zeros(n)
-        sem = cover.copy()
-        if qv is not None:
-            m = self._matrix(rows)
-            if m.shape[1] == qv.shape[1]:
-                embedded = np.fromiter((st.embedded for st, _ in rows), bool, n)
-                cos = np.clip(m @ qv[0], 0.0, 1.0)
-                sem = np.where(embedded, ranking.COSINE_SHARE * cos
-                               + (1 - ranking.COSINE_SHARE) * cover, cover)
-        rec = np.exp(-np.where(skill, s.skill_recency_decay, s.recency_decay) * age)
-        use = np.clip(0.5 + 0.1 * np.fromiter((st.helpful for st, _ in rows), float, n)
-                      - 0.15 * np.fromiter((st.unhelpful for st, _ in rows), float, n), 0, 1)
-        tm = np.fromiter((ranking.type_match(st.type, types) for st, _ in rows), float, n)
-        score = (s.semantic_weight * sem + s.recency_weight * rec + s.usefulness_weight * use
-                 + s.type_match_weight * tm)
-        ids = np.fromiter((st.id for st, _ in rows), float, n)
-        order = np.lexsort((-ids, -score))
-        out = []
-        for i in order[:max_items].tolist():
-            if score[i] < min_score:
+            warnings.append("embedder unavailable: ranked by lexical relevance only")
+        vector = qv[0] if qv is not None and qv.shape[1] == self._store_dim() else None
+        reach = max_items * max(1, s.feedback_reach)
+
+        def mine(st: ItemState | None) -> bool:
+            return (st is not None and st.actor == actor and not st.hidden
+                    and (run_id is None or st.run_id == run_id or st.type == "skill"))
+
+        k = reach
+        while True:
+            found = self.store.search(q, vector, k, archived=archived)
+            rows = [(st, c) for c in found if mine(st := f.items.get(c.item.chunk.id))]
+            if len(rows) >= reach or len(found) < k or k >= MAX_K:
                 break
-            st, it = rows[i]
-            fac = ranking.Factors(float(sem[i]), float(rec[i]), float(use[i]), float(tm[i]))
-            d = self._describe(st, it, f)
-            d["score"] = round(fac.score(s), 4)
+            k = min(MAX_K, k * 4)
+        chosen = rows[:max_items] + [r for r in rows[max_items:reach] if r[0].helpful > 0]
+        scored = []
+        for st, c in chosen:
+            assert st is not None
+            cur = f.current(st.actor, st.run_id)
+            fac = ranking.Factors(
+                ranking.semantic(c.cosine if st.embedded else None, c.lexical),
+                ranking.recency(cur - st.iteration, st.type == "skill", s),
+                ranking.usefulness(st.helpful, st.unhelpful),
+                ranking.type_match(st.type, types))
+            scored.append((round(fac.score(s), 4), st, c.item, fac))
+        scored.sort(key=lambda x: (-x[0], -x[1].id))
+        out = []
+        for score, st, item, fac in scored[:max_items]:
+            if score < min_score:
+                break
+            self.uses.add(st.id)
+            d = self._describe(st, item, f)
+            d["score"] = score
             d["factors"] = fac.explain(s)
             out.append(d)
         return out, len(rows), mode
@@ -418,7 +439,7 @@ class ContextLoop:
                                             "reason": f"usefulness {use:.2f} < {min_score}",
                                             "actor": actor}, (st.id,)))
         if events:
-            self.store.append([], events)
+            self._commit([], events)
             self.store.drop(gone)
         return {"removed": removed, "count": len(removed)}
 
