@@ -28,6 +28,7 @@ from sediment.context.store import (
 )
 from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.search import MAX_K, SearchRequest, search
+from sediment.search.engine import Mode
 from sediment.store import LayerName, LayerSet, NewChunk
 from sediment.store.atomic import atomic_write
 from sediment.store.events import FORGET, META_PREFIX, SUPERSEDE, event_content
@@ -180,7 +181,7 @@ class FileContextStore:
         has_text = bool(text.strip())
         if vector is None and not has_text:
             return []
-        mode = "hybrid" if vector is not None and has_text else (
+        mode: Mode = "hybrid" if vector is not None and has_text else (
             "vector" if vector is not None else "lexical")
         request = SearchRequest(text=text if has_text else None, k=min(k, MAX_K),
                                 kinds=ITEM_KINDS, layers=(LayerName.LOCAL,), mode=mode)
@@ -269,14 +270,29 @@ class FileContextStore:
         return sum(1 for c in moved if c.kind.startswith(ITEM_PREFIX))
 
     def drop(self, ids: Sequence[int]) -> int:
+        """Rewrite the active file, and each archive file holding any of ``ids``,
+        without those items (their events stay)."""
         if not ids:
             return 0
+        drop = set(ids)
         with self.layers.transaction():
             kept, kmat, moved, _, top, md = self._split(ids, with_events=False)
             if moved:
                 self._rewrite(self.active_path, kept, kmat, top, md)
+            count = len(moved)
+            for path in self._archive_paths():
+                f = LayerFile.open(path)
+                if not f.chunk_count or not np.isin(f.ids, list(drop)).any():
+                    continue
+                pos = np.arange(f.chunk_count)
+                chunks = f.chunks_at(pos)
+                matrix = np.asarray(f.embeddings[f.rows[pos]], dtype=np.float32)
+                keep = [i for i, c in enumerate(chunks) if c.id not in drop]
+                count += len(chunks) - len(keep)
+                self._rewrite(path, [chunks[i] for i in keep], matrix[keep],
+                              max(top, int(f.ids.max())), dict(f.metadata or {}))
         self._cache = None
-        return len(moved)
+        return count
 
     def size_bytes(self) -> int:
         paths = [self.active_path, *self._archive_paths()]

@@ -35,8 +35,8 @@ from sediment.context.state import (
     fold,
 )
 from sediment.context.store import ITEM_PREFIX, ContextStore, NewEvent, NewItem, StoredItem
-from sediment.context.uses import UseBuffer
 from sediment.context.tokens import count_tokens, tokenizer_name
+from sediment.context.uses import UseBuffer
 from sediment.credentials import refuse_credentials
 from sediment.embed import Embedder
 from sediment.errors import NotFoundError, SedimentError, ValidationError
@@ -268,21 +268,21 @@ class ContextLoop:
         vector = qv[0] if qv is not None and qv.shape[1] == self._store_dim() else None
         reach = max_items * max(1, s.feedback_reach)
 
-        def mine(st: ItemState | None) -> bool:
-            return (st is not None and st.actor == actor and not st.hidden
+        def mine(st: ItemState) -> bool:
+            return (st.actor == actor and not st.hidden
                     and (run_id is None or st.run_id == run_id or st.type == "skill"))
 
         k = reach
         while True:
             found = self.store.search(q, vector, k, archived=archived)
-            rows = [(st, c) for c in found if mine(st := f.items.get(c.item.chunk.id))]
+            rows = [(st, c) for c in found
+                    if (st := f.items.get(c.item.chunk.id)) is not None and mine(st)]
             if len(rows) >= reach or len(found) < k or k >= MAX_K:
                 break
             k = min(MAX_K, k * 4)
         chosen = rows[:max_items] + [r for r in rows[max_items:reach] if r[0].helpful > 0]
         scored = []
         for st, c in chosen:
-            assert st is not None
             cur = f.current(st.actor, st.run_id)
             fac = ranking.Factors(
                 ranking.semantic(c.cosine if st.embedded else None, c.lexical),
@@ -409,49 +409,74 @@ class ContextLoop:
                                  {"summary": True}, [m.id for m in members])
             summaries.append({"id": item_ref(cid), "type": ctype, "run_id": run,
                               "sources": [item_ref(m.id) for m in members]})
+        f, every = self._state(archived=True)
+        expired = [(st, f"older than {s.prune_after_iterations} iterations and never "
+                        "marked helpful") for st in f.items.values()
+                   if st.actor == actor and not st.hidden and st.id in every
+                   and (run_id is None or st.run_id == run_id) and self._expired(st, f)]
+        pruned = self._forget(actor, expired, every)
+        gone = {st.id for st, _ in expired}
         day = datetime.now(UTC).strftime("%Y-%m-%d")
-        archived = self.store.archive(sorted(to_archive), day)
+        archived = self.store.archive(sorted(set(to_archive) - gone), day)
         return {"summaries": summaries, "summarized": sum(len(x["sources"]) for x in summaries),
-                "archived": archived, "archive": f"AGENTS.archive-{day}.db" if archived else None}
+                "archived": archived, "archive": f"AGENTS.archive-{day}.db" if archived else None,
+                "pruned": pruned}
 
     def _embed_or_none(self) -> Any:
         return self.embedder.embed if self.embedder is not None else None
 
     def prune(self, actor: str, min_score: float = 0.3, *, everyone: bool = False
               ) -> dict[str, Any]:
-        """Forget items whose usefulness is under ``min_score`` (never a skill marked
-        helpful), then compact them out of the active file."""
-        f, items = self._state()
-        removed: list[dict[str, Any]] = []
-        gone: list[int] = []
-        events = []
+        """Forget items whose usefulness is under ``min_score`` and items older than
+        ``prune_after_iterations`` that no feedback marked helpful (never a skill marked
+        helpful), then compact them out of the store."""
+        f, items = self._state(archived=True)
+        out: list[tuple[ItemState, str]] = []
         for st in f.items.values():
             if (not everyone and st.actor != actor) or st.hidden or st.id not in items:
                 continue
-            use = ranking.usefulness(st.helpful, st.unhelpful)
-            if use >= min_score or (st.type == "skill" and st.helpful > 0):
+            if st.type == "skill" and st.helpful > 0:
                 continue
-            removed.append({"id": item_ref(st.id), "type": st.type,
-                            "usefulness": round(use, 4),
-                            "content": items[st.id].chunk.content[:200]})
-            gone.append(st.id)
-            events.append(NewEvent(FORGET, {"event": "forget", "context_id": st.id,
-                                            "reason": f"usefulness {use:.2f} < {min_score}",
-                                            "actor": actor}, (st.id,)))
-        if events:
-            self._commit([], events)
-            self.store.drop(gone)
+            use = ranking.usefulness(st.helpful, st.unhelpful)
+            if use < min_score:
+                out.append((st, f"usefulness {use:.2f} < {min_score}"))
+            elif self._expired(st, f):
+                out.append((st, f"older than {self.settings.prune_after_iterations} "
+                                "iterations and never marked helpful"))
+        removed = self._forget(actor, out, items)
         return {"removed": removed, "count": len(removed)}
+
+    def _expired(self, st: ItemState, f: Fold) -> bool:
+        """Past ``prune_after_iterations`` (iterations since stored) and never helpful;
+        skills are curated and never expire."""
+        age = f.current(st.actor, st.run_id) - st.iteration
+        return (st.type != "skill" and st.helpful == 0
+                and age > self.settings.prune_after_iterations)
+
+    def _forget(self, actor: str, entries: Sequence[tuple[ItemState, str]],
+                items: dict[int, StoredItem]) -> list[dict[str, Any]]:
+        """One forget event per item, in one commit, then the store rewritten without
+        them (appending a forget event never shrinks a file)."""
+        if not entries:
+            return []
+        self._commit([], [NewEvent(FORGET, {"event": "forget", "context_id": st.id,
+                                            "reason": why, "actor": actor}, (st.id,))
+                          for st, why in entries])
+        self.store.drop([st.id for st, _ in entries])
+        return [{"id": item_ref(st.id), "type": st.type, "reason": why,
+                 "usefulness": round(ranking.usefulness(st.helpful, st.unhelpful), 4),
+                 "content": items[st.id].chunk.content[:200]} for st, why in entries]
 
     def stats(self, actor: str) -> dict[str, Any]:
         f, items = self._state(archived=True)
         by_type: dict[str, int] = {}
         by_state: dict[str, int] = {}
         hidden = {"superseded": 0, "forgotten": 0}
-        helpful = unhelpful = 0
+        helpful = unhelpful = accesses = 0
         for st in f.items.values():
             if st.actor != actor:
                 continue
+            accesses += st.access_count + self.uses.pending(st.id)[0]
             if st.hidden:
                 hidden[st.hidden] += 1
                 continue
@@ -467,6 +492,7 @@ class ContextLoop:
         runs = {run: it for (a, run), it in f.runs.items() if a == actor}
         return {"total": sum(by_type.values()), "by_type": by_type, "by_state": by_state,
                 "hidden": hidden, "feedback": {"helpful": helpful, "not_helpful": unhelpful},
+                "accesses": accesses,
                 "runs": runs, "size_bytes": self.store.size_bytes(),
                 "max_size_mb": self.settings.max_size_mb}
 

@@ -1,0 +1,85 @@
+"""prune_after_iterations, access counts, and relevance deciding what the factors rank."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sediment.context import ContextLoop, ContextSettings
+from sediment.context.files import FileContextStore
+from tests.context.conftest import make_loop
+
+
+def _iterations(loop: ContextLoop, first: int, last: int) -> None:
+    for i in range(first, last + 1):
+        loop.store_iteration_result("al", i, f"Worked on step {i}.", True)
+
+
+def test_items_past_prune_after_iterations_are_forgotten_unless_helpful(
+        tmp_path: Path) -> None:
+    s = ContextSettings(active_iterations=2, summarize_after_iterations=4,
+                        archive_after_iterations=6, prune_after_iterations=10)
+    loop = make_loop(tmp_path, s)
+    old = loop.store_context("al", "The old cache key format uses colons.", "output")["id"]
+    kept = loop.store_context("al", "The CI runner needs docker login first.", "output")["id"]
+    skill = loop.store_context("al", "Run the linter before committing.", "skill")["id"]
+    loop.mark_useful("al", kept, True)
+    _iterations(loop, 1, 11)  # the items of iteration 0 are 11 old, the first result 10
+    out = loop.summarize_old_context("al", older_than_iterations=4)
+    assert [d["id"] for d in out["pruned"]] == [old]
+    assert "older than 10 iterations" in out["pruned"][0]["reason"]
+    history = loop.get_relevant_context("al", "cache key format", min_score=0.0,
+                                        include_archived=True, max_items=50)
+    ids = {d["id"] for d in history["items"]}
+    assert old not in ids and kept in ids and skill in ids
+    # compacted, not only hidden: no layer file holds the forgotten text any more
+    store = loop.store
+    assert isinstance(store, FileContextStore)
+    texts = [i.chunk.content for i in store.items(archived=True)]
+    assert "The old cache key format uses colons." not in texts
+    assert loop.stats("al")["hidden"]["forgotten"] == 1
+
+
+def test_prune_low_value_context_applies_prune_after_iterations(tmp_path: Path) -> None:
+    loop = make_loop(tmp_path, ContextSettings(prune_after_iterations=6))
+    old = loop.store_context("al", "An early note.", "task")["id"]
+    _iterations(loop, 1, 5)
+    assert loop.prune("al", 0.3)["count"] == 0  # 5 iterations old: not yet
+    _iterations(loop, 6, 7)
+    out = loop.prune("al", 0.3)
+    assert [d["id"] for d in out["removed"]] == [old]
+
+
+def test_access_counts_are_recorded_without_writing_on_read(tmp_path: Path) -> None:
+    loop = make_loop(tmp_path)
+    a = loop.store_context("al", "The staging database listens on port 5433.", "task")["id"]
+    store = loop.store
+    before = store.version()
+    for _ in range(3):
+        got = loop.get_relevant_context("al", "staging database port", min_score=0.0)
+        assert got["items"][0]["id"] == a
+    assert store.version() == before  # reads wrote nothing
+    assert got["items"][0]["access_count"] == 3  # this retrieval included
+    assert loop.stats("al")["accesses"] == 3
+    loop.store_context("al", "Another note.", "task")  # the next write carries the counts
+    fresh = make_loop(tmp_path)  # a new process: only what the layer file holds
+    assert fresh.stats("al")["accesses"] == 3
+    item = fresh.get_relevant_context("al", "staging database port", min_score=0.0)["items"][0]
+    assert item["id"] == a and item["access_count"] == 4 and item["last_accessed"]
+
+
+def test_flush_writes_pending_counts(tmp_path: Path) -> None:
+    loop = make_loop(tmp_path)
+    loop.store_context("al", "Deploys go through tools/deploy.sh.", "task")
+    loop.get_relevant_context("al", "deploy", min_score=0.0)
+    assert loop.flush() == 1 and loop.flush() == 0
+    assert make_loop(tmp_path).stats("al")["accesses"] == 1
+
+
+def test_without_feedback_the_items_are_plain_search_s(tmp_path: Path) -> None:
+    """Recency reorders the relevant items but cannot bring in a recent irrelevant one."""
+    loop = make_loop(tmp_path)
+    loop.store_context("al", "The payment webhook retries three times on timeout.", "output")
+    _iterations(loop, 1, 30)
+    out = loop.get_relevant_context("al", "payment webhook retries", max_items=1,
+                                    min_score=0.0)
+    assert out["items"][0]["content"].startswith("The payment webhook")
