@@ -17,18 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from sediment.context.settings import CONTEXT_TYPES
-from sediment.context.store import (
-    ITEM_PREFIX,
-    Candidate,
-    NewEvent,
-    NewItem,
-    StoredEvent,
-    StoredItem,
-)
+from sediment.context.store import ITEM_PREFIX, NewEvent, NewItem, StoredEvent, StoredItem
 from sediment.format import Chunk, LayerFile, encode_layer
-from sediment.search import MAX_K, SearchRequest, search
-from sediment.search.engine import Mode
 from sediment.store import LayerName, LayerSet, NewChunk
 from sediment.store.atomic import atomic_write
 from sediment.store.events import FORGET, META_PREFIX, SUPERSEDE, event_content
@@ -36,7 +26,6 @@ from sediment.store.ids import first_written_id
 
 EVENT_PREFIX = META_PREFIX + "context"
 ARCHIVE_DIR = "archive"
-ITEM_KINDS = tuple(ITEM_PREFIX + t for t in CONTEXT_TYPES)
 
 
 def is_context_event(kind: str) -> bool:
@@ -90,8 +79,7 @@ class FileContextStore:
             = None
         self._archives: dict[tuple[str, int, int],
                              tuple[list[StoredItem], list[StoredEvent]]] = {}
-        self._by_id: tuple[Hashable, dict[int, StoredItem]] | None = None
-        self._archive_sets: dict[str, LayerSet] = {}
+        self._high_waters: dict[tuple[str, int, int], int] = {}
 
     @property
     def active_path(self) -> Path:
@@ -151,44 +139,6 @@ class FileContextStore:
             out.extend(self._archive(path)[0])
         return out
 
-    def search(self, text: str, vector: npt.NDArray[np.float32] | None, k: int, *,
-               archived: bool = False) -> list[Candidate]:
-        """Sediment's hybrid search (``sediment.search``, the default convex fusion) over
-        the active file and, with ``archived``, each archive file; lists of several files
-        merge by their fused scores."""
-        out = self._search_one(self.layers, self._active_by_id(), text, vector, k)
-        if archived:
-            for path in self._archive_paths():
-                ls = self._archive_sets.get(path.name)
-                if ls is None:
-                    ls = self._archive_sets[path.name] = LayerSet({LayerName.LOCAL: path})
-                by_id = {i.chunk.id: i for i in self._archive(path)[0]}
-                out += self._search_one(ls, by_id, text, vector, k)
-            out.sort(key=lambda c: (-c.relevance, c.item.chunk.id))
-        return out[:k]
-
-    def _active_by_id(self) -> dict[int, StoredItem]:
-        items, _ = self._active()
-        key = self._cache[0] if self._cache is not None else None
-        if self._by_id is None or self._by_id[0] != key:
-            self._by_id = (key, {i.chunk.id: i for i in items})
-        return self._by_id[1]
-
-    def _search_one(self, ls: LayerSet, by_id: dict[int, StoredItem], text: str,
-                    vector: npt.NDArray[np.float32] | None, k: int) -> list[Candidate]:
-        if not by_id:
-            return []
-        has_text = bool(text.strip())
-        if vector is None and not has_text:
-            return []
-        mode: Mode = "hybrid" if vector is not None and has_text else (
-            "vector" if vector is not None else "lexical")
-        request = SearchRequest(text=text if has_text else None, k=min(k, MAX_K),
-                                kinds=ITEM_KINDS, layers=(LayerName.LOCAL,), mode=mode)
-        hits = search(ls, request, vector if mode != "lexical" else None, normalised=True)
-        return [Candidate(by_id[h.id], float(h.score), h.vector_score, h.lexical_score)
-                for h in hits.hits if h.id in by_id]
-
     def _archive(self, path: Path) -> tuple[list[StoredItem], list[StoredEvent]]:
         st = path.stat()
         key = (str(path), st.st_mtime_ns, st.st_size)
@@ -212,11 +162,21 @@ class FileContextStore:
         return sorted(d.glob("AGENTS.archive-*.db")) if d.is_dir() else []
 
     def _archive_high_water(self) -> int:
+        """The largest id the archives use or used, read once per archive file version
+        (every append asks: ids must stay unique across the active file and archives)."""
         top = 0
         for path in self._archive_paths():
-            f = LayerFile.open(path)
-            top = max(top, int((f.metadata or {}).get("id_high_water") or 0),
-                      int(f.ids.max()) if f.chunk_count else 0)
+            st = path.stat()
+            key = (str(path), st.st_mtime_ns, st.st_size)
+            got = self._high_waters.get(key)
+            if got is None:
+                f = LayerFile.open(path)
+                got = max(int((f.metadata or {}).get("id_high_water") or 0),
+                          int(f.ids.max()) if f.chunk_count else 0)
+                self._high_waters = {k: v for k, v in self._high_waters.items()
+                                     if k[0] != str(path)}
+                self._high_waters[key] = got
+            top = max(top, got)
         return top
 
     def _rewrite(self, path: Path, chunks: list[Chunk], matrix: npt.NDArray[np.float32],

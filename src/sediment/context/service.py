@@ -13,7 +13,9 @@ be read; an empty context with a warning when there is no cache either.
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -24,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sediment.context import ranking, text
+from sediment.context.index import ItemIndex
 from sediment.context.settings import CONTEXT_TYPES, ContextSettings
 from sediment.context.state import (
     DEFAULT_RUN,
@@ -39,9 +42,7 @@ from sediment.context.tokens import count_tokens, tokenizer_name
 from sediment.context.uses import UseBuffer
 from sediment.credentials import refuse_credentials
 from sediment.embed import Embedder
-from sediment.errors import NotFoundError, SedimentError, ValidationError
-from sediment.search import MAX_K
-from sediment.store.atomic import atomic_write
+from sediment.errors import NotFoundError, ValidationError
 from sediment.store.events import FORGET, SUPERSEDE
 
 QUERY_CHARS = 500
@@ -75,6 +76,37 @@ def state_of(st: ItemState, age: int, archived: bool, s: ContextSettings) -> str
     return "active" if age <= s.active_iterations else "aging"
 
 
+class _Columns:
+    """Per index position: the item's id, actor, run and whether it is a skill (fixed at
+    store time, so they follow the index's appends)."""
+
+    def __init__(self) -> None:
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.actor = np.zeros(0, dtype=object)
+        self.run = np.zeros(0, dtype=object)
+        self.skill = np.zeros(0, dtype=bool)
+        self._first = -1
+
+    def sync(self, items: Sequence[StoredItem], f: Fold) -> None:
+        n = len(self.ids)
+        if n > len(items) or (n and (items[0].chunk.id != self._first
+                                     or items[n - 1].chunk.id != int(self.ids[-1]))):
+            self.__init__()  # type: ignore[misc]
+            n = 0
+        new = items[n:]
+        if not new:
+            return
+        states = [f.items.get(i.chunk.id) for i in new]
+        self.ids = np.concatenate([self.ids, [i.chunk.id for i in new]]).astype(np.int64)
+        self.actor = np.concatenate([self.actor, np.asarray(
+            [st.actor if st else None for st in states], dtype=object)])
+        self.run = np.concatenate([self.run, np.asarray(
+            [st.run_id if st else None for st in states], dtype=object)])
+        self.skill = np.concatenate([self.skill, [bool(st and st.type == "skill")
+                                                  for st in states]]).astype(bool)
+        self._first = int(self.ids[0])
+
+
 class ContextLoop:
     """The context service of one project's store."""
 
@@ -89,6 +121,8 @@ class ContextLoop:
         self._fold: tuple[Any, Fold] | None = None
         self._folded: tuple[int, int, Fold] | None = None
         self._items: tuple[Any, dict[int, StoredItem]] | None = None
+        self._indexes: dict[bool, tuple[Any, ItemIndex, _Columns]] = {}
+        self._hidden: tuple[Any, npt.NDArray[np.int64]] | None = None
         self.uses = UseBuffer()
 
     # -- state ------------------------------------------------------------------------
@@ -114,9 +148,6 @@ class ContextLoop:
         if self._items is None or self._items[0] != key:
             self._items = (key, {i.chunk.id: i for i in self.store.items(archived=archived)})
         return f, self._items[1]
-
-    def _store_dim(self) -> int:
-        return self.embedder.profile.dim if self.embedder is not None else -1
 
     def _embed(self, texts: list[str]) -> npt.NDArray[np.float32] | None:
         if self.embedder is None:
@@ -187,8 +218,7 @@ class ContextLoop:
         if metadata:
             refuse_credentials(json.dumps(metadata, ensure_ascii=False), "metadata")
         self._make_room()
-        f, _ = self._state()
-        iteration = f.current(actor, run_id)
+        iteration = self._folded_state().current(actor, run_id)
         cid, embedded = self._store(actor, run_id, content, context_type, iteration, tags,
                                     dict(metadata or {}))
         out = {"id": item_ref(cid), "context_type": context_type, "run_id": run_id,
@@ -254,7 +284,7 @@ class ContextLoop:
     def _rank(self, actor: str, query: str, types: Sequence[str] | None, min_score: float,
               max_items: int, run_id: str | None, archived: bool,
               warnings: list[str]) -> tuple[list[dict[str, Any]], int, str]:
-        """Relevance selects, the factors order (see :mod:`ranking`): the hybrid search's
+        """Relevance selects, the factors order (see :mod:`ranking`): the hybrid pool's
         best ``max_items`` of this actor (and run), plus those marked helpful within its
         best ``feedback_reach x max_items``, ordered by the multi-factor score."""
         s = self.settings
@@ -265,31 +295,29 @@ class ContextLoop:
         if qv is None:
             mode = "lexical"
             warnings.append("embedder unavailable: ranked by lexical relevance only")
-        vector = qv[0] if qv is not None and qv.shape[1] == self._store_dim() else None
+        index, meta = self._index(f, archived)
+        allowed = (meta.actor == actor) & ~np.isin(meta.ids, self._hidden_ids(f))
+        if run_id is not None:
+            allowed &= (meta.run == run_id) | meta.skill
         reach = max_items * max(1, s.feedback_reach)
-
-        def mine(st: ItemState) -> bool:
-            return (st.actor == actor and not st.hidden
-                    and (run_id is None or st.run_id == run_id or st.type == "skill"))
-
-        k = reach
-        while True:
-            found = self.store.search(q, vector, k, archived=archived)
-            rows = [(st, c) for c in found
-                    if (st := f.items.get(c.item.chunk.id)) is not None and mine(st)]
-            if len(rows) >= reach or len(found) < k or k >= MAX_K:
-                break
-            k = min(MAX_K, k * 4)
-        chosen = rows[:max_items] + [r for r in rows[max_items:reach] if r[0].helpful > 0]
+        pool = index.search(q, qv[0] if qv is not None else None, allowed, reach)
+        rows = []
+        for p, cos, lex in zip(pool.pos.tolist(), pool.cosine.tolist(), pool.lexical.tolist(),
+                               strict=True):
+            item = index.items[p]
+            st = f.items.get(item.chunk.id)
+            if st is not None:
+                rows.append((st, item, None if cos != cos else cos, lex or None))
+        chosen = rows[:max_items] + [r for r in rows[max_items:] if r[0].helpful > 0]
         scored = []
-        for st, c in chosen:
-            cur = f.current(st.actor, st.run_id)
+        for st, item, cos, lex in chosen:
             fac = ranking.Factors(
-                ranking.semantic(c.cosine if st.embedded else None, c.lexical),
-                ranking.recency(cur - st.iteration, st.type == "skill", s),
+                ranking.semantic(cos if st.embedded else None, lex),
+                ranking.recency(f.current(st.actor, st.run_id) - st.iteration,
+                                st.type == "skill", s),
                 ranking.usefulness(st.helpful, st.unhelpful),
                 ranking.type_match(st.type, types))
-            scored.append((round(fac.score(s), 4), st, c.item, fac))
+            scored.append((round(fac.score(s), 4), st, item, fac))
         scored.sort(key=lambda x: (-x[0], -x[1].id))
         out = []
         for score, st, item, fac in scored[:max_items]:
@@ -300,7 +328,32 @@ class ContextLoop:
             d["score"] = score
             d["factors"] = fac.explain(s)
             out.append(d)
-        return out, len(rows), mode
+        return out, int(allowed.sum()), mode
+
+    def _index(self, f: Fold, archived: bool) -> tuple[ItemIndex, _Columns]:
+        """The index of the active items (or of the archived then the active ones),
+        following appends, with each position's actor, run and skill flag."""
+        key = self.store.version()
+        slot = self._indexes.get(archived)
+        if slot is not None and slot[0] == key:
+            return slot[1], slot[2]
+        items = self.store.items(archived=archived)
+        if archived:
+            items = [i for i in items if i.archived] + [i for i in items if not i.archived]
+        if slot is None:
+            slot = (key, ItemIndex(self._dim()), _Columns())
+        index, cols = slot[1], slot[2]
+        index.sync(items)
+        cols.sync(index.items, f)
+        self._indexes[archived] = (key, index, cols)
+        return index, cols
+
+    def _hidden_ids(self, f: Fold) -> npt.NDArray[np.int64]:
+        key = self.store.version()
+        if self._hidden is None or self._hidden[0] != key:
+            self._hidden = (key, np.fromiter((st.id for st in f.items.values() if st.hidden),
+                                             np.int64))
+        return self._hidden[1]
 
     def get_relevant_context(self, actor: str, query: str, max_items: int = 10,
                              context_types: Sequence[str] | None = None,
@@ -516,13 +569,17 @@ class ContextLoop:
         return self.cache_dir / f"last-{_SAFE.sub('-', actor)}-{_SAFE.sub('-', run_id or '')}.json"
 
     def _save_cache(self, actor: str, run_id: str | None, items: list[dict[str, Any]]) -> None:
+        """Replaced whole (a reader never sees half a file) but not synced to disk: it is
+        derived, and a cache lost in a crash only means no fallback until the next read."""
         path = self._cache_path(actor, run_id)
         if path is None:
             return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, json.dumps(items, ensure_ascii=False).encode())
-        except (OSError, SedimentError):
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
             pass
 
     def _load_cache(self, actor: str, run_id: str | None) -> list[dict[str, Any]] | None:

@@ -2,8 +2,7 @@
 
 A backend keeps context items (chunks of kind ``context.<type>`` with one vector each) and
 their events, and answers: append these items and events as one commit; which items are
-active and which archived; which events are there; which items best match a query (its
-hybrid relevance, the candidates the service ranks); move these items to an archive; drop
+active and which archived; which events are there; move these items to an archive; drop
 these items; how big is it. ``files.FileContextStore`` is the layer-file implementation;
 a PostgreSQL backend implements the same Protocol.
 """
@@ -59,18 +58,6 @@ class StoredEvent:
     sources: tuple[int | str, ...] = field(default=())
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """One search result: the backend's hybrid ``relevance`` (orders candidates only,
-    higher is better) and the raw ``cosine`` and ``lexical`` (BM25) scores the service
-    calibrates on an absolute scale (None: that retriever did not score it)."""
-
-    item: StoredItem
-    relevance: float
-    cosine: float | None
-    lexical: float | None
-
-
 class ContextStore(Protocol):
     def append(self, items: Sequence[NewItem], events: Sequence[NewEvent]) -> list[int]:
         """Write ``items`` then ``events`` as one commit; return the items' ids."""
@@ -82,13 +69,6 @@ class ContextStore(Protocol):
 
     def events(self) -> list[StoredEvent]:
         """Every context event, in commit order."""
-        ...
-
-    def search(self, text: str, vector: npt.NDArray[np.float32] | None, k: int, *,
-               archived: bool = False) -> list[Candidate]:
-        """The ``k`` active items (and archived ones with ``archived``) that best match
-        ``text`` and ``vector`` (None: lexical only), best first, by the same hybrid
-        search plain retrieval uses; superseded and forgotten items are left out."""
         ...
 
     def archive(self, ids: Sequence[int], day: str) -> int:
