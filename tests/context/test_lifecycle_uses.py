@@ -6,6 +6,9 @@ from pathlib import Path
 
 from sediment.context import ContextLoop, ContextSettings
 from sediment.context.files import FileContextStore
+from sediment.embed import HashEmbedder
+from sediment.search import SearchRequest, search
+from sediment.store import LayerName
 from tests.context.conftest import make_loop
 
 
@@ -76,10 +79,21 @@ def test_flush_writes_pending_counts(tmp_path: Path) -> None:
 
 
 def test_without_feedback_the_items_are_plain_search_s(tmp_path: Path) -> None:
-    """Recency reorders the relevant items but cannot bring in a recent irrelevant one."""
+    """Recency reorders the relevant items but cannot trade them for recent ones: with no
+    feedback the set returned is plain hybrid search's top max_items (the old additive
+    ranking returned mostly the latest iterations here)."""
     loop = make_loop(tmp_path)
-    loop.store_context("al", "The payment webhook retries three times on timeout.", "output")
-    _iterations(loop, 1, 30)
-    out = loop.get_relevant_context("al", "payment webhook retries", max_items=1,
-                                    min_score=0.0)
-    assert out["items"][0]["content"].startswith("The payment webhook")
+    topics = ["payment webhook", "login form", "cache key", "deploy script", "search page"]
+    for i in range(40):
+        loop.store_iteration_result("al", i, f"Changed the {topics[i % 5]} in step {i}.",
+                                    True)
+    store = loop.store
+    assert isinstance(store, FileContextStore)
+    emb = HashEmbedder()
+    for q in ("payment webhook retries", "the login form step 3", "cache key change"):
+        got = loop.get_relevant_context("al", q, max_items=5, min_score=0.0)["items"]
+        plain = search(store.layers, SearchRequest(
+            text=q, k=5, kinds=("context.iteration",), layers=(LayerName.LOCAL,)),
+            emb.embed([q])[0], normalised=True)
+        assert {d["id"] for d in got} == {f"c{h.id}" for h in plain.hits}
+        assert [d["score"] for d in got] == sorted((d["score"] for d in got), reverse=True)
