@@ -71,8 +71,9 @@ class ItemIndex:
         texts = [i.chunk.content for i in new]
         self._texts.extend(texts)
         end = n + len(new)
-        if end > len(self._buffer):  # grown by doubling: an append copies nothing
-            bigger = np.zeros((max(end, 2 * len(self._buffer), 64), self.dim), np.float32)
+        if end > len(self._buffer):  # grown by a quarter: an append copies nothing
+            bigger = np.zeros((max(end + 1024, len(self._buffer) * 5 // 4), self.dim),
+                              np.float32)
             bigger[:n] = self._buffer[:n]
             self._buffer = bigger
         for r, it in enumerate(new, n):

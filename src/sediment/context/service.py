@@ -77,34 +77,57 @@ def state_of(st: ItemState, age: int, archived: bool, s: ContextSettings) -> str
 
 
 class _Columns:
-    """Per index position: the item's id, actor, run and whether it is a skill (fixed at
-    store time, so they follow the index's appends)."""
+    """Per index position: the item's id, actor and run (as codes) and whether it is a
+    skill; fixed at store time, so they follow the index's appends (buffers that grow by
+    a quarter, so an append copies nothing)."""
 
     def __init__(self) -> None:
-        self.ids = np.zeros(0, dtype=np.int64)
-        self.actor = np.zeros(0, dtype=object)
-        self.run = np.zeros(0, dtype=object)
-        self.skill = np.zeros(0, dtype=bool)
-        self._first = -1
+        self.codes: dict[str | None, int] = {None: 0}
+        self._buf = np.zeros((0, 4), dtype=np.int64)
+        self.n = 0
+
+    @property
+    def ids(self) -> npt.NDArray[np.int64]:
+        return self._buf[:self.n, 0]
+
+    @property
+    def actor(self) -> npt.NDArray[np.int64]:
+        return self._buf[:self.n, 1]
+
+    @property
+    def run(self) -> npt.NDArray[np.int64]:
+        return self._buf[:self.n, 2]
+
+    @property
+    def skill(self) -> npt.NDArray[np.bool_]:
+        return np.asarray(self._buf[:self.n, 3] == 1, dtype=bool)
+
+    def code(self, value: str | None) -> int:
+        """The code of ``value``; -1 for one no item has (matches nothing)."""
+        return self.codes.get(value, -1)
 
     def sync(self, items: Sequence[StoredItem], f: Fold) -> None:
-        n = len(self.ids)
-        if n > len(items) or (n and (items[0].chunk.id != self._first
-                                     or items[n - 1].chunk.id != int(self.ids[-1]))):
+        n = self.n
+        if n > len(items) or (n and (items[0].chunk.id != int(self._buf[0, 0])
+                                     or items[n - 1].chunk.id != int(self._buf[n - 1, 0]))):
             self.__init__()  # type: ignore[misc]
             n = 0
         new = items[n:]
         if not new:
             return
-        states = [f.items.get(i.chunk.id) for i in new]
-        self.ids = np.concatenate([self.ids, [i.chunk.id for i in new]]).astype(np.int64)
-        self.actor = np.concatenate([self.actor, np.asarray(
-            [st.actor if st else None for st in states], dtype=object)])
-        self.run = np.concatenate([self.run, np.asarray(
-            [st.run_id if st else None for st in states], dtype=object)])
-        self.skill = np.concatenate([self.skill, [bool(st and st.type == "skill")
-                                                  for st in states]]).astype(bool)
-        self._first = int(self.ids[0])
+        end = n + len(new)
+        if end > len(self._buf):
+            bigger = np.zeros((max(end + 1024, len(self._buf) * 5 // 4), 4), dtype=np.int64)
+            bigger[:n] = self._buf[:n]
+            self._buf = bigger
+        codes = self.codes
+        for r, it in enumerate(new, n):
+            st = f.items.get(it.chunk.id)
+            actor, run = (st.actor, st.run_id) if st is not None else (None, None)
+            self._buf[r] = (it.chunk.id, codes.setdefault(actor, len(codes)),
+                            codes.setdefault(run, len(codes)),
+                            1 if st is not None and st.type == "skill" else 0)
+        self.n = end
 
 
 class ContextLoop:
@@ -296,9 +319,12 @@ class ContextLoop:
             mode = "lexical"
             warnings.append("embedder unavailable: ranked by lexical relevance only")
         index, meta = self._index(f, archived)
-        allowed = (meta.actor == actor) & ~np.isin(meta.ids, self._hidden_ids(f))
+        allowed = meta.actor == meta.code(actor)
+        hidden = self._hidden_ids(f)
+        if len(hidden):
+            allowed &= ~np.isin(meta.ids, hidden)
         if run_id is not None:
-            allowed &= (meta.run == run_id) | meta.skill
+            allowed &= (meta.run == meta.code(run_id)) | meta.skill
         reach = max_items * max(1, s.feedback_reach)
         pool = index.search(q, qv[0] if qv is not None else None, allowed, reach)
         rows = []
@@ -351,8 +377,7 @@ class ContextLoop:
     def _hidden_ids(self, f: Fold) -> npt.NDArray[np.int64]:
         key = self.store.version()
         if self._hidden is None or self._hidden[0] != key:
-            self._hidden = (key, np.fromiter((st.id for st in f.items.values() if st.hidden),
-                                             np.int64))
+            self._hidden = (key, np.fromiter(f.hidden, np.int64, len(f.hidden)))
         return self._hidden[1]
 
     def get_relevant_context(self, actor: str, query: str, max_items: int = 10,

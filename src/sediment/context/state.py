@@ -53,6 +53,8 @@ class Fold:
     items: dict[int, ItemState] = field(default_factory=dict)
     runs: dict[tuple[str, str], int] = field(default_factory=dict)
     """(actor, run_id) -> the latest iteration seen."""
+    hidden: set[int] = field(default_factory=set)
+    """Ids of the items superseded or forgotten."""
 
     def current(self, actor: str, run_id: str) -> int:
         return self.runs.get((actor, run_id), 0)
@@ -99,8 +101,10 @@ def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
             got = out.items.get(_int(d.get("old_id")) or -1)
             if got is not None:
                 got.hidden = "superseded"
+                out.hidden.add(got.id)
         elif e.kind == FORGET:
             got = out.items.get(_int(d.get("context_id")) or -1)
             if got is not None:
                 got.hidden = "forgotten"
+                out.hidden.add(got.id)
     return out
