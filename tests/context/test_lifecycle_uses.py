@@ -97,3 +97,20 @@ def test_without_feedback_the_items_are_plain_search_s(tmp_path: Path) -> None:
             emb.embed([q])[0], normalised=True)
         assert {d["id"] for d in got} == {f"c{h.id}" for h in plain.hits}
         assert [d["score"] for d in got] == sorted((d["score"] for d in got), reverse=True)
+
+
+def test_feedback_reach_lets_a_helpful_item_in_from_further_down(tmp_path: Path) -> None:
+    texts = [f"The cache {w} was changed." for w in ("key", "size", "policy", "warmup",
+                                                      "eviction", "layout")]
+    for reach, expect_in in ((1, False), (3, True)):
+        loop = make_loop(tmp_path / str(reach), ContextSettings(feedback_reach=reach))
+        ids = [loop.store_context("al", t, "output")["id"] for t in texts]
+        ranked = [d["id"] for d in loop.get_relevant_context(
+            "al", "cache key", max_items=6, min_score=0.0)["items"]]
+        low = ranked[4]  # fifth by relevance: outside a max_items of 2
+        assert low in ids
+        for _ in range(5):
+            loop.mark_useful("al", low, True)
+        got = [d["id"] for d in loop.get_relevant_context("al", "cache key", max_items=2,
+                                                          min_score=0.0)["items"]]
+        assert (low in got) is expect_in

@@ -17,9 +17,9 @@ weights from the settings (0.40 / 0.25 / 0.20 / 0.15 by default).
 
 Which items are ranked is decided by relevance first (``service.ContextLoop._rank``): the
 hybrid search's best ``max_items``, plus items marked helpful within its best
-``feedback_reach x max_items``; the factors then order that set and ``min_score`` filters
-it. So with no feedback the items returned are the ones plain search returns, in another
-order; feedback can bring a helpful item from a little further down.
+``feedback_reach x max_items`` (1 by default: none); the factors then order that set and
+``min_score`` filters it. So with no feedback the items returned are the ones plain search
+returns, in another order.
 """
 
 from __future__ import annotations

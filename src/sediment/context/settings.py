@@ -39,7 +39,7 @@ class ContextSettings:
     type_match_weight: float = 0.15
     recency_decay: float = 0.1
     skill_recency_decay: float = 0.05
-    feedback_reach: int = 2
+    feedback_reach: int = 1
     """Items marked helpful join the ranked set from the hybrid search's best
     ``feedback_reach x max_items`` (1: feedback only reorders; see ``ranking``)."""
 
