@@ -46,6 +46,7 @@ from sediment.errors import NotFoundError, ValidationError
 from sediment.store.events import FORGET, SUPERSEDE
 
 QUERY_CHARS = 500
+QUERY_CACHE = 64
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 _MB = 1024 * 1024
 
@@ -74,6 +75,16 @@ def state_of(st: ItemState, age: int, archived: bool, s: ContextSettings) -> str
     if st.summary_of or age > s.summarize_after_iterations:
         return "summarized"
     return "active" if age <= s.active_iterations else "aging"
+
+
+def _archived_first(every: list[StoredItem], active: list[StoredItem]) -> list[StoredItem]:
+    """``every`` with the archived items first, so that appends to the active store
+    extend the list at its end (two slices when ``every`` lists the active ones first, as
+    the file store does)."""
+    n = len(active)
+    if n <= len(every) and (n == 0 or (every[0] is active[0] and every[n - 1] is active[-1])):
+        return every[n:] + every[:n]
+    return [i for i in every if i.archived] + [i for i in every if not i.archived]
 
 
 class _Columns:
@@ -147,6 +158,7 @@ class ContextLoop:
         self._indexes: dict[bool, tuple[Any, ItemIndex, _Columns]] = {}
         self._hidden: tuple[Any, npt.NDArray[np.int64]] | None = None
         self.uses = UseBuffer()
+        self._queries: dict[str, npt.NDArray[np.float32]] = {}
 
     # -- state ------------------------------------------------------------------------
     def _folded_state(self) -> Fold:
@@ -171,6 +183,19 @@ class ContextLoop:
         if self._items is None or self._items[0] != key:
             self._items = (key, {i.chunk.id: i for i in self.store.items(archived=archived)})
         return f, self._items[1]
+
+    def _embed_query(self, q: str) -> npt.NDArray[np.float32] | None:
+        """A loop asks with the same task text iteration after iteration: the last
+        ``QUERY_CACHE`` query vectors are kept (a failed embedding is not)."""
+        got = self._queries.pop(q, None)
+        if got is None:
+            got = self._embed([q])
+            if got is None:
+                return None
+        self._queries[q] = got
+        while len(self._queries) > QUERY_CACHE:
+            del self._queries[next(iter(self._queries))]
+        return got
 
     def _embed(self, texts: list[str]) -> npt.NDArray[np.float32] | None:
         if self.embedder is None:
@@ -313,7 +338,7 @@ class ContextLoop:
         s = self.settings
         f = self._folded_state()
         q = query[:QUERY_CHARS]
-        qv = self._embed([q])
+        qv = self._embed_query(q)
         mode = "semantic+lexical"
         if qv is None:
             mode = "lexical"
@@ -365,7 +390,7 @@ class ContextLoop:
             return slot[1], slot[2]
         items = self.store.items(archived=archived)
         if archived:
-            items = [i for i in items if i.archived] + [i for i in items if not i.archived]
+            items = _archived_first(items, self.store.items())
         if slot is None:
             slot = (key, ItemIndex(self._dim()), _Columns())
         index, cols = slot[1], slot[2]
