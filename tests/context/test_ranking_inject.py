@@ -21,7 +21,10 @@ def test_factor_formulas() -> None:
     assert ranking.type_match("skill", ["skill"]) == 1.0
     assert ranking.type_match("error", ["skill"]) == 0.5
     assert ranking.semantic(-0.3, 0.0) == 0.0  # clipped, not min-max normalised
-    assert ranking.semantic(None, 0.5) == 0.5
+    assert ranking.semantic(0.7, None) == 0.5  # a paraphrase-level cosine, no term matched
+    assert ranking.semantic(0.4, 5.0) == 0.5  # half of each side
+    assert ranking.semantic(None, 5.0) == 0.5  # lexical only: that part alone
+    assert ranking.semantic(1.0, 1e9) > 0.99
 
 
 def test_min_score_is_absolute(loop: ContextLoop) -> None:

@@ -79,6 +79,7 @@ class FileContextStore:
             = None
         self._archives: dict[tuple[str, int, int],
                              tuple[list[StoredItem], list[StoredEvent]]] = {}
+        self._high_waters: dict[tuple[str, int, int], int] = {}
 
     @property
     def active_path(self) -> Path:
@@ -161,11 +162,21 @@ class FileContextStore:
         return sorted(d.glob("AGENTS.archive-*.db")) if d.is_dir() else []
 
     def _archive_high_water(self) -> int:
+        """The largest id the archives use or used, read once per archive file version
+        (every append asks: ids must stay unique across the active file and archives)."""
         top = 0
         for path in self._archive_paths():
-            f = LayerFile.open(path)
-            top = max(top, int((f.metadata or {}).get("id_high_water") or 0),
-                      int(f.ids.max()) if f.chunk_count else 0)
+            st = path.stat()
+            key = (str(path), st.st_mtime_ns, st.st_size)
+            got = self._high_waters.get(key)
+            if got is None:
+                f = LayerFile.open(path)
+                got = max(int((f.metadata or {}).get("id_high_water") or 0),
+                          int(f.ids.max()) if f.chunk_count else 0)
+                self._high_waters = {k: v for k, v in self._high_waters.items()
+                                     if k[0] != str(path)}
+                self._high_waters[key] = got
+            top = max(top, got)
         return top
 
     def _rewrite(self, path: Path, chunks: list[Chunk], matrix: npt.NDArray[np.float32],
@@ -219,14 +230,29 @@ class FileContextStore:
         return sum(1 for c in moved if c.kind.startswith(ITEM_PREFIX))
 
     def drop(self, ids: Sequence[int]) -> int:
+        """Rewrite the active file, and each archive file holding any of ``ids``,
+        without those items (their events stay)."""
         if not ids:
             return 0
+        drop = set(ids)
         with self.layers.transaction():
             kept, kmat, moved, _, top, md = self._split(ids, with_events=False)
             if moved:
                 self._rewrite(self.active_path, kept, kmat, top, md)
+            count = len(moved)
+            for path in self._archive_paths():
+                f = LayerFile.open(path)
+                if not f.chunk_count or not np.isin(f.ids, list(drop)).any():
+                    continue
+                pos = np.arange(f.chunk_count)
+                chunks = f.chunks_at(pos)
+                matrix = np.asarray(f.embeddings[f.rows[pos]], dtype=np.float32)
+                keep = [i for i, c in enumerate(chunks) if c.id not in drop]
+                count += len(chunks) - len(keep)
+                self._rewrite(path, [chunks[i] for i in keep], matrix[keep],
+                              max(top, int(f.ids.max())), dict(f.metadata or {}))
         self._cache = None
-        return len(moved)
+        return count
 
     def size_bytes(self) -> int:
         paths = [self.active_path, *self._archive_paths()]

@@ -3,48 +3,47 @@
 relevance = w_s * semantic + w_r * recency + w_u * usefulness + w_t * type match, with
 weights from the settings (0.40 / 0.25 / 0.20 / 0.15 by default).
 
-- semantic: ``0.8 * max(0, cosine) + 0.2 * coverage`` where coverage is the share of the
-  query's distinct terms found in the item. Cosine is clipped at 0, not min-max normalised
-  within one result list (which would give every top hit 1.0 and make ``min_score``
-  meaningless). With no usable embedding (embedder failed, or the item was stored without
-  one) semantic is the coverage alone.
+- semantic: Sediment's hybrid relevance calibrated with fixed constants, not min-max
+  normalised within one result list (which would give every top hit 1.0 and make
+  ``min_score`` meaningless): ``0.5 * vector + 0.5 * lexical`` (the default fusion's equal
+  weights), where ``vector = clip((cosine - 0.1) / 0.6, 0, 1)`` (a sentence embedder's
+  cosine: about 0.1 for unrelated text, 0.7 and above for a paraphrase) and
+  ``lexical = bm25 / (bm25 + 5)`` (BM25 saturates: half way at 5, about two rare query
+  terms matched). With no vector side (the embedder failed, or the item was stored
+  without one) semantic is the lexical part alone.
 - recency: ``exp(-decay * iterations since stored)``, decay 0.1 (0.05 for skills).
 - usefulness: 0.5, +0.1 per helpful vote, -0.15 per unhelpful one, clamped to 0-1.
 - type match: 1.0 when the item's type was asked for, else 0.5 (1.0 when no type was).
+
+Which items are ranked is decided by relevance first (``service.ContextLoop._rank``): the
+hybrid search's best ``max_items``, plus items marked helpful within its best
+``feedback_reach x max_items`` (1 by default: none); the factors then order that set and
+``min_score`` filters it. So with no feedback the items returned are the ones plain search
+returns, in another order.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sediment.context.settings import ContextSettings
 
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset({
-    "a", "an", "the", "and", "or", "of", "to", "in", "on", "for", "is", "are", "was", "were",
-    "be", "it", "this", "that", "with", "as", "at", "by", "from", "what", "when", "how", "did",
-    "do", "does", "i", "you", "we", "they", "he", "she"})
-COSINE_SHARE = 0.8
+COSINE_FLOOR = 0.1
+COSINE_CEIL = 0.7
+LEXICAL_HALF = 5.0
+LEXICAL_SHARE = 0.5
 
 
-def terms(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
-
-
-def coverage(query_terms: set[str], item_terms: set[str]) -> float:
-    """The share of the query's distinct terms that the item holds."""
-    if not query_terms:
-        return 0.0
-    return len(query_terms & item_terms) / len(query_terms)
-
-
-def semantic(cosine: float | None, cover: float) -> float:
-    if cosine is None:
-        return cover
-    return COSINE_SHARE * max(0.0, min(1.0, cosine)) + (1 - COSINE_SHARE) * cover
+def semantic(cosine: float | None, lexical: float | None) -> float:
+    """The calibrated hybrid relevance (see the module docstring)."""
+    lx = max(0.0, lexical or 0.0)
+    lex = lx / (lx + LEXICAL_HALF)
+    if cosine is None or not math.isfinite(cosine):
+        return lex
+    vec = max(0.0, min(1.0, (cosine - COSINE_FLOOR) / (COSINE_CEIL - COSINE_FLOOR)))
+    return (1 - LEXICAL_SHARE) * vec + LEXICAL_SHARE * lex
 
 
 def recency(age: int, is_skill: bool, s: ContextSettings) -> float:

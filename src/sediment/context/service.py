@@ -13,7 +13,9 @@ be read; an empty context with a warning when there is no cache either.
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -24,24 +26,27 @@ import numpy as np
 import numpy.typing as npt
 
 from sediment.context import ranking, text
+from sediment.context.index import ItemIndex
 from sediment.context.settings import CONTEXT_TYPES, ContextSettings
 from sediment.context.state import (
     DEFAULT_RUN,
     FEEDBACK_EVENT,
     ITEM_EVENT,
+    USE_EVENT,
     Fold,
     ItemState,
     fold,
 )
 from sediment.context.store import ITEM_PREFIX, ContextStore, NewEvent, NewItem, StoredItem
 from sediment.context.tokens import count_tokens, tokenizer_name
+from sediment.context.uses import UseBuffer
 from sediment.credentials import refuse_credentials
 from sediment.embed import Embedder
-from sediment.errors import NotFoundError, SedimentError, ValidationError
-from sediment.store.atomic import atomic_write
+from sediment.errors import NotFoundError, ValidationError
 from sediment.store.events import FORGET, SUPERSEDE
 
 QUERY_CHARS = 500
+QUERY_CACHE = 64
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 _MB = 1024 * 1024
 
@@ -72,6 +77,70 @@ def state_of(st: ItemState, age: int, archived: bool, s: ContextSettings) -> str
     return "active" if age <= s.active_iterations else "aging"
 
 
+def _archived_first(every: list[StoredItem], active: list[StoredItem]) -> list[StoredItem]:
+    """``every`` with the archived items first, so that appends to the active store
+    extend the list at its end (two slices when ``every`` lists the active ones first, as
+    the file store does)."""
+    n = len(active)
+    if n <= len(every) and (n == 0 or (every[0] is active[0] and every[n - 1] is active[-1])):
+        return every[n:] + every[:n]
+    return [i for i in every if i.archived] + [i for i in every if not i.archived]
+
+
+class _Columns:
+    """Per index position: the item's id, actor and run (as codes) and whether it is a
+    skill; fixed at store time, so they follow the index's appends (buffers that grow by
+    a quarter, so an append copies nothing)."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str | None, int] = {None: 0}
+        self._buf = np.zeros((0, 4), dtype=np.int64)
+        self.n = 0
+
+    @property
+    def ids(self) -> npt.NDArray[np.int64]:
+        return self._buf[:self.n, 0]
+
+    @property
+    def actor(self) -> npt.NDArray[np.int64]:
+        return self._buf[:self.n, 1]
+
+    @property
+    def run(self) -> npt.NDArray[np.int64]:
+        return self._buf[:self.n, 2]
+
+    @property
+    def skill(self) -> npt.NDArray[np.bool_]:
+        return np.asarray(self._buf[:self.n, 3] == 1, dtype=bool)
+
+    def code(self, value: str | None) -> int:
+        """The code of ``value``; -1 for one no item has (matches nothing)."""
+        return self.codes.get(value, -1)
+
+    def sync(self, items: Sequence[StoredItem], f: Fold) -> None:
+        n = self.n
+        if n > len(items) or (n and (items[0].chunk.id != int(self._buf[0, 0])
+                                     or items[n - 1].chunk.id != int(self._buf[n - 1, 0]))):
+            self.__init__()  # type: ignore[misc]
+            n = 0
+        new = items[n:]
+        if not new:
+            return
+        end = n + len(new)
+        if end > len(self._buf):
+            bigger = np.zeros((max(end + 1024, len(self._buf) * 5 // 4), 4), dtype=np.int64)
+            bigger[:n] = self._buf[:n]
+            self._buf = bigger
+        codes = self.codes
+        for r, it in enumerate(new, n):
+            st = f.items.get(it.chunk.id)
+            actor, run = (st.actor, st.run_id) if st is not None else (None, None)
+            self._buf[r] = (it.chunk.id, codes.setdefault(actor, len(codes)),
+                            codes.setdefault(run, len(codes)),
+                            1 if st is not None and st.type == "skill" else 0)
+        self.n = end
+
+
 class ContextLoop:
     """The context service of one project's store."""
 
@@ -83,16 +152,21 @@ class ContextLoop:
         self.settings = settings or ContextSettings()
         self.project = project
         self.cache_dir = cache_dir
-        self._fold: tuple[Any, Fold, dict[int, StoredItem]] | None = None
+        self._fold: tuple[Any, Fold] | None = None
         self._folded: tuple[int, int, Fold] | None = None
-        self._terms: dict[int, set[str]] = {}
-        self._mat: tuple[Any, npt.NDArray[np.float32]] | None = None
+        self._items: tuple[Any, dict[int, StoredItem]] | None = None
+        self._indexes: dict[bool, tuple[Any, ItemIndex, _Columns]] = {}
+        self._hidden: tuple[Any, npt.NDArray[np.int64]] | None = None
+        self.uses = UseBuffer()
+        self._queries: dict[str, npt.NDArray[np.float32]] = {}
 
     # -- state ------------------------------------------------------------------------
-    def _state(self, *, archived: bool = False) -> tuple[Fold, dict[int, StoredItem]]:
-        key = (self.store.version(), archived)
+    def _folded_state(self) -> Fold:
+        """Every event folded, incrementally: only the events appended since the last
+        call are applied (a compaction, which rewrites the log, folds it all again)."""
+        key = self.store.version()
         if self._fold is not None and self._fold[0] == key:
-            return self._fold[1], self._fold[2]
+            return self._fold[1]
         events = self.store.events()
         done = self._folded
         if done is not None and 0 < done[0] <= len(events) and events[done[0] - 1].id == done[1]:
@@ -100,26 +174,27 @@ class ContextLoop:
         else:
             f = fold(events)
         self._folded = (len(events), events[-1].id if events else 0, f)
-        items = {i.chunk.id: i for i in self.store.items(archived=archived)}
-        self._fold = (key, f, items)
-        return f, items
+        self._fold = (key, f)
+        return f
 
-    def _matrix(self, rows: Sequence[tuple[ItemState, StoredItem]]
-                ) -> npt.NDArray[np.float32]:
-        """The candidates' vectors as one matrix, kept while the store does not change."""
-        key = (self.store.version(), tuple(st.id for st, _ in rows[:1]), len(rows))
-        if self._mat is not None and self._mat[0] == key:
-            return self._mat[1]
-        m = np.stack([it.vector for _, it in rows])
-        self._mat = (key, m)
-        return m
+    def _state(self, *, archived: bool = False) -> tuple[Fold, dict[int, StoredItem]]:
+        f = self._folded_state()
+        key = (self.store.version(), archived)
+        if self._items is None or self._items[0] != key:
+            self._items = (key, {i.chunk.id: i for i in self.store.items(archived=archived)})
+        return f, self._items[1]
 
-    def _item_terms(self, item: StoredItem) -> set[str]:
-        got = self._terms.get(item.chunk.id)
+    def _embed_query(self, q: str) -> npt.NDArray[np.float32] | None:
+        """A loop asks with the same task text iteration after iteration: the last
+        ``QUERY_CACHE`` query vectors are kept (a failed embedding is not)."""
+        got = self._queries.pop(q, None)
         if got is None:
-            if len(self._terms) > 1_000_000:
-                self._terms.clear()
-            got = self._terms[item.chunk.id] = ranking.terms(item.chunk.content)
+            got = self._embed([q])
+            if got is None:
+                return None
+        self._queries[q] = got
+        while len(self._queries) > QUERY_CACHE:
+            del self._queries[next(iter(self._queries))]
         return got
 
     def _embed(self, texts: list[str]) -> npt.NDArray[np.float32] | None:
@@ -134,6 +209,25 @@ class ContextLoop:
         return self.embedder.profile.dim if self.embedder is not None else 1
 
     # -- writing ----------------------------------------------------------------------
+    def _commit(self, items: Sequence[NewItem], events: Sequence[NewEvent]) -> list[int]:
+        """Append as one commit, with the access counts gathered since the last one."""
+        taken = self.uses.take()
+        extra = [NewEvent(USE_EVENT, {"event": "use", "uses": {
+            str(cid): [n, last] for cid, (n, last) in sorted(taken.items())}},
+            tuple(sorted(taken)))] if taken else []
+        try:
+            return self.store.append(items, [*events, *extra])
+        except BaseException:
+            self.uses.put_back(taken)
+            raise
+
+    def flush(self) -> int:
+        """Write the pending access counts on their own (at shutdown); how many items."""
+        n = len(self.uses)
+        if n:
+            self._commit([], [])
+        return n
+
     def _make_room(self) -> None:
         limit = self.settings.max_size_mb * _MB
         if self.store.size_bytes() < limit:
@@ -158,7 +252,7 @@ class ContextLoop:
         events += [NewEvent(SUPERSEDE, {"event": "supersede", "old_id": old, "new_id": -1,
                                         "reason": "summary", "actor": actor}, (old, -1))
                    for old in summary_of]
-        ids = self.store.append([NewItem(ITEM_PREFIX + ctype, content, "mcp", vec,
+        ids = self._commit([NewItem(ITEM_PREFIX + ctype, content, "mcp", vec,
                                          tuple(summary_of))], events)
         return ids[0], embedded
 
@@ -172,8 +266,7 @@ class ContextLoop:
         if metadata:
             refuse_credentials(json.dumps(metadata, ensure_ascii=False), "metadata")
         self._make_room()
-        f, _ = self._state()
-        iteration = f.current(actor, run_id)
+        iteration = self._folded_state().current(actor, run_id)
         cid, embedded = self._store(actor, run_id, content, context_type, iteration, tags,
                                     dict(metadata or {}))
         out = {"id": item_ref(cid), "context_type": context_type, "run_id": run_id,
@@ -211,7 +304,7 @@ class ContextLoop:
         st = f.items.get(cid)
         if st is None or st.actor != actor:
             raise NotFoundError(f"item_id: no context item {item_id} of actor {actor!r}")
-        self.store.append([], [NewEvent(FEEDBACK_EVENT, {
+        self._commit([], [NewEvent(FEEDBACK_EVENT, {
             "event": "feedback", "item": cid, "actor": actor, "helpful": helpful,
             "reason": reason or ""}, (cid,))])
         h, u = st.helpful + helpful, st.unhelpful + (not helpful)
@@ -226,60 +319,91 @@ class ContextLoop:
                 "state": state_of(st, age, item.archived, self.settings), "tags": st.tags,
                 "metadata": st.metadata,
                 "usefulness": round(ranking.usefulness(st.helpful, st.unhelpful), 4),
-                "sources": [item_ref(s) for s in st.summary_of]}
+                "sources": [item_ref(s) for s in st.summary_of], **self._access(st)}
+
+    def _access(self, st: ItemState) -> dict[str, Any]:
+        """Access count and last access, the written ones plus those not written yet."""
+        n, last = self.uses.pending(st.id)
+        last = max(last, st.last_accessed_ms)
+        return {"access_count": st.access_count + n,
+                "last_accessed": datetime.fromtimestamp(last / 1000, UTC).isoformat(
+                    timespec="seconds") if last else None}
 
     def _rank(self, actor: str, query: str, types: Sequence[str] | None, min_score: float,
               max_items: int, run_id: str | None, archived: bool,
               warnings: list[str]) -> tuple[list[dict[str, Any]], int, str]:
+        """Relevance selects, the factors order (see :mod:`ranking`): the hybrid pool's
+        best ``max_items`` of this actor (and run), plus those marked helpful within its
+        best ``feedback_reach x max_items``, ordered by the multi-factor score."""
         s = self.settings
-        f, items = self._state(archived=archived)
-        rows = [(st, items[cid]) for cid, st in f.items.items()
-                if cid in items and st.actor == actor and not st.hidden
-                and (run_id is None or st.run_id == run_id or st.type == "skill")]
+        f = self._folded_state()
         q = query[:QUERY_CHARS]
-        qv = self._embed([q])
+        qv = self._embed_query(q)
         mode = "semantic+lexical"
         if qv is None:
             mode = "lexical"
-            warnings.append("embedder unavailable: ranked by lexical coverage only")
-        qterms = ranking.terms(q)
-        if not rows:
-            return [], 0, mode
-        # vectorised over the candidates; the same formulas as ranking.Factors
-        n = len(rows)
-        cur = f.runs
-        age = np.maximum(0, np.fromiter(
-            (cur.get((st.actor, st.run_id), 0) - st.iteration for st, _ in rows), float, n))
-        skill = np.fromiter((st.type == "skill" for st, _ in rows), bool, n)
-        cover = np.fromiter((ranking.coverage(qterms, self._item_terms(it)) for _, it in rows),
-                            float, n) if qterms else np.zeros(n)
-        sem = cover.copy()
-        if qv is not None:
-            m = self._matrix(rows)
-            if m.shape[1] == qv.shape[1]:
-                embedded = np.fromiter((st.embedded for st, _ in rows), bool, n)
-                cos = np.clip(m @ qv[0], 0.0, 1.0)
-                sem = np.where(embedded, ranking.COSINE_SHARE * cos
-                               + (1 - ranking.COSINE_SHARE) * cover, cover)
-        rec = np.exp(-np.where(skill, s.skill_recency_decay, s.recency_decay) * age)
-        use = np.clip(0.5 + 0.1 * np.fromiter((st.helpful for st, _ in rows), float, n)
-                      - 0.15 * np.fromiter((st.unhelpful for st, _ in rows), float, n), 0, 1)
-        tm = np.fromiter((ranking.type_match(st.type, types) for st, _ in rows), float, n)
-        score = (s.semantic_weight * sem + s.recency_weight * rec + s.usefulness_weight * use
-                 + s.type_match_weight * tm)
-        ids = np.fromiter((st.id for st, _ in rows), float, n)
-        order = np.lexsort((-ids, -score))
+            warnings.append("embedder unavailable: ranked by lexical relevance only")
+        index, meta = self._index(f, archived)
+        allowed = meta.actor == meta.code(actor)
+        hidden = self._hidden_ids(f)
+        if len(hidden):
+            allowed &= ~np.isin(meta.ids, hidden)
+        if run_id is not None:
+            allowed &= (meta.run == meta.code(run_id)) | meta.skill
+        reach = max_items * max(1, s.feedback_reach)
+        pool = index.search(q, qv[0] if qv is not None else None, allowed, reach)
+        rows = []
+        for p, cos, lex in zip(pool.pos.tolist(), pool.cosine.tolist(), pool.lexical.tolist(),
+                               strict=True):
+            item = index.items[p]
+            st = f.items.get(item.chunk.id)
+            if st is not None:
+                rows.append((st, item, None if cos != cos else cos, lex or None))
+        chosen = rows[:max_items] + [r for r in rows[max_items:] if r[0].helpful > 0]
+        scored = []
+        for st, item, cos, lex in chosen:
+            fac = ranking.Factors(
+                ranking.semantic(cos if st.embedded else None, lex),
+                ranking.recency(f.current(st.actor, st.run_id) - st.iteration,
+                                st.type == "skill", s),
+                ranking.usefulness(st.helpful, st.unhelpful),
+                ranking.type_match(st.type, types))
+            scored.append((round(fac.score(s), 4), st, item, fac))
+        scored.sort(key=lambda x: (-x[0], -x[1].id))
         out = []
-        for i in order[:max_items].tolist():
-            if score[i] < min_score:
+        for score, st, item, fac in scored[:max_items]:
+            if score < min_score:
                 break
-            st, it = rows[i]
-            fac = ranking.Factors(float(sem[i]), float(rec[i]), float(use[i]), float(tm[i]))
-            d = self._describe(st, it, f)
-            d["score"] = round(fac.score(s), 4)
+            self.uses.add(st.id)
+            d = self._describe(st, item, f)
+            d["score"] = score
             d["factors"] = fac.explain(s)
             out.append(d)
-        return out, len(rows), mode
+        return out, int(allowed.sum()), mode
+
+    def _index(self, f: Fold, archived: bool) -> tuple[ItemIndex, _Columns]:
+        """The index of the active items (or of the archived then the active ones),
+        following appends, with each position's actor, run and skill flag."""
+        key = self.store.version()
+        slot = self._indexes.get(archived)
+        if slot is not None and slot[0] == key:
+            return slot[1], slot[2]
+        items = self.store.items(archived=archived)
+        if archived:
+            items = _archived_first(items, self.store.items())
+        if slot is None:
+            slot = (key, ItemIndex(self._dim()), _Columns())
+        index, cols = slot[1], slot[2]
+        index.sync(items)
+        cols.sync(index.items, f)
+        self._indexes[archived] = (key, index, cols)
+        return index, cols
+
+    def _hidden_ids(self, f: Fold) -> npt.NDArray[np.int64]:
+        key = self.store.version()
+        if self._hidden is None or self._hidden[0] != key:
+            self._hidden = (key, np.fromiter(f.hidden, np.int64, len(f.hidden)))
+        return self._hidden[1]
 
     def get_relevant_context(self, actor: str, query: str, max_items: int = 10,
                              context_types: Sequence[str] | None = None,
@@ -388,49 +512,74 @@ class ContextLoop:
                                  {"summary": True}, [m.id for m in members])
             summaries.append({"id": item_ref(cid), "type": ctype, "run_id": run,
                               "sources": [item_ref(m.id) for m in members]})
+        f, every = self._state(archived=True)
+        expired = [(st, f"older than {s.prune_after_iterations} iterations and never "
+                        "marked helpful") for st in f.items.values()
+                   if st.actor == actor and not st.hidden and st.id in every
+                   and (run_id is None or st.run_id == run_id) and self._expired(st, f)]
+        pruned = self._forget(actor, expired, every)
+        gone = {st.id for st, _ in expired}
         day = datetime.now(UTC).strftime("%Y-%m-%d")
-        archived = self.store.archive(sorted(to_archive), day)
+        archived = self.store.archive(sorted(set(to_archive) - gone), day)
         return {"summaries": summaries, "summarized": sum(len(x["sources"]) for x in summaries),
-                "archived": archived, "archive": f"AGENTS.archive-{day}.db" if archived else None}
+                "archived": archived, "archive": f"AGENTS.archive-{day}.db" if archived else None,
+                "pruned": pruned}
 
     def _embed_or_none(self) -> Any:
         return self.embedder.embed if self.embedder is not None else None
 
     def prune(self, actor: str, min_score: float = 0.3, *, everyone: bool = False
               ) -> dict[str, Any]:
-        """Forget items whose usefulness is under ``min_score`` (never a skill marked
-        helpful), then compact them out of the active file."""
-        f, items = self._state()
-        removed: list[dict[str, Any]] = []
-        gone: list[int] = []
-        events = []
+        """Forget items whose usefulness is under ``min_score`` and items older than
+        ``prune_after_iterations`` that no feedback marked helpful (never a skill marked
+        helpful), then compact them out of the store."""
+        f, items = self._state(archived=True)
+        out: list[tuple[ItemState, str]] = []
         for st in f.items.values():
             if (not everyone and st.actor != actor) or st.hidden or st.id not in items:
                 continue
-            use = ranking.usefulness(st.helpful, st.unhelpful)
-            if use >= min_score or (st.type == "skill" and st.helpful > 0):
+            if st.type == "skill" and st.helpful > 0:
                 continue
-            removed.append({"id": item_ref(st.id), "type": st.type,
-                            "usefulness": round(use, 4),
-                            "content": items[st.id].chunk.content[:200]})
-            gone.append(st.id)
-            events.append(NewEvent(FORGET, {"event": "forget", "context_id": st.id,
-                                            "reason": f"usefulness {use:.2f} < {min_score}",
-                                            "actor": actor}, (st.id,)))
-        if events:
-            self.store.append([], events)
-            self.store.drop(gone)
+            use = ranking.usefulness(st.helpful, st.unhelpful)
+            if use < min_score:
+                out.append((st, f"usefulness {use:.2f} < {min_score}"))
+            elif self._expired(st, f):
+                out.append((st, f"older than {self.settings.prune_after_iterations} "
+                                "iterations and never marked helpful"))
+        removed = self._forget(actor, out, items)
         return {"removed": removed, "count": len(removed)}
+
+    def _expired(self, st: ItemState, f: Fold) -> bool:
+        """Past ``prune_after_iterations`` (iterations since stored) and never helpful;
+        skills are curated and never expire."""
+        age = f.current(st.actor, st.run_id) - st.iteration
+        return (st.type != "skill" and st.helpful == 0
+                and age > self.settings.prune_after_iterations)
+
+    def _forget(self, actor: str, entries: Sequence[tuple[ItemState, str]],
+                items: dict[int, StoredItem]) -> list[dict[str, Any]]:
+        """One forget event per item, in one commit, then the store rewritten without
+        them (appending a forget event never shrinks a file)."""
+        if not entries:
+            return []
+        self._commit([], [NewEvent(FORGET, {"event": "forget", "context_id": st.id,
+                                            "reason": why, "actor": actor}, (st.id,))
+                          for st, why in entries])
+        self.store.drop([st.id for st, _ in entries])
+        return [{"id": item_ref(st.id), "type": st.type, "reason": why,
+                 "usefulness": round(ranking.usefulness(st.helpful, st.unhelpful), 4),
+                 "content": items[st.id].chunk.content[:200]} for st, why in entries]
 
     def stats(self, actor: str) -> dict[str, Any]:
         f, items = self._state(archived=True)
         by_type: dict[str, int] = {}
         by_state: dict[str, int] = {}
         hidden = {"superseded": 0, "forgotten": 0}
-        helpful = unhelpful = 0
+        helpful = unhelpful = accesses = 0
         for st in f.items.values():
             if st.actor != actor:
                 continue
+            accesses += st.access_count + self.uses.pending(st.id)[0]
             if st.hidden:
                 hidden[st.hidden] += 1
                 continue
@@ -446,6 +595,7 @@ class ContextLoop:
         runs = {run: it for (a, run), it in f.runs.items() if a == actor}
         return {"total": sum(by_type.values()), "by_type": by_type, "by_state": by_state,
                 "hidden": hidden, "feedback": {"helpful": helpful, "not_helpful": unhelpful},
+                "accesses": accesses,
                 "runs": runs, "size_bytes": self.store.size_bytes(),
                 "max_size_mb": self.settings.max_size_mb}
 
@@ -469,13 +619,17 @@ class ContextLoop:
         return self.cache_dir / f"last-{_SAFE.sub('-', actor)}-{_SAFE.sub('-', run_id or '')}.json"
 
     def _save_cache(self, actor: str, run_id: str | None, items: list[dict[str, Any]]) -> None:
+        """Replaced whole (a reader never sees half a file) but not synced to disk: it is
+        derived, and a cache lost in a crash only means no fallback until the next read."""
         path = self._cache_path(actor, run_id)
         if path is None:
             return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, json.dumps(items, ensure_ascii=False).encode())
-        except (OSError, SedimentError):
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
             pass
 
     def _load_cache(self, actor: str, run_id: str | None) -> list[dict[str, Any]] | None:

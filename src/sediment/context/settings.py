@@ -39,6 +39,9 @@ class ContextSettings:
     type_match_weight: float = 0.15
     recency_decay: float = 0.1
     skill_recency_decay: float = 0.05
+    feedback_reach: int = 1
+    """Items marked helpful join the ranked set from the hybrid search's best
+    ``feedback_reach x max_items`` (1: feedback only reorders; see ``ranking``)."""
 
 
 PRESETS: dict[str, dict[str, Any]] = {

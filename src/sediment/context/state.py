@@ -7,6 +7,8 @@ Event kinds (``files.EVENT_PREFIX`` + suffix) and their JSON content:
   "embedded", "summary_of": [ids]}``; sources ``[N]``.
 - ``meta.context_feedback``: ``{"event": "feedback", "item": N, "actor", "helpful",
   "reason"}``; sources ``[N]``.
+- ``meta.context_use``: access counts since the last write: ``{"event": "use",
+  "uses": {"<id>": [count, last accessed ms]}}``; sources the ids (``uses.py``).
 - ``meta.supersede`` (shared): a summary replaces an original: ``{"old_id", "new_id",
   "reason": "summary"}``; ``meta.forget`` (shared): a prune: ``{"context_id", "reason"}``.
 """
@@ -23,6 +25,7 @@ from sediment.store.events import FORGET, SUPERSEDE
 
 ITEM_EVENT = EVENT_PREFIX + "_item"
 FEEDBACK_EVENT = EVENT_PREFIX + "_feedback"
+USE_EVENT = EVENT_PREFIX + "_use"
 DEFAULT_RUN = "default"
 
 
@@ -41,6 +44,8 @@ class ItemState:
     unhelpful: int = 0
     hidden: str = ""
     """Why search leaves it out: ``superseded`` (summarised) or ``forgotten`` (pruned)."""
+    access_count: int = 0
+    last_accessed_ms: int = 0
 
 
 @dataclass(slots=True)
@@ -48,6 +53,8 @@ class Fold:
     items: dict[int, ItemState] = field(default_factory=dict)
     runs: dict[tuple[str, str], int] = field(default_factory=dict)
     """(actor, run_id) -> the latest iteration seen."""
+    hidden: set[int] = field(default_factory=set)
+    """Ids of the items superseded or forgotten."""
 
     def current(self, actor: str, run_id: str) -> int:
         return self.runs.get((actor, run_id), 0)
@@ -82,12 +89,22 @@ def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
                     got.helpful += 1
                 else:
                     got.unhelpful += 1
+        elif e.kind == USE_EVENT:
+            uses = d.get("uses")
+            for key, value in (uses.items() if isinstance(uses, dict) else ()):
+                got = out.items.get(int(key)) if str(key).isdigit() else None
+                if (got is not None and isinstance(value, list) and len(value) == 2
+                        and _int(value[0]) is not None and _int(value[1]) is not None):
+                    got.access_count += value[0]
+                    got.last_accessed_ms = max(got.last_accessed_ms, value[1])
         elif e.kind == SUPERSEDE:
             got = out.items.get(_int(d.get("old_id")) or -1)
             if got is not None:
                 got.hidden = "superseded"
+                out.hidden.add(got.id)
         elif e.kind == FORGET:
             got = out.items.get(_int(d.get("context_id")) or -1)
             if got is not None:
                 got.hidden = "forgotten"
+                out.hidden.add(got.id)
     return out

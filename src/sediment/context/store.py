@@ -77,7 +77,8 @@ class ContextStore(Protocol):
         ...
 
     def drop(self, ids: Sequence[int]) -> int:
-        """Rewrite the active store without these items (their events stay)."""
+        """Rewrite the store (active and archived) without these items (their events
+        stay); return how many were removed."""
         ...
 
     def size_bytes(self) -> int:

@@ -28,6 +28,7 @@ from sediment.context.place import context_dir
 from sediment.errors import SedimentError
 from sediment.ops.requests import parse
 from sediment.ops.service import ContextService
+from sediment.server.lifecycle import on_shutdown
 from sediment.server.principals import data_dir, default_actor, tool_principal
 from sediment.server.tools import APPEND_ONLY, READ_ONLY, _AsSent, result
 
@@ -237,7 +238,8 @@ def add_context_tools(server: MCPServer, service: ContextService, *,
          """Replace items older than older_than_iterations by extractive summaries (the
          originals are superseded, not deleted) and archive items past the archive age."""),
         ("prune_low_value_context", PruneRequest, prune, DESTRUCTIVE, True,
-         """Forget items whose usefulness is under min_score (never a skill marked
+         """Forget items whose usefulness is under min_score, and items older than
+         [context] prune_after_iterations never marked helpful (never a skill marked
          helpful); says what it removed."""),
         ("get_context_stats", NoArgs, stats, READ_ONLY, False,
          "Counts of stored context by type and lifecycle state, feedback, runs and size."),
@@ -247,4 +249,5 @@ def add_context_tools(server: MCPServer, service: ContextService, *,
     tools = server._tool_manager._tools  # the SDK adds only functions after construction
     for name, model, handler, notes, writes, description in specs:
         tools[name] = _tool(name, model, handler, own, description, notes, writes)
+    on_shutdown(cl.flush)  # access counts not yet carried by a write
     return cl

@@ -1,0 +1,139 @@
+"""The hybrid relevance of context items, kept up to date as items are appended.
+
+Plain search (``sediment.search``) derives its BM25 postings per layer file, so after each
+write (a new file) the next query re-analyses every chunk of the active file, events
+included: hundreds of milliseconds at 5,000 items, every iteration of a loop. This index
+scores the same way from the same parts (the ``english`` analyzer and BM25 constants,
+the candidate pool of each retriever's best ``max(5k, 50)``, the default convex fusion),
+over the items only, and follows appends instead of rebuilding: postings are kept in
+segments (``search.bm25.Postings``, statistics summed over them as over layers), a new
+segment per batch of appended items, the last two merged while the older is at most twice
+the newer (so there are O(log n) segments and each item is re-analysed O(log n) times).
+A compaction (archive, drop), which rewrites the list, rebuilds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from sediment.context.store import StoredItem
+from sediment.search import BM25Params, ConvexFusion, Pool
+from sediment.search.analysis import analyzer
+from sediment.search.bm25 import Postings, query_stats
+from sediment.search.vector import top_k
+
+F32 = npt.NDArray[np.float32]
+I64 = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """The candidate pool of one query: positions in the index, best first, with the
+    fused relevance (orders only) and each retriever's raw score (NaN / 0: none)."""
+
+    pos: I64
+    fused: F32
+    cosine: F32
+    lexical: F32
+
+
+class ItemIndex:
+    """Vectors and BM25 postings of a list of items that grows at its end."""
+
+    def __init__(self, dim: int, params: BM25Params | None = None) -> None:
+        self.params = params or BM25Params()
+        self.dim = dim
+        self.items: list[StoredItem] = []
+        self._texts: list[str] = []
+        self._buffer: F32 = np.zeros((0, dim), dtype=np.float32)
+        self._segments: list[Postings] = []
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def sync(self, items: Sequence[StoredItem]) -> None:
+        """Follow ``items``: add what was appended since the last call, or start over when
+        the list was rewritten (it no longer starts with what the index holds)."""
+        n = len(self.items)
+        if not (n <= len(items) and (n == 0 or items[n - 1].chunk.id == self.items[-1].chunk.id)
+                and (n == 0 or items[0].chunk.id == self.items[0].chunk.id)):
+            self.__init__(self.dim, self.params)  # type: ignore[misc]
+            n = 0
+        new = items[n:]
+        if not new:
+            return
+        self.items.extend(new)
+        texts = [i.chunk.content for i in new]
+        self._texts.extend(texts)
+        end = n + len(new)
+        if end > len(self._buffer):  # grown by a quarter: an append copies nothing
+            bigger = np.zeros((max(end + 1024, len(self._buffer) * 5 // 4), self.dim),
+                              np.float32)
+            bigger[:n] = self._buffer[:n]
+            self._buffer = bigger
+        for r, it in enumerate(new, n):
+            v = np.asarray(it.vector, dtype=np.float32).reshape(-1)
+            self._buffer[r] = v if len(v) == self.dim else 0.0
+        self._segments.append(Postings.build(texts, self.params.analyzer))
+        while (len(self._segments) >= 2
+               and self._segments[-2].n_docs <= 2 * self._segments[-1].n_docs):
+            last = self._segments.pop()
+            prev = self._segments.pop()
+            end = len(self._texts)
+            start = end - last.n_docs - prev.n_docs
+            self._segments.append(Postings.build(self._texts[start:end], self.params.analyzer))
+
+    def search(self, text: str, vector: F32 | None, allowed: Mask, k: int) -> Scored:
+        """The pool of ``k`` over the ``allowed`` positions, as plain search builds it:
+        each retriever's best ``max(5k, 50)``, fused by the default convex fusion."""
+        n = len(self.items)
+        empty = Scored(np.zeros(0, np.int64), np.zeros(0, np.float32),
+                       np.zeros(0, np.float32), np.zeros(0, np.float32))
+        if n == 0 or not allowed.any():
+            return empty
+        c = max(5 * k, 50)
+        vec = None
+        pools: list[I64] = []
+        if vector is not None and len(vector) == self.dim:
+            vec = (self._buffer[:n] @ np.asarray(vector, dtype=np.float32)).astype(np.float32)
+            pools.append(top_k(np.where(allowed, vec, -np.inf).astype(np.float32), c))
+        lex = self._bm25(text)
+        if lex is not None:
+            ok = (lex > 0) & allowed
+            if ok.any():
+                pools.append(top_k(np.where(ok, lex, -np.inf).astype(np.float32), c))
+        if not pools:
+            return empty
+        pos = np.unique(np.concatenate(pools)).astype(np.int64)
+        pos = pos[allowed[pos]]
+        v = vec[pos] if vec is not None else np.full(len(pos), np.nan, dtype=np.float32)
+        lx = lex[pos] if lex is not None else np.zeros(len(pos), dtype=np.float32)
+        ids = np.asarray([self.items[p].chunk.id for p in pos.tolist()], dtype=np.int64)
+        vrank = _ranks(v, np.isfinite(v), ids)
+        lrank = _ranks(lx, lx > 0, ids)
+        fused = ConvexFusion().combine(Pool(v, lx, vrank, lrank))
+        order = np.lexsort((ids, -fused))[:k]
+        return Scored(pos[order], fused[order], v[order], lx[order])
+
+    def _bm25(self, text: str) -> F32 | None:
+        terms = analyzer(self.params.analyzer)(text)
+        if not terms or not self._segments:
+            return None
+        stats = query_stats(self._segments, terms)
+        return np.concatenate([s.scores(stats, self.params.k1, self.params.b)
+                               for s in self._segments])
+
+
+def _ranks(score: F32, valid: Mask, ids: I64) -> I64:
+    """1-based rank by descending score (ties by id); 0 where not valid."""
+    out = np.zeros(len(score), dtype=np.int64)
+    idx = np.flatnonzero(valid)
+    if len(idx):
+        order = idx[np.lexsort((ids[idx], -score[idx]))]
+        out[order] = np.arange(1, len(order) + 1)
+    return out
