@@ -113,3 +113,23 @@ def csrf_of(html: str) -> str:
     m = re.search(r'name="csrf" value="([^"]+)"', html)
     assert m, html
     return m.group(1)
+
+
+async def _calls(url: str, token: str, calls: list[tuple[str, dict[str, object]]]
+                 ) -> list[dict[str, object]]:
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    out: list[dict[str, object]] = []
+    with anyio.fail_after(60):
+        async with http, Client(streamable_http_client(url, http_client=http)) as c:
+            for name, args in calls:
+                r = await c.call_tool(name, args)
+                assert not r.is_error, (name, r)
+                out.append(dict(r.structured_content or {}))
+    return out
+
+
+def call_tools(url: str, token: str, calls: list[tuple[str, dict[str, object]]]
+               ) -> list[dict[str, object]]:
+    """Call MCP tools as the actor of ``token`` with the SDK client; their results."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, _calls, url, token, calls).result(timeout=90)
