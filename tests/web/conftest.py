@@ -27,12 +27,39 @@ PROPOSALS = [
 ]
 
 
+MEMORIES: list[tuple[str, dict[str, object]]] = [
+    ("save_memory", {"content": "Prefers short commit messages in the imperative mood.",
+                     "category": "preference", "scope": "user", "context": "git"}),
+    ("save_memory", {"content": "The staging database is reset every night at 02:00 UTC.",
+                     "category": "fact", "scope": "project", "context": "ops"}),
+    ("save_memory", {"content": XSS, "category": "instruction", "scope": "user"}),
+    ("save_memory", {"content": "Run the linters before every push.", "category": "convention",
+                     "scope": "project", "source": "explicit"}),
+]
+CONTEXT: list[tuple[str, dict[str, object]]] = [
+    ("store_context", {"content": "Task: speed up the nightly import job.",
+                       "context_type": "task", "run_id": "import"}),
+    ("store_iteration_result", {"iteration": 1, "summary": "Profiled the import: 80% of the "
+                                "time is spent parsing dates.", "success": True,
+                                "run_id": "import"}),
+    ("store_iteration_result", {"iteration": 2, "summary": "Cached the date parser; the job "
+                                "crashed on an empty file.", "success": False,
+                                "error": "IndexError on an empty file", "run_id": "import"}),
+    ("store_context", {"content": f"Output of the failing run: {XSS}",
+                       "context_type": "output", "run_id": "import"}),
+    ("store_context", {"content": "Skill: check for empty input files before parsing.",
+                       "context_type": "skill", "tags": ["parsing"], "run_id": "import"}),
+]
+
+
 @dataclass
 class Site:
     server: HttpServer
     store: Path
     base: str
     proposals: list[int]
+    memories: list[str]
+    """Ids of ``MEMORIES``, saved as the server's own actor (the shared token's)."""
 
 
 async def _propose(url: str) -> list[int]:
@@ -67,10 +94,12 @@ def start_site(tmp_path: Path) -> Site:
         # In a thread of its own: Playwright's sync client keeps a loop on this one.
         with ThreadPoolExecutor(1) as pool:
             ids = pool.submit(anyio.run, _propose, server.url).result(timeout=90)
+        saved = call_tools(server.url, TOKEN, [*MEMORIES, *CONTEXT])
     except BaseException:
         stop(server.process)
         raise
-    return Site(server, store, server.url.removesuffix("/mcp"), ids)
+    return Site(server, store, server.url.removesuffix("/mcp"), ids,
+                [str(m["id"]) for m in saved[:len(MEMORIES)]])
 
 
 @pytest.fixture
