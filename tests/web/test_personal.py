@@ -193,3 +193,22 @@ def test_signing_in_with_an_actor_token_names_the_reviewer(team: Team) -> None:
     assert wrong.status_code == 401 and "Wrong token" in wrong.text
     shared = sign_in(team.base, "Carol Reviewer")
     assert "Signed in as <strong>Carol Reviewer</strong>" in shared.get("/ui/queue").text
+
+
+def test_without_a_shared_token_the_page_still_asks_for_an_actor_token(
+        tmp_path: Path, sediment: Runner) -> None:
+    made = sediment("token", "create", "--actor", "alice", "--json")
+    store = make_store(tmp_path / "store")
+    server = start_http(store, token=None)
+    try:
+        base = server.url.removesuffix("/mcp")
+        c = client(base)
+        form = c.get("/ui/login").text
+        assert 'name="token"' in form
+        r = c.post("/ui/login", data={"csrf": csrf_of(form), "token": "", "reviewer": "eve"},
+                   headers={"Origin": base})
+        assert r.status_code == 401 and "Wrong token" in r.text
+        alice = sign_in(base, "", token=made.json()["token"])
+        assert "Memories of alice" in alice.get("/ui/memories").text
+    finally:
+        stop(server.process)
