@@ -79,3 +79,14 @@ def test_an_actor_token_signs_in_as_its_actor_and_role(tmp_path: Path) -> None:
     assert allowed(shared, "reviewer")
     shared.role = "superuser"
     assert not allowed(shared, "reader")
+
+
+def test_revoking_an_actor_token_ends_its_sessions(tmp_path: Path) -> None:
+    tokens = TokenStore(tmp_path / "tokens.json")
+    secret, info = tokens.create("alice", "writer")
+    other, _ = tokens.create("bob", "writer")
+    s = Sessions(None, tokens, actor="server")
+    alice, bob = s.sign_in(secret, ""), s.sign_in(other, "")
+    assert alice is not None and bob is not None and s.get(alice.id) is alice
+    tokens.revoke(info.id)
+    assert s.get(alice.id) is None and s.get(bob.id) is bob

@@ -239,8 +239,8 @@ class WebUI:
             error = "The sign-in form expired; please try again."
         elif got is None:
             error = "Wrong token."
-        elif got[1]:
-            session = self.sessions.open(got[0], got[0].actor)
+        elif got[1] is not None:
+            session = self.sessions.open(got[0], got[0].actor, got[1])
         elif name is None:
             error = "Give your name (1 to 64 printable characters): it is recorded with " \
                     "each decision."

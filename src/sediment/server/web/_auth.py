@@ -18,6 +18,7 @@ the name. The name is recorded in each decision so reviewers can tell theirs apa
 from __future__ import annotations
 
 import hmac
+import re
 import secrets
 import threading
 import time
@@ -34,6 +35,7 @@ LINK_SECONDS = 15 * 60
 MAX_SESSIONS = 256
 MAX_LINKS = 16
 MAX_NAME = 64
+_TOKEN_ID = re.compile(r"^sdm_([0-9a-f]{8})_")
 
 
 @dataclass(slots=True)
@@ -46,6 +48,8 @@ class Session:
     """What the session may do (``sediment.auth.ROLES``)."""
     csrf: str
     expires: float
+    token_id: str | None = None
+    """The actor token signed in with: revoking it ends the session."""
     flash: list[tuple[str, str]] = field(default_factory=list)
     """Messages for the next page: (level, text), level ``ok`` or ``error``."""
 
@@ -80,23 +84,32 @@ class Sessions:
         except ConfigError:
             return True
 
-    def authenticate(self, token: str) -> tuple[Principal, bool] | None:
-        """(who ``token`` signs in as, whether it proves the actor's name), or None."""
+    def authenticate(self, token: str) -> tuple[Principal, str | None] | None:
+        """(who ``token`` signs in as, the id of the actor token that proves the actor's
+        name, or None for the shared token), or None when it is not accepted."""
         if self.tokens is not None:
             try:
                 got = self.tokens.verify(token.strip())
             except ConfigError:
                 got = None
-            if got is not None:
-                return got, True
+            m = _TOKEN_ID.match(token.strip())
+            if got is not None and m is not None:
+                return got, m.group(1)
         if self.token is not None and hmac.compare_digest(token.encode(),
                                                           self.token.encode()):
-            return Principal(self.actor, "admin"), False
+            return Principal(self.actor, "admin"), None
         if not self.needs_token:
-            return Principal(self.actor, "admin"), False
+            return Principal(self.actor, "admin"), None
         return None
 
-    def open(self, principal: Principal, reviewer: str) -> Session:
+    def _revoked(self, token_id: str) -> bool:
+        try:
+            return self.tokens is None or all(t.id != token_id for t in self.tokens.list())
+        except ConfigError:
+            return True
+
+    def open(self, principal: Principal, reviewer: str,
+             token_id: str | None = None) -> Session:
         now = time.monotonic()
         with self._lock:
             for sid in [s for s, v in self._sessions.items() if v.expires < now]:
@@ -104,7 +117,7 @@ class Sessions:
             while len(self._sessions) >= MAX_SESSIONS:
                 self._sessions.popitem(last=False)
             s = Session(secrets.token_urlsafe(32), reviewer, principal.actor, principal.role,
-                        secrets.token_urlsafe(32), now + SESSION_SECONDS)
+                        secrets.token_urlsafe(32), now + SESSION_SECONDS, token_id)
             self._sessions[s.id] = s
             return s
 
@@ -113,8 +126,8 @@ class Sessions:
         got = self.authenticate(token)
         if got is None:
             return None
-        principal, proven = got
-        return self.open(principal, principal.actor if proven else reviewer)
+        principal, token_id = got
+        return self.open(principal, principal.actor if token_id else reviewer, token_id)
 
     def issue_link(self, reviewer: str) -> str:
         """A code for ``/ui/signin/CODE`` that signs in once, within 15 minutes, as the
@@ -141,7 +154,10 @@ class Sessions:
             s = self._sessions.get(sid)
             if s is None or s.expires < time.monotonic():
                 return None
-            return s
+        if s.token_id is not None and self._revoked(s.token_id):
+            self.end(s.id)
+            return None
+        return s
 
     def end(self, sid: str) -> None:
         with self._lock:
