@@ -111,6 +111,12 @@ def test_reading_works_without_javascript(browser: Any, site: Site) -> None:
     assert page.locator("article.hit").count() >= 1
     page.goto(site.base + "/ui/layers")
     assert page.get_by_role("heading", name="Diff of delta against base and user").is_visible()
+    page.goto(site.base + "/ui/memories")
+    assert page.locator("article.memory").count() == len(site.memories)
+    page.goto(f"{site.base}/ui/memories/{site.memories[0]}")
+    assert page.get_by_role("heading", name="Versions, newest first").is_visible()
+    page.goto(site.base + "/ui/context")
+    assert page.locator("article.hit").count() >= 4
 
 
 def test_forget_a_memory_and_hostile_memories_never_run(browser: Any, site: Site,
