@@ -11,6 +11,8 @@ from sediment.format.reader import Header
 from sediment.kcp.model import ManifestRef, Unit
 from sediment.kcp.service import KnowledgeService
 from sediment.server.memory_tools import SaveOut
+from sediment.server.web._memories import Listing
+from sediment.server.web._progress import Progress
 
 _ = (
     EXIT_USAGE,  # documents click's own usage-error exit code beside ours
@@ -23,4 +25,7 @@ _ = (
     SaveOut.superseded_id,  # fields of save_memory's structured result, read by clients
     SaveOut.looks_like_correction,
     ContextSettings.prune_after_iterations,  # the seed's setting; read from [context]
+    Listing.by_category,  # read by the web page's templates
+    Listing.uncategorised,
+    Progress.iterations,
 )

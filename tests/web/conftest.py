@@ -27,12 +27,39 @@ PROPOSALS = [
 ]
 
 
+MEMORIES: list[tuple[str, dict[str, object]]] = [
+    ("save_memory", {"content": "Prefers short commit messages in the imperative mood.",
+                     "category": "preference", "scope": "user", "context": "git"}),
+    ("save_memory", {"content": "The staging database is reset every night at 02:00 UTC.",
+                     "category": "fact", "scope": "project", "context": "ops"}),
+    ("save_memory", {"content": XSS, "category": "instruction", "scope": "user"}),
+    ("save_memory", {"content": "Run the linters before every push.", "category": "convention",
+                     "scope": "project", "source": "explicit"}),
+]
+CONTEXT: list[tuple[str, dict[str, object]]] = [
+    ("store_context", {"content": "Task: speed up the nightly import job.",
+                       "context_type": "task", "run_id": "import"}),
+    ("store_iteration_result", {"iteration": 1, "summary": "Profiled the import: 80% of the "
+                                "time is spent parsing dates.", "success": True,
+                                "run_id": "import"}),
+    ("store_iteration_result", {"iteration": 2, "summary": "Cached the date parser; the job "
+                                "crashed on an empty file.", "success": False,
+                                "error": "IndexError on an empty file", "run_id": "import"}),
+    ("store_context", {"content": f"Output of the failing run: {XSS}",
+                       "context_type": "output", "run_id": "import"}),
+    ("store_context", {"content": "Skill: check for empty input files before parsing.",
+                       "context_type": "skill", "tags": ["parsing"], "run_id": "import"}),
+]
+
+
 @dataclass
 class Site:
     server: HttpServer
     store: Path
     base: str
     proposals: list[int]
+    memories: list[str]
+    """Ids of ``MEMORIES``, saved as the server's own actor (the shared token's)."""
 
 
 async def _propose(url: str) -> list[int]:
@@ -67,10 +94,12 @@ def start_site(tmp_path: Path) -> Site:
         # In a thread of its own: Playwright's sync client keeps a loop on this one.
         with ThreadPoolExecutor(1) as pool:
             ids = pool.submit(anyio.run, _propose, server.url).result(timeout=90)
+        saved = call_tools(server.url, TOKEN, [*MEMORIES, *CONTEXT])
     except BaseException:
         stop(server.process)
         raise
-    return Site(server, store, server.url.removesuffix("/mcp"), ids)
+    return Site(server, store, server.url.removesuffix("/mcp"), ids,
+                [str(m["id"]) for m in saved[:len(MEMORIES)]])
 
 
 @pytest.fixture
@@ -113,3 +142,23 @@ def csrf_of(html: str) -> str:
     m = re.search(r'name="csrf" value="([^"]+)"', html)
     assert m, html
     return m.group(1)
+
+
+async def _calls(url: str, token: str, calls: list[tuple[str, dict[str, object]]]
+                 ) -> list[dict[str, object]]:
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    out: list[dict[str, object]] = []
+    with anyio.fail_after(60):
+        async with http, Client(streamable_http_client(url, http_client=http)) as c:
+            for name, args in calls:
+                r = await c.call_tool(name, args)
+                assert not r.is_error, (name, r)
+                out.append(dict(r.structured_content or {}))
+    return out
+
+
+def call_tools(url: str, token: str, calls: list[tuple[str, dict[str, object]]]
+               ) -> list[dict[str, object]]:
+    """Call MCP tools as the actor of ``token`` with the SDK client; their results."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, _calls, url, token, calls).result(timeout=90)

@@ -1,11 +1,13 @@
 """``python -m tests.web.screenshots DIR``: a PNG of each page of the web UI for docs/ui.md.
 
-Run by ``./run docs`` (never by CI): a store with proposals written over MCP, the same
+Run by ``./run docs`` (never by CI): a store with proposals, memories and context items
+written over MCP (one memory then edited in the page, to show a version chain), the same
 headless Chromium as the browser tests, a 1100 x 900 window, one file per page.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -15,7 +17,9 @@ from tests.web.browser import ARGS, CHROMIUM
 from tests.web.conftest import start_site
 
 SHOTS = [("login", "/ui/login"), ("queue", "/ui/queue"), ("layers", "/ui/layers"),
-         ("search", "/ui/search?q=billing+headers&mode=hybrid")]
+         ("search", "/ui/search?q=billing+headers&mode=hybrid"), ("memories", "/ui/memories"),
+         ("memory", "/ui/memories/{memory}"), ("forget", "/ui/memories/{memory}/forget"),
+         ("context", "/ui/context")]
 
 
 def main(out: Path) -> None:
@@ -23,6 +27,10 @@ def main(out: Path) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
+        # The server writes actors' memories and reads tokens here, never in the user's.
+        os.environ.update({"SEDIMENT_DATA_DIR": f"{tmp}/data", "SEDIMENT_ACTOR": "alice",
+                           "SEDIMENT_USER_CONFIG": f"{tmp}/config/config.toml",
+                           "SEDIMENT_TOKENS_FILE": f"{tmp}/config/tokens.json"})
         site = start_site(Path(tmp))
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
@@ -33,11 +41,18 @@ def main(out: Path) -> None:
             page.get_by_label("Your name (recorded with each decision)").fill("alice")
             with page.expect_navigation():
                 page.get_by_role("button", name="Sign in").click()
+            page.goto(f"{site.base}/ui/memories/{site.memories[1]}")
+            page.get_by_label("Text").fill("The staging database is reset every night at "
+                                           "03:00 UTC (moved from 02:00).")
+            with page.expect_navigation():
+                page.get_by_role("button", name="Save a new version").click()
+            edited = page.url.rsplit("/", 1)[1]
             for name, path in SHOTS[1:]:
-                page.goto(site.base + path)
+                page.goto(site.base + path.format(memory=edited))
                 if name == "search":
                     page.locator("details summary").first.click()
-                page.screenshot(path=str(out / f"{name}.png"), full_page=name != "queue")
+                page.screenshot(path=str(out / f"{name}.png"),
+                                full_page=name not in ("queue", "context"))
                 print(out / f"{name}.png")
             browser.close()
         stop(site.server.process)

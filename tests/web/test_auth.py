@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from sediment.server.web._auth import OriginPolicy, Sessions, clean_name, csrf_ok
+from sediment.auth import TokenStore
+from sediment.server.web._auth import OriginPolicy, Sessions, allowed, clean_name, csrf_ok
 
 
 def test_sign_in_needs_the_token_when_there_is_one() -> None:
@@ -55,3 +58,35 @@ def test_origin_policy() -> None:
     assert not p.origin_ok("http://evil.example", "127.0.0.1:1", "http")
     assert not p.origin_ok("null", "127.0.0.1:1", "http")
     assert OriginPolicy(None).host_ok("anything.example")
+
+
+def test_an_actor_token_signs_in_as_its_actor_and_role(tmp_path: Path) -> None:
+    tokens = TokenStore(tmp_path / "tokens.json")
+    open_server = Sessions(None, tokens, actor="server")
+    assert not open_server.needs_token
+    anyone = open_server.sign_in("", "dana")
+    assert anyone is not None and (anyone.actor, anyone.role, anyone.reviewer) == \
+        ("server", "admin", "dana")
+    secret, _ = tokens.create("alice", "reader")
+    assert open_server.needs_token and open_server.sign_in("", "dana") is None
+    alice = open_server.sign_in(secret, "someone else")
+    assert alice is not None
+    assert (alice.actor, alice.role, alice.reviewer) == ("alice", "reader", "alice")
+    assert allowed(alice, "reader") and not allowed(alice, "writer")
+    shared = Sessions("shared-token-0123456789", tokens, actor="server").sign_in(
+        "shared-token-0123456789", "erin")
+    assert shared is not None and (shared.actor, shared.reviewer) == ("server", "erin")
+    assert allowed(shared, "reviewer")
+    shared.role = "superuser"
+    assert not allowed(shared, "reader")
+
+
+def test_revoking_an_actor_token_ends_its_sessions(tmp_path: Path) -> None:
+    tokens = TokenStore(tmp_path / "tokens.json")
+    secret, info = tokens.create("alice", "writer")
+    other, _ = tokens.create("bob", "writer")
+    s = Sessions(None, tokens, actor="server")
+    alice, bob = s.sign_in(secret, ""), s.sign_in(other, "")
+    assert alice is not None and bob is not None and s.get(alice.id) is alice
+    tokens.revoke(info.id)
+    assert s.get(alice.id) is None and s.get(bob.id) is bob

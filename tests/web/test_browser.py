@@ -1,6 +1,7 @@
 """The page in a real browser: sign in, review proposals an MCP client wrote, check the
-layers with the CLI, search and read an explanation; untrusted content never runs; no
-horizontal scrolling at 400 px; no axe-core violations on any page."""
+layers with the CLI, search and read an explanation, forget a memory and check it with the
+CLI; untrusted content never runs; no horizontal scrolling at 400 px; no axe-core
+violations on any page."""
 
 from __future__ import annotations
 
@@ -9,13 +10,16 @@ from typing import Any
 
 import pytest
 
+from sediment.server.principals import default_actor
 from tests.conftest import Runner
 from tests.mcp.conftest import TOKEN
 from tests.web.browser import axe_violations, launch, page_width
 from tests.web.conftest import Site
 
 pytestmark = pytest.mark.timeout(240)
-PAGES = ["/ui/queue", "/ui/layers", "/ui/search?q=billing+headers&mode=lexical"]
+PAGES = ["/ui/queue", "/ui/layers", "/ui/search?q=billing+headers&mode=lexical",
+         "/ui/memories", "/ui/memories/{memory}", "/ui/memories/{memory}/forget",
+         "/ui/memories/forget-all", "/ui/context"]
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +95,7 @@ def test_search_explains_and_every_page_is_accessible(browser: Any, site: Site) 
     explain = page.locator("details").first.inner_text()
     assert "BM25" in explain and "Fused" in explain and "Hides" in explain
     for path in PAGES:
-        page.goto(site.base + path)
+        page.goto(site.base + path.format(memory=site.memories[1]))
         assert page_width(page) <= 400, path
         assert axe_violations(page) == [], path
     page.goto(site.base + "/ui/login")
@@ -107,3 +111,38 @@ def test_reading_works_without_javascript(browser: Any, site: Site) -> None:
     assert page.locator("article.hit").count() >= 1
     page.goto(site.base + "/ui/layers")
     assert page.get_by_role("heading", name="Diff of delta against base and user").is_visible()
+    page.goto(site.base + "/ui/memories")
+    assert page.locator("article.memory").count() == len(site.memories)
+    page.goto(f"{site.base}/ui/memories/{site.memories[0]}")
+    assert page.get_by_role("heading", name="Versions, newest first").is_visible()
+    page.goto(site.base + "/ui/context")
+    assert page.locator("article.hit").count() >= 4
+
+
+def test_forget_a_memory_and_hostile_memories_never_run(browser: Any, site: Site,
+                                                         sediment: Runner) -> None:
+    page = _signed_in(browser, site, "erin")
+    page.get_by_role("link", name="Memories").click()
+    kept, target, hostile = site.memories[0], site.memories[1], site.memories[2]
+    assert "<script>" in page.locator(f"#m-{hostile} pre.content").inner_text()
+    page.get_by_text("hover", exact=False).first.hover()
+    assert page.title() == "Memories · Sediment" and page.dialogs == []
+    assert page.locator("article img, article script, article b").count() == 0
+    page.get_by_role("link", name=f"Forget memory {target}").click()
+    assert page.get_by_role("heading", name=f"Forget memory {target}?").is_visible()
+    with page.expect_navigation():
+        page.get_by_role("button", name=f"Forget memory {target}").click()
+    assert page.get_by_text(f"Forgot memory {target}.").is_visible()
+    assert page.locator(f"#m-{target}").count() == 0 and page.locator(f"#m-{kept}").count() == 1
+    listed = sediment("memory", "list", "--actor", default_actor(), "--dir", str(site.store),
+                      "--json").json()
+    ids = {m["id"] for m in listed["memories"]}
+    assert target not in ids and kept in ids
+    page.goto(f"{site.base}/ui/memories/{hostile}")
+    page.get_by_text("hover", exact=False).first.hover()
+    assert page.title() == f"Memory {hostile} · Sediment" and page.dialogs == []
+    page.goto(f"{site.base}/ui/context")
+    page.get_by_text("hover", exact=False).first.hover()
+    assert page.title() == "Progressive context · Sediment" and page.dialogs == []
+    assert page.locator("article img, article script, article b").count() == 0
+    assert page.get_by_role("heading", name="Latest iterations").is_visible()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -18,8 +19,28 @@ from sediment.cli._options import (
     open_layerset,
 )
 from sediment.cli._output import emit_json, entry, visible
+from sediment.errors import ValidationError
 from sediment.review import Outcome, accept, get_proposal, inspect_chunk, list_proposals, reject
 from sediment.store import HUMAN_WRITABLE, LayerName
+
+
+def reviewer_option(f: Any) -> Any:
+    return click.option("--reviewer", default=None, envvar="SEDIMENT_REVIEWER",
+                        help="Name recorded as the reviewer in each decision (env "
+                             "SEDIMENT_REVIEWER; default: SEDIMENT_ACTOR, else the OS "
+                             "user).")(f)
+
+
+def reviewer_name(given: str | None) -> str:
+    """The reviewer a CLI decision records: ``--reviewer``, else the actor the other
+    commands act as (``SEDIMENT_ACTOR``, else the OS user). Declared, not proven."""
+    from sediment.server.principals import default_actor
+    from sediment.server.web import clean_name
+
+    name = clean_name(given) if given is not None else default_actor()
+    if name is None:
+        raise ValidationError(f"--reviewer {given!r}: give 1 to 64 printable characters")
+    return name
 
 
 def echo_outcomes(outcomes: Sequence[Outcome], as_json: bool) -> None:
@@ -87,7 +108,7 @@ def proposals_show(ctx: click.Context, /, proposal_id: int, root: Path | None, a
                f"{view.context_id} from {visible(str(view.from_layer))}, proposed "
                f"{when(view.proposed_at_ms)}")
     for d in view.decisions:
-        click.echo(f"  decision {d.id}: {visible(str(d.verdict))} by {visible(d.author)}, "
+        click.echo(f"  decision {d.id}: {visible(str(d.verdict))} by {visible(d.decided_by)}, "
                    f"{when(d.created_at_ms)}" + (f" ({visible(d.reason)})" if d.reason else ""))
     if report is not None:
         print_chunk_report(report)
@@ -98,27 +119,35 @@ def proposals_show(ctx: click.Context, /, proposal_id: int, root: Path | None, a
 @proposals.command(name="accept")
 @click.argument("proposal_ids", nargs=-1, required=True, type=CHUNK_ID)
 @click.option("--reason", default="", help="Why (optional; kept in the decision event).")
+@reviewer_option
 @layer_options
 @json_option
 @click.pass_context
 def proposals_accept(ctx: click.Context, /, proposal_ids: tuple[int, ...], reason: str,
-                     as_json: bool, layer_dir: Path | None, **paths: Path | None) -> None:
+                     reviewer: str | None, as_json: bool, layer_dir: Path | None,
+                     **paths: Path | None) -> None:
     """Accept proposals: copy each chunk into the user layer (same id, author human) and
-    record the decision in the delta layer. Accepting twice changes nothing."""
+    record the decision, with the reviewer's name, in the delta layer. Accepting twice
+    changes nothing."""
+    name = reviewer_name(reviewer)
     ls = open_for_writing(get_config(ctx), layer_dir, HUMAN_WRITABLE, **paths)
-    echo_outcomes(accept(ls, proposal_ids, reason), as_json)
+    echo_outcomes(accept(ls, proposal_ids, reason, reviewer=name), as_json)
 
 
 @proposals.command(name="reject")
 @click.argument("proposal_ids", nargs=-1, required=True, type=CHUNK_ID)
 @click.option("--reason", required=True, help="Why the proposal is rejected (required).")
+@reviewer_option
 @layer_options
 @json_option
 @click.pass_context
 def proposals_reject(ctx: click.Context, /, proposal_ids: tuple[int, ...], reason: str,
-                     as_json: bool, layer_dir: Path | None, **paths: Path | None) -> None:
-    """Reject proposals with a reason; the decision is an event, nothing is deleted."""
+                     reviewer: str | None, as_json: bool, layer_dir: Path | None,
+                     **paths: Path | None) -> None:
+    """Reject proposals with a reason; the decision (with the reviewer's name) is an
+    event, nothing is deleted."""
+    name = reviewer_name(reviewer)
     ls = open_for_writing(get_config(ctx), layer_dir, HUMAN_WRITABLE, **paths)
-    echo_outcomes(reject(ls, proposal_ids, reason), as_json)
+    echo_outcomes(reject(ls, proposal_ids, reason, reviewer=name), as_json)
 
 

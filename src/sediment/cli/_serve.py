@@ -96,7 +96,7 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     service = ContextService(layerset, build_embedder(cfg, embedder_name, layerset=layerset),
                              root=root or layer_dir or cfg.root)
     server = build_server(service)
-    add_context_tools(server, service, settings=resolve(cfg.context)[0])  # [context] config
+    loop = add_context_tools(server, service, settings=resolve(cfg.context)[0])  # [context]
     registry, context = serve_personas(server, service, cfg.agents.values(), agent=agent)
     if transport == "stdio":
         if not no_warm_up:
@@ -107,7 +107,8 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     from sediment.server.web import WebUI
 
     mount_api(server, registry, context, host=host)
-    ui = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host)
+    ui = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host,
+               context=loop)
     app = build_http_app(server, host=host, token=token, path=http_path, ui=ui)
     import uvicorn
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import json
 import secrets
 import socket
@@ -18,14 +17,8 @@ from sediment.cli._options import (
     layer_options,
     open_layerset,
 )
+from sediment.cli._proposals import reviewer_name
 from sediment.errors import ConfigError
-
-
-def _reviewer() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "human"
 
 
 @cli.command()
@@ -37,9 +30,9 @@ def _reviewer() -> str:
 @click.option("--token", default=None, envvar="SEDIMENT_TOKEN",
               help="Token for the sign-in form and the MCP endpoint (env SEDIMENT_TOKEN; "
                    "default: a new random one, not shown).")
-@click.option("--reviewer", default=None,
-              help="Name the one-time link signs in as, recorded with each decision "
-                   "(default: the OS user).")
+@click.option("--reviewer", default=None, envvar="SEDIMENT_REVIEWER",
+              help="Name the one-time link signs in as, recorded with each decision (env "
+                   "SEDIMENT_REVIEWER; default: SEDIMENT_ACTOR, else the OS user).")
 @click.option("--embedder", "embedder_name", default=None,
               help="Embedder for text searches (minilm, hash, openai).")
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=None,
@@ -61,6 +54,7 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None, reviewer:
 
     import uvicorn
 
+    from sediment.context import resolve
     from sediment.ops.service import ContextService
     from sediment.server import build_http_app, build_server, is_loopback
     from sediment.server.web import WebUI
@@ -75,7 +69,7 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None, reviewer:
     service = ContextService(layerset, build_embedder(cfg, embedder_name),
                              root=root or layer_dir or cfg.root)
     page = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host,
-                 pubkey=pubkey)
+                 pubkey=pubkey, context_settings=resolve(cfg.context)[0])
     app = build_http_app(build_server(service), host=host, token=token, ui=page)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -87,7 +81,7 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None, reviewer:
         raise ConfigError(f"cannot bind {host}:{port}: {exc.strerror or exc}") from exc
     bound = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if ":" in host else host
-    link = page.sign_in_link(f"http://{shown}:{bound}", reviewer or _reviewer())
+    link = page.sign_in_link(f"http://{shown}:{bound}", reviewer_name(reviewer))
     if as_json:
         click.echo(json.dumps({"signin": link, "url": f"http://{shown}:{bound}/ui"}))
     else:

@@ -1,7 +1,8 @@
 """The web page for people: review what agents proposed, the layers and their diff, search
-with explanations (served at ``/ui`` by ``sediment serve --transport http`` and
-``sediment ui``)."""
+with explanations, and the signed-in actor's memories and progressive context (served at
+``/ui`` by ``sediment serve --transport http`` and ``sediment ui``)."""
 
 from sediment.server.web._app import NAV, PREFIX, WebUI, with_ui
+from sediment.server.web._auth import clean_name
 
-__all__ = ["NAV", "PREFIX", "WebUI", "with_ui"]
+__all__ = ["NAV", "PREFIX", "WebUI", "clean_name", "with_ui"]

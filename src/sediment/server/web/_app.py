@@ -3,14 +3,19 @@
 Mounted at ``/ui`` beside the MCP endpoint by :func:`sediment.server.build_http_app`.
 Every page is rendered on the server (Jinja2, autoescaped) and readable without
 JavaScript; ``static/ui.js`` only adds keyboard navigation through the queue. Pages are
-listed in :data:`NAV`; a new page (memories, progressive context) adds its route to
-``routes()`` and its entry to ``NAV``.
+listed in :data:`NAV`; the memories and progressive context pages live in
+:mod:`._personal` (they show the signed-in actor's own data).
+
+Roles are the API's (``sediment.auth.ROLES``): every page needs ``reader``, deciding a
+proposal ``reviewer``, changing one's own memories ``writer`` (a global memory,
+shared by everyone, ``reviewer``).
 """
 
 from __future__ import annotations
 
 import re
 import secrets
+import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -25,12 +30,19 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sediment.auth import TokenStore
+from sediment.context import ContextLoop, ContextSettings
 from sediment.errors import SedimentError
+from sediment.memory import MemoryService
 from sediment.ops.requests import SearchOptions, parse
 from sediment.ops.service import ContextService
 from sediment.review import AlreadyDecided, Outcome, accept, reject
 from sediment.search import MAX_K
+from sediment.server.context_tools import context_loop_for
 from sediment.server.http import is_loopback, loopback_security
+from sediment.server.memory_tools import memory_service_for
+from sediment.server.principals import default_actor, default_tokens
+from sediment.server.web import _personal as personal
 from sediment.server.web import _views as views
 from sediment.server.web._auth import (
     COOKIE,
@@ -39,12 +51,14 @@ from sediment.server.web._auth import (
     OriginPolicy,
     Session,
     Sessions,
+    allowed,
     clean_name,
     csrf_ok,
 )
 
 PREFIX = "/ui"
-NAV = [("queue", "Review queue"), ("layers", "Layers and diff"), ("search", "Search")]
+NAV = [("queue", "Review queue"), ("layers", "Layers and diff"), ("search", "Search"),
+       ("memories", "Memories"), ("context", "Progressive context")]
 """(route name, title) of each page in the navigation, in order."""
 MAX_FORM_FIELDS = 1000
 MAX_BATCH = 100
@@ -68,12 +82,24 @@ def _env() -> Environment:
 
 
 class WebUI:
-    """The page for one server: its service, its sessions, where sources are read."""
+    """The page for one server: its service, its sessions, where sources are read.
+
+    ``memory`` and ``context`` are the services the MCP tools use (built from ``service``
+    on first use when not given); ``tokens`` and ``actor`` are the ones the MCP endpoint
+    authenticates with, so a token signs in here as the actor it is there.
+    """
 
     def __init__(self, service: ContextService, *, token: str | None, root: Path,
-                 host: str, pubkey: Path | None = None) -> None:
+                 host: str, pubkey: Path | None = None, tokens: TokenStore | None = None,
+                 actor: str | None = None, memory: MemoryService | None = None,
+                 context: ContextLoop | None = None,
+                 context_settings: ContextSettings | None = None) -> None:
         self.service = service
-        self.sessions = Sessions(token)
+        self.sessions = Sessions(token, tokens or default_tokens(), actor or default_actor())
+        self._memory = memory
+        self._context = context
+        self._context_settings = context_settings
+        self._build = threading.Lock()
         self.root = root
         self.pubkey = pubkey
         hosts = ([h.removesuffix(":*") for h in loopback_security(host).allowed_hosts]
@@ -90,6 +116,7 @@ class WebUI:
             Route(PREFIX + "/decide", self.decide, methods=["POST"], name="decide"),
             Route(PREFIX + "/layers", self.layers, name="layers"),
             Route(PREFIX + "/search", self.search, name="search"),
+            *personal.routes(self),
             Mount(PREFIX + "/static", StaticFiles(directory=static), name="static"),
         ])
 
@@ -130,6 +157,20 @@ class WebUI:
         return with_ui(app, self)
 
     # -- helpers --------------------------------------------------------------------------
+    @property
+    def memory(self) -> MemoryService:
+        with self._build:
+            if self._memory is None:
+                self._memory = memory_service_for(self.service)
+            return self._memory
+
+    @property
+    def context(self) -> ContextLoop:
+        with self._build:
+            if self._context is None:
+                self._context = context_loop_for(self.service, self._context_settings)
+            return self._context
+
     def sign_in_link(self, base_url: str, reviewer: str) -> str:
         return f"{base_url.rstrip('/')}{PREFIX}/signin/{self.sessions.issue_link(reviewer)}"
 
@@ -145,6 +186,19 @@ class WebUI:
             session=session, nav=NAV, prefix=PREFIX, flash=flash,
             current=request.url.path, **context)
         return HTMLResponse(html, status)
+
+    def _guard(self, request: Request, role: str = "reader") -> Session | Response:
+        """The request's session when it may do what ``role`` allows; else the response
+        to send (the sign-in form, or 403 naming the role)."""
+        session = self._session(request)
+        if session is None:
+            return self._to_login(request)
+        if not allowed(session, role):
+            return self._render(request, "error.html", session, 403,
+                                title="Not allowed",
+                                error=f"This needs the {role} role; you are signed in as "
+                                      f"{session.actor} with the {session.role} role.")
+        return session
 
     def _to_login(self, request: Request) -> Response:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
@@ -170,7 +224,7 @@ class WebUI:
         if request.method == "GET":
             nonce = secrets.token_urlsafe(24)
             response = self._render(request, "login.html", None, nonce=nonce, next=target,
-                                    needs_token=self.sessions.token is not None, error=None)
+                                    needs_token=self.sessions.needs_token, error=None)
             response.set_cookie(LOGIN_COOKIE, nonce, max_age=3600, path=PREFIX,
                                 httponly=True, samesite="strict",
                                 secure=request.url.scheme == "https")
@@ -179,21 +233,24 @@ class WebUI:
         nonce = request.cookies.get(LOGIN_COOKIE, "")
         error = None
         session = None
+        got = self.sessions.authenticate(str(form.get("token", "")))
         name = clean_name(str(form.get("reviewer", "")))
         if not nonce or not csrf_ok(nonce, form.get("csrf")):
             error = "The sign-in form expired; please try again."
+        elif got is None:
+            error = "Wrong token."
+        elif got[1] is not None:
+            session = self.sessions.open(got[0], got[0].actor, got[1])
         elif name is None:
             error = "Give your name (1 to 64 printable characters): it is recorded with " \
                     "each decision."
         else:
-            session = self.sessions.sign_in(str(form.get("token", "")), name)
-            if session is None:
-                error = "Wrong token."
+            session = self.sessions.open(got[0], name)
         if session is None:
             new_nonce = secrets.token_urlsafe(24)
             response = self._render(request, "login.html", None, 401, nonce=new_nonce,
                                     next=target, error=error,
-                                    needs_token=self.sessions.token is not None)
+                                    needs_token=self.sessions.needs_token)
             response.set_cookie(LOGIN_COOKIE, new_nonce, max_age=3600, path=PREFIX,
                                 httponly=True, samesite="strict")
             return response
@@ -206,7 +263,7 @@ class WebUI:
         session = self.sessions.redeem(request.path_params["code"])
         if session is None:
             return self._render(request, "login.html", None, 401, nonce="", next="",
-                                needs_token=self.sessions.token is not None,
+                                needs_token=self.sessions.needs_token,
                                 error="This sign-in link was already used or has expired; "
                                       "sign in with the token instead.", link_failed=True)
         response = RedirectResponse(f"{PREFIX}/queue", 303)
@@ -224,21 +281,22 @@ class WebUI:
 
     # -- pages ----------------------------------------------------------------------------
     async def queue(self, request: Request) -> Response:
-        session = self._session(request)
-        if session is None:
-            return self._to_login(request)
+        session = self._guard(request)
+        if not isinstance(session, Session):
+            return session
         page = views.page_number(request.query_params.get("page"))
         try:
             items, pg = await run_in_threadpool(views.queue, self.service.layerset, self.root,
                                                 page)
         except SedimentError as exc:
             return self._render(request, "error.html", session, 500, error=str(exc))
-        return self._render(request, "queue.html", session, items=items, page=pg)
+        return self._render(request, "queue.html", session, items=items, page=pg,
+                            can_decide=allowed(session, "reviewer"))
 
     async def decide(self, request: Request) -> Response:
-        session = self._session(request)
-        if session is None:
-            return self._to_login(request)
+        session = self._guard(request, "reviewer")
+        if not isinstance(session, Session):
+            return session
         form = await self._form(request)
         if not csrf_ok(session.csrf, form.get("csrf")):
             return PlainTextResponse("the form's CSRF token is missing or stale; reload the "
@@ -282,9 +340,9 @@ class WebUI:
         return RedirectResponse(back, 303)
 
     async def layers(self, request: Request) -> Response:
-        session = self._session(request)
-        if session is None:
-            return self._to_login(request)
+        session = self._guard(request)
+        if not isinstance(session, Session):
+            return session
         page = views.page_number(request.query_params.get("page"))
         ls = self.service.layerset
         try:
@@ -298,9 +356,9 @@ class WebUI:
                             changes=pg.slice(changes), page=pg)
 
     async def search(self, request: Request) -> Response:
-        session = self._session(request)
-        if session is None:
-            return self._to_login(request)
+        session = self._guard(request)
+        if not isinstance(session, Session):
+            return session
         q = request.query_params
         query = q.get("q", "")
         mode = q.get("mode", "hybrid")

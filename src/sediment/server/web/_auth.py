@@ -4,22 +4,29 @@ The page uses the same secret as the HTTP API (the bearer token); a browser prov
 through the sign-in form (or the one-time link ``sediment ui`` prints) and then carries an
 opaque session id in an HttpOnly, SameSite=Strict cookie. Sessions live in memory (a
 restart signs everyone out), bounded in number and age. Each session has its own CSRF token
-that every form carries back. Without a token (a loopback server started without one, as
-the API allows) the form asks only for the reviewer's name.
+that every form carries back.
 
-The reviewer's name is what the person types at sign-in (or ``sediment ui --reviewer``):
-with one shared token it is declared, not proven, like a git author; it is recorded in each
-decision so reviewers can tell their decisions apart.
+Tokens are the API's: an actor token (``sediment token create``) signs in as its actor
+with its role, and its actor is the reviewer's name, proven by the token. The server's
+shared token (``--token``) signs in as the server's own actor with the admin role, as it
+does on the MCP endpoint; the name is then what the person types (or ``sediment ui
+--reviewer``), declared, not proven, like a git author. Without any token (a loopback
+server started without one and no token file, as the API allows) the form asks only for
+the name. The name is recorded in each decision so reviewers can tell theirs apart.
 """
 
 from __future__ import annotations
 
 import hmac
+import re
 import secrets
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+
+from sediment.auth import ROLES, Principal, TokenStore
+from sediment.errors import ConfigError
 
 COOKIE = "sediment_session"
 LOGIN_COOKIE = "sediment_login"
@@ -28,14 +35,21 @@ LINK_SECONDS = 15 * 60
 MAX_SESSIONS = 256
 MAX_LINKS = 16
 MAX_NAME = 64
+_TOKEN_ID = re.compile(r"^sdm_([0-9a-f]{8})_")
 
 
 @dataclass(slots=True)
 class Session:
     id: str
     reviewer: str
+    actor: str
+    """Whose memories and context items the pages show."""
+    role: str
+    """What the session may do (``sediment.auth.ROLES``)."""
     csrf: str
     expires: float
+    token_id: str | None = None
+    """The actor token signed in with: revoking it ends the session."""
     flash: list[tuple[str, str]] = field(default_factory=list)
     """Messages for the next page: (level, text), level ``ok`` or ``error``."""
 
@@ -51,33 +65,73 @@ def clean_name(raw: str) -> str | None:
 class Sessions:
     """Sign-ins, sessions and one-time links for one server (thread-safe)."""
 
-    def __init__(self, token: str | None) -> None:
+    def __init__(self, token: str | None, tokens: TokenStore | None = None,
+                 actor: str = "user") -> None:
         self.token = token
+        self.tokens = tokens
+        self.actor = actor
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._links: OrderedDict[str, tuple[str, float]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def _new(self, reviewer: str) -> Session:
+    @property
+    def needs_token(self) -> bool:
+        """A token is asked for whenever the MCP endpoint asks for one."""
+        if self.token is not None:
+            return True
+        try:
+            return self.tokens is not None and self.tokens.any()
+        except ConfigError:
+            return True
+
+    def authenticate(self, token: str) -> tuple[Principal, str | None] | None:
+        """(who ``token`` signs in as, the id of the actor token that proves the actor's
+        name, or None for the shared token), or None when it is not accepted."""
+        if self.tokens is not None:
+            try:
+                got = self.tokens.verify(token.strip())
+            except ConfigError:
+                got = None
+            m = _TOKEN_ID.match(token.strip())
+            if got is not None and m is not None:
+                return got, m.group(1)
+        if self.token is not None and hmac.compare_digest(token.encode(),
+                                                          self.token.encode()):
+            return Principal(self.actor, "admin"), None
+        if not self.needs_token:
+            return Principal(self.actor, "admin"), None
+        return None
+
+    def _revoked(self, token_id: str) -> bool:
+        try:
+            return self.tokens is None or all(t.id != token_id for t in self.tokens.list())
+        except ConfigError:
+            return True
+
+    def open(self, principal: Principal, reviewer: str,
+             token_id: str | None = None) -> Session:
         now = time.monotonic()
         with self._lock:
             for sid in [s for s, v in self._sessions.items() if v.expires < now]:
                 del self._sessions[sid]
             while len(self._sessions) >= MAX_SESSIONS:
                 self._sessions.popitem(last=False)
-            s = Session(secrets.token_urlsafe(32), reviewer, secrets.token_urlsafe(32),
-                        now + SESSION_SECONDS)
+            s = Session(secrets.token_urlsafe(32), reviewer, principal.actor, principal.role,
+                        secrets.token_urlsafe(32), now + SESSION_SECONDS, token_id)
             self._sessions[s.id] = s
             return s
 
     def sign_in(self, token: str, reviewer: str) -> Session | None:
-        """A new session when ``token`` is the server's (any, when it has none)."""
-        if self.token is not None and not hmac.compare_digest(token.encode(),
-                                                              self.token.encode()):
+        """A new session when ``token`` is accepted; an actor token names the reviewer."""
+        got = self.authenticate(token)
+        if got is None:
             return None
-        return self._new(reviewer)
+        principal, token_id = got
+        return self.open(principal, principal.actor if token_id else reviewer, token_id)
 
     def issue_link(self, reviewer: str) -> str:
-        """A code for ``/ui/signin/CODE`` that signs in once, within 15 minutes."""
+        """A code for ``/ui/signin/CODE`` that signs in once, within 15 minutes, as the
+        server's own actor (the link is printed to whoever started the server)."""
         code = secrets.token_urlsafe(32)
         with self._lock:
             while len(self._links) >= MAX_LINKS:
@@ -91,7 +145,7 @@ class Sessions:
             entry = self._links.pop(found) if found is not None else None
         if entry is None or entry[1] < time.monotonic():
             return None
-        return self._new(entry[0])
+        return self.open(Principal(self.actor, "admin"), entry[0])
 
     def get(self, sid: str | None) -> Session | None:
         if not sid:
@@ -100,11 +154,19 @@ class Sessions:
             s = self._sessions.get(sid)
             if s is None or s.expires < time.monotonic():
                 return None
-            return s
+        if s.token_id is not None and self._revoked(s.token_id):
+            self.end(s.id)
+            return None
+        return s
 
     def end(self, sid: str) -> None:
         with self._lock:
             self._sessions.pop(sid, None)
+
+
+def allowed(session: Session, role: str) -> bool:
+    """Whether the session's role includes ``role`` (an unknown role includes nothing)."""
+    return session.role in ROLES and Principal(session.actor, session.role).can(role)
 
 
 def csrf_ok(expected: str, got: object) -> bool:
