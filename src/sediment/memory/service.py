@@ -17,6 +17,7 @@ import math
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -32,10 +33,8 @@ from sediment.memory.events import (
     SAVE,
     USE,
     Fold,
+    FoldCache,
     MemoryState,
-)
-from sediment.memory.events import (
-    fold as fold_events,
 )
 from sediment.memory.model import (
     CATEGORIES,
@@ -73,6 +72,7 @@ DEFAULT_LIST_LIMIT = 20
 MAX_LIST_LIMIT = 10_000
 MAX_QUERY_CHARS = 2_000
 MAX_RELATED = 64
+EMBED_CACHE = 256
 CONTEXT_RE = re.compile(r"^[^\x00-\x1f\x7f]{1,100}$")
 SOURCE_RE = re.compile(r"^[^\x00\n]+:[1-9][0-9]{0,8}(?:-[1-9][0-9]{0,8})?$")
 UNIT_RE = re.compile(r"^(?:kcp:)?[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
@@ -148,7 +148,9 @@ class MemoryService:
         self.usage = UsageBuffer()
         self._clock = clock
         self._lock = threading.RLock()
-        self._folds: dict[str, tuple[object, Fold]] = {}
+        self._folds: dict[str, FoldCache] = {}
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._embed_lock = threading.Lock()
         self._flusher: Flusher | None = None
 
     # -- helpers ---------------------------------------------------------------------
@@ -156,18 +158,34 @@ class MemoryService:
         return int(self._clock() * 1000)
 
     def _embed(self, text: str) -> np.ndarray:
-        return np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
+        """The text's vector; the last ``EMBED_CACHE`` texts are remembered, since agents
+        repeat queries and a save is often preceded by a recall of the same words."""
+        with self._embed_lock:
+            got = self._vectors.get(text)
+            if got is not None:
+                self._vectors.move_to_end(text)
+                return got
+        vec = np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
+        vec.setflags(write=False)
+        with self._embed_lock:
+            self._vectors[text] = vec
+            while len(self._vectors) > EMBED_CACHE:
+                self._vectors.popitem(last=False)
+        return vec
 
     def _fold(self, actor: str) -> Fold:
-        version = self.store.version()
-        cached = self._folds.get(actor)
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        result = fold_events(self.store.events(actor))
-        if len(self._folds) > 64:
-            self._folds.clear()
-        self._folds[actor] = (self.store.version(), result)
-        return result
+        """The actor's fold for the store's current version (a version read before the
+        events, so a write in between only makes the next call look again)."""
+        with self._lock:
+            version = self.store.version()
+            cache = self._folds.get(actor)
+            if cache is not None and cache.version == version:
+                return cache.fold
+            if cache is None:
+                if len(self._folds) >= 64:
+                    self._folds.pop(next(iter(self._folds)))
+                cache = self._folds[actor] = FoldCache()
+            return cache.update(version, self.store.events(actor))
 
     def _view(self, actor: str, stored: StoredMemory, state: MemoryState | None) -> Memory:
         parsed = parse_kind(stored.chunk.kind)
