@@ -25,12 +25,15 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sediment.auth import Permission, TokenStore, allowed
+from sediment.auth.roles import ROUTES, refusal
 from sediment.errors import SedimentError
 from sediment.ops.requests import SearchOptions, parse
 from sediment.ops.service import ContextService
 from sediment.review import AlreadyDecided, Outcome, accept, reject
 from sediment.search import MAX_K
 from sediment.server.http import is_loopback, loopback_security
+from sediment.server.principals import default_tokens
 from sediment.server.web import _views as views
 from sediment.server.web._auth import (
     COOKIE,
@@ -71,9 +74,10 @@ class WebUI:
     """The page for one server: its service, its sessions, where sources are read."""
 
     def __init__(self, service: ContextService, *, token: str | None, root: Path,
-                 host: str, pubkey: Path | None = None) -> None:
+                 host: str, pubkey: Path | None = None, tokens: TokenStore | None = None
+                 ) -> None:
         self.service = service
-        self.sessions = Sessions(token)
+        self.sessions = Sessions(token, tokens or default_tokens())
         self.root = root
         self.pubkey = pubkey
         hosts = ([h.removesuffix(":*") for h in loopback_security(host).allowed_hosts]
@@ -134,7 +138,9 @@ class WebUI:
         return f"{base_url.rstrip('/')}{PREFIX}/signin/{self.sessions.issue_link(reviewer)}"
 
     def _session(self, request: Request) -> Session | None:
-        return self.sessions.get(request.cookies.get(COOKIE))
+        """The request's session, if its role may read (every page needs that)."""
+        s = self.sessions.get(request.cookies.get(COOKIE))
+        return s if s is not None and allowed(s.role, Permission.READ) else None
 
     def _render(self, request: Request, template: str, session: Session | None,
                 status: int = 200, **context: Any) -> HTMLResponse:
@@ -170,7 +176,7 @@ class WebUI:
         if request.method == "GET":
             nonce = secrets.token_urlsafe(24)
             response = self._render(request, "login.html", None, nonce=nonce, next=target,
-                                    needs_token=self.sessions.token is not None, error=None)
+                                    needs_token=self.sessions.needs_token, error=None)
             response.set_cookie(LOGIN_COOKIE, nonce, max_age=3600, path=PREFIX,
                                 httponly=True, samesite="strict",
                                 secure=request.url.scheme == "https")
@@ -193,7 +199,7 @@ class WebUI:
             new_nonce = secrets.token_urlsafe(24)
             response = self._render(request, "login.html", None, 401, nonce=new_nonce,
                                     next=target, error=error,
-                                    needs_token=self.sessions.token is not None)
+                                    needs_token=self.sessions.needs_token)
             response.set_cookie(LOGIN_COOKIE, new_nonce, max_age=3600, path=PREFIX,
                                 httponly=True, samesite="strict")
             return response
@@ -206,7 +212,7 @@ class WebUI:
         session = self.sessions.redeem(request.path_params["code"])
         if session is None:
             return self._render(request, "login.html", None, 401, nonce="", next="",
-                                needs_token=self.sessions.token is not None,
+                                needs_token=self.sessions.needs_token,
                                 error="This sign-in link was already used or has expired; "
                                       "sign in with the token instead.", link_failed=True)
         response = RedirectResponse(f"{PREFIX}/queue", 303)
@@ -243,6 +249,10 @@ class WebUI:
         if not csrf_ok(session.csrf, form.get("csrf")):
             return PlainTextResponse("the form's CSRF token is missing or stale; reload the "
                                      "page", 403)
+        if not allowed(session.role, ROUTES["POST /ui/decide"]):
+            return PlainTextResponse(refusal(session.reviewer, session.role,
+                                             ROUTES["POST /ui/decide"],
+                                             "accepting or rejecting proposals"), 403)
         back = f"{PREFIX}/queue?page={views.page_number(str(form.get('page', '1')))}"
         only = str(form.get("only", ""))
         if only:

@@ -21,6 +21,9 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from sediment.auth import TokenStore
+from sediment.errors import ConfigError
+
 COOKIE = "sediment_session"
 LOGIN_COOKIE = "sediment_login"
 SESSION_SECONDS = 12 * 3600
@@ -36,6 +39,9 @@ class Session:
     reviewer: str
     csrf: str
     expires: float
+    role: str = "admin"
+    """The signing-in token's role (sediment.auth.roles): an actor token's own, ``admin``
+    for the server's token, a sign-in link, or a server without tokens."""
     flash: list[tuple[str, str]] = field(default_factory=list)
     """Messages for the next page: (level, text), level ``ok`` or ``error``."""
 
@@ -51,13 +57,24 @@ def clean_name(raw: str) -> str | None:
 class Sessions:
     """Sign-ins, sessions and one-time links for one server (thread-safe)."""
 
-    def __init__(self, token: str | None) -> None:
+    def __init__(self, token: str | None, tokens: TokenStore | None = None) -> None:
         self.token = token
+        self.tokens = tokens
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._links: OrderedDict[str, tuple[str, float]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def _new(self, reviewer: str) -> Session:
+    @property
+    def needs_token(self) -> bool:
+        """A token is asked for when the server has one or any actor token exists."""
+        if self.token is not None:
+            return True
+        try:
+            return self.tokens is not None and self.tokens.any()
+        except ConfigError:
+            return True
+
+    def _new(self, reviewer: str, role: str = "admin") -> Session:
         now = time.monotonic()
         with self._lock:
             for sid in [s for s, v in self._sessions.items() if v.expires < now]:
@@ -65,16 +82,23 @@ class Sessions:
             while len(self._sessions) >= MAX_SESSIONS:
                 self._sessions.popitem(last=False)
             s = Session(secrets.token_urlsafe(32), reviewer, secrets.token_urlsafe(32),
-                        now + SESSION_SECONDS)
+                        now + SESSION_SECONDS, role)
             self._sessions[s.id] = s
             return s
 
     def sign_in(self, token: str, reviewer: str) -> Session | None:
-        """A new session when ``token`` is the server's (any, when it has none)."""
-        if self.token is not None and not hmac.compare_digest(token.encode(),
-                                                              self.token.encode()):
-            return None
-        return self._new(reviewer)
+        """A new session when ``token`` is the server's or an actor token (with that
+        token's role); any, when neither exists."""
+        if self.token is not None and hmac.compare_digest(token.encode(), self.token.encode()):
+            return self._new(reviewer)
+        if self.tokens is not None:
+            try:
+                principal = self.tokens.verify(token)
+            except ConfigError:
+                principal = None
+            if principal is not None:
+                return self._new(reviewer, principal.role)
+        return None if self.needs_token else self._new(reviewer)
 
     def issue_link(self, reviewer: str) -> str:
         """A code for ``/ui/signin/CODE`` that signs in once, within 15 minutes."""
