@@ -5,8 +5,9 @@ with the default embedder; a pair is judged "same memory" when the cosine simila
 reaches the threshold, or when the new text is a value swap of the old one at cosine
 ``SWAP_FLOOR`` or above (``sediment.memory.correction.same_memory``, the service's own
 decision); the cosine-only decision is shown beside it. Same-memory pairs are paraphrases
-and corrections; different pairs are related facts about the same subject. The default threshold is the one with the best
-precision among those whose recall on same-memory pairs is at least 0.9. The correction
+and corrections; different pairs are related facts about the same subject. The default
+threshold is the one with the best precision among those whose recall on same-memory
+pairs is at least 0.9. The correction
 signals (``sediment.memory.correction``) are scored on the pairs that would supersede.
 """
 
