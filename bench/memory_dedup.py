@@ -2,9 +2,12 @@
 
 Each pair of ``bench.memory_pairs`` (213 pairs, written for this benchmark) is embedded
 with the default embedder; a pair is judged "same memory" when the cosine similarity
-reaches the threshold. Same-memory pairs are paraphrases and corrections; different pairs
-are related facts about the same subject. The default threshold is the one with the best
-precision among those whose recall on same-memory pairs is at least 0.9. The correction
+reaches the threshold, or when the new text is a value swap of the old one at cosine
+``SWAP_FLOOR`` or above (``sediment.memory.correction.same_memory``, the service's own
+decision); the cosine-only decision is shown beside it. Same-memory pairs are paraphrases
+and corrections; different pairs are related facts about the same subject. The default
+threshold is the one with the best precision among those whose recall on same-memory
+pairs is at least 0.9. The correction
 signals (``sediment.memory.correction``) are scored on the pairs that would supersede.
 """
 
@@ -18,7 +21,7 @@ import numpy as np
 
 from bench.memory_pairs import PAIRS
 from bench.quality.__main__ import DEFAULT_CACHE, make_embedder
-from sediment.memory.correction import correction_signals
+from sediment.memory.correction import correction_signals, same_memory, value_swap
 
 THRESHOLDS = [round(0.60 + 0.01 * i, 2) for i in range(36)]
 RANGE = (0.75, 0.95)
@@ -41,10 +44,19 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     print(f"{len(PAIRS)} pairs: {int(same.sum())} same ({int(corr.sum())} corrections), "
           f"{int((~same).sum())} different\n")
+    swaps = np.asarray([value_swap(a, b) for a, b, _, _ in PAIRS])
+    print(f"value swaps: {int((swaps & corr).sum())} corrections, "
+          f"{int((swaps & same & ~corr).sum())} paraphrases, {int((swaps & ~same).sum())} "
+          "different\n")
     print("| threshold | precision | recall | paraphrases kept | corrections kept | "
-          "different merged |\n|---|---|---|---|---|---|")
+          "different merged | cosine only: precision | recall |\n"
+          "|---|---|---|---|---|---|---|---|")
     for t in THRESHOLDS:
-        pred = cos >= t
+        pred = np.asarray([same_memory(a, b, float(x), t)
+                           for (a, b, _, _), x in zip(PAIRS, cos, strict=True)])
+        plain = cos >= t
+        plain_tp = int((plain & same).sum())
+        plain_p = plain_tp / max(int(plain.sum()), 1)
         tp = int((pred & same).sum())
         fp = int((pred & ~same).sum())
         precision = tp / max(tp + fp, 1)
@@ -55,8 +67,11 @@ def main(argv: list[str] | None = None) -> None:
                      "correction_recall": float((pred & corr).sum() / corr.sum()),
                      "false_merges": fp})
         r = rows[-1]
+        r["cosine_precision"] = plain_p
+        r["cosine_recall"] = plain_tp / max(int(same.sum()), 1)
         print(f"| {t:.2f} | {precision:.3f} | {recall:.3f} | {r['paraphrase_recall']:.3f} | "
-              f"{r['correction_recall']:.3f} | {fp} |")
+              f"{r['correction_recall']:.3f} | {fp} | {plain_p:.3f} | "
+              f"{r['cosine_recall']:.3f} |")
     ok = [r for r in rows if r["recall"] >= MIN_RECALL
           and RANGE[0] <= r["threshold"] <= RANGE[1]]
     chosen = max(ok, key=lambda r: (r["precision"], r["threshold"])) if ok else None

@@ -133,7 +133,7 @@ def test_lifecycle_for_two_actors_at_once_and_isolation(
                 await call(c, "recall_memories", {"query": "anything"})
                 text = await call(c, "save_memory", {"content": "x", "category": "fact"},
                                   ok=False)
-                assert "writer role" in text
+                assert "needs the write permission" in text
                 # forget_all: refused without confirm, then only the caller's memories
                 text = await call(b, "manage_memory", {"action": "forget_all"}, ok=False)
                 assert "confirm" in text

@@ -6,7 +6,7 @@ import pytest
 
 from sediment.errors import NotFoundError, PermissionDeniedError, ValidationError
 from sediment.memory import MemoryService, MemoryStore, Scope
-from sediment.memory.correction import correction_signals
+from sediment.memory.correction import correction_signals, same_memory, value_swap
 
 
 def ids(result: dict[str, object]) -> list[str]:
@@ -51,6 +51,36 @@ def test_threshold_is_configurable(memory_store: MemoryStore, embedder: object) 
 ])
 def test_correction_signals(old: str, new: str, signals: list[str]) -> None:
     assert correction_signals(old, new) == signals
+
+
+@pytest.mark.parametrize(("old", "new", "swap"), [
+    ("The frontend is built with React", "The frontend is built with Svelte", True),
+    ("The team lead is Maria Lopez", "The team lead is Daniel Kim", True),
+    ("User prefers tabs for indentation", "User prefers spaces for indentation", True),
+    ("The user's cat is named Miso", "The user's cat is twelve years old", True),
+    ("Use pytest for all new tests", "Do not use pytest for new tests; use unittest", False),
+    ("The database is PostgreSQL 15", "We run PostgreSQL version 15 as the database", False),
+    ("React", "Svelte", False),
+    ("The frontend is built with React", "The frontend is built with React", False),
+])
+def test_value_swaps(old: str, new: str, swap: bool) -> None:
+    assert value_swap(old, new) is swap
+
+
+def test_the_dedup_decision() -> None:
+    react, svelte = "The frontend is built with React", "The frontend is built with Svelte"
+    assert same_memory(react, svelte, 0.60, 0.85)
+    assert not same_memory(react, svelte, 0.50, 0.85)
+    assert not same_memory(react, svelte, 0.60, 1.0)  # dedup off: swaps too
+    assert same_memory("Deploys happen nightly", "Nightly deploys happen", 0.90, 0.85)
+
+
+def test_a_value_swap_supersedes_below_the_threshold(service: MemoryService) -> None:
+    old = service.save("alice", "The team lead is Maria Lopez", "fact")
+    new = service.save("alice", "The team lead is Daniel Kim", "fact")
+    assert new["status"] == "updated" and new["superseded_id"] == old["id"]
+    assert new["similarity"] < service.dedup_threshold
+    assert new["correction_signals"] == ["names"]
 
 
 def test_sources_set_confidence_and_categories_are_checked(service: MemoryService) -> None:
@@ -179,6 +209,34 @@ def test_global_is_human_governed(service: MemoryService) -> None:
     with pytest.raises(PermissionDeniedError, match="governed by humans"):
         service.delete("bob", human["id"])
     assert service.delete("bob", human["id"], human=True)["status"] == "deleted"
+
+
+def test_an_agents_global_saves_are_deduplicated(service: MemoryService) -> None:
+    """Proposals dedup like other saves: a near-duplicate of the actor's own pending
+    proposal supersedes it; a restatement of a global memory writes nothing; a correction
+    of one is proposed, naming it."""
+    first = service.save("alice", "All services log timestamps in UTC", "convention",
+                         scope="global")
+    again = service.save("alice", "All services log their timestamps in UTC", "convention",
+                         scope="global")
+    assert again["status"] == "proposed" and again["superseded_id"] == first["id"]
+    pending = [m["id"] for m in service.list_memories("alice")["memories"]]
+    assert pending == [again["id"]]
+    other = service.save("bob", "All services log their timestamps in UTC", "convention",
+                         scope="global")
+    assert other["status"] == "proposed" and "superseded_id" not in other  # not bob's
+    rule = service.save("admin", "Timestamps are written in ISO 8601 by every service",
+                        "convention", scope="global", human=True)
+    versions = len(service.show("admin", rule["id"])["versions"])
+    same = service.save("bob", "Timestamps are written in ISO 8601 by every single service",
+                        "fact", scope="global")
+    assert same["status"] == "exists" and same["id"] == rule["id"]
+    assert len(service.list_memories("bob")["memories"]) == 2  # other and the global rule
+    fix = service.save("bob", "Timestamps are written in ISO 8602 by every service",
+                       "convention", scope="global")
+    assert fix["status"] == "proposed" and fix["corrects_id"] == rule["id"]
+    assert fix["correction_signals"] == ["numbers"]
+    assert len(service.show("admin", rule["id"])["versions"]) == versions
 
 
 def test_purge_removes_forgotten_content(service: MemoryService,

@@ -28,12 +28,10 @@ from typing import Any
 
 from filelock import FileLock
 
+from sediment.auth.roles import ROLES, Permission, allowed, require
 from sediment.errors import ConfigError, NotFoundError, ValidationError
 from sediment.store.atomic import atomic_write
 
-ROLES = ("reader", "writer", "reviewer", "admin")
-"""reader: read and recall; writer: also save and change its own memories and write
-context; reviewer: also review proposals; admin: everything."""
 _ACTOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 _TOKEN_RE = re.compile(r"^sdm_([0-9a-f]{8})_([A-Za-z0-9_-]{20,})$")
 
@@ -45,8 +43,13 @@ class Principal:
     actor: str
     role: str
 
-    def can(self, role: str) -> bool:
-        return ROLES.index(self.role) >= ROLES.index(role)
+    def may(self, permission: Permission) -> bool:
+        return allowed(self.role, permission)
+
+    def require(self, permission: Permission, what: str) -> None:
+        """Raise PermissionDeniedError naming ``what`` unless this principal's role
+        holds ``permission`` (sediment.auth.roles)."""
+        require(self.actor, self.role, permission, what)
 
 
 @dataclass(frozen=True, slots=True)

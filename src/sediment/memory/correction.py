@@ -9,8 +9,13 @@ never the words, so purging a memory's content leaves nothing of it in its event
 
 from __future__ import annotations
 
+import difflib
 import re
 
+SWAP_FLOOR = 0.55
+"""The least cosine at which a value swap (:func:`value_swap`) counts as the same memory."""
+MAX_SWAP_WORDS = 3
+_TOKEN = re.compile(r"[\w'-]+(?:\.\w+)*")
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'_-]*")
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
@@ -52,3 +57,33 @@ def correction_signals(old: str, new: str) -> list[str]:
     if bool(_negations(old)) != bool(_negations(new)):
         out.append("negation")
     return out
+
+
+def _tokens(text: str) -> list[str]:
+    return [t.lower() for t in _TOKEN.findall(text)]
+
+
+def value_swap(old: str, new: str) -> bool:
+    """Whether ``new`` is ``old`` with one value replaced: a single run of at most
+    ``MAX_SWAP_WORDS`` words differs on each side, and at least two words around it are
+    the same ("The frontend is built with React" -> "... with Svelte").
+
+    Cosine over the whole sentence scores such a correction low (0.54-0.68 for the value
+    swaps of bench/memory_pairs.py with MiniLM), since the value is most of what a short
+    fact says; the words around it show it is the same statement (docs/memory.md)."""
+    a, b = _tokens(old), _tokens(new)
+    changes = [op for op in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+               if op[0] != "equal"]
+    if len(changes) != 1:
+        return False
+    _, i1, i2, j1, j2 = changes[0]
+    return (0 < i2 - i1 <= MAX_SWAP_WORDS and 0 < j2 - j1 <= MAX_SWAP_WORDS
+            and len(a) - (i2 - i1) >= 2)
+
+
+def same_memory(old: str, new: str, cosine: float, threshold: float) -> bool:
+    """The dedup decision: cosine at the threshold, or a value swap at ``SWAP_FLOOR``
+    (dedup is off at a threshold of 1.0, swaps included)."""
+    if cosine >= threshold:
+        return True
+    return threshold < 1.0 and cosine >= SWAP_FLOOR and value_swap(old, new)

@@ -18,8 +18,8 @@ chunk ids it is about (in the store that holds it):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sediment.memory.model import MemoryRef
@@ -90,15 +90,31 @@ def _subject(e: StoredEvent, key: str, position: int) -> MemoryRef | None:
     return MemoryRef(e.store, value) if value is not None else None
 
 
-def fold(events: Iterable[StoredEvent]) -> Fold:
-    """Current state of every memory and context the events mention (time order)."""
-    out = Fold()
-    ordered = sorted(events, key=lambda e: (e.created_at_ms, e.store, e.id))
+def event_key(e: StoredEvent) -> tuple[int, str, int]:
+    """Where an event falls in the fold's order: time, then store, then id."""
+    return (e.created_at_ms, e.store, e.id)
+
+
+def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
+    """Current state of every memory and context the events mention (time order).
+
+    With ``into``, the events are applied on top of an earlier fold (the caller makes sure
+    they all come after the events folded there, see :class:`FoldCache`). ``into`` is left
+    as it was: a state the events change is copied first, so a reader still holding the
+    earlier fold never sees it change under it."""
+    out = Fold() if into is None else Fold(dict(into.memories), dict(into.contexts))
+    ordered = sorted(events, key=event_key)
+    copied: set[object] = set()
 
     def state(ref: MemoryRef) -> MemoryState:
         got = out.memories.get(ref)
         if got is None:
             got = out.memories[ref] = MemoryState()
+            copied.add(ref)
+        elif ref not in copied:
+            got = out.memories[ref] = replace(got, related_to=list(got.related_to),
+                                              uses=list(got.uses))
+            copied.add(ref)
         return got
 
     for e in ordered:
@@ -152,9 +168,48 @@ def fold(events: Iterable[StoredEvent]) -> Fold:
             if c is None:
                 c = out.contexts[key] = ContextState(e.store, actor, name,
                                                      created_at_ms=e.created_at_ms)
+                copied.add(key)
+            elif key not in copied:
+                c = out.contexts[key] = replace(c)
+                copied.add(key)
             if isinstance(d.get("description"), str):
                 c.description = d["description"]
             prio = d.get("priority")
             if isinstance(prio, int | float) and not isinstance(prio, bool):
                 c.priority = float(prio)
     return out
+
+
+class FoldCache:
+    """The fold of one actor's events, kept current by applying only the events added
+    since the last look (events never change; layers only grow between compactions).
+
+    A refold from scratch happens when an event known before is gone (a compaction or a
+    purge rewrote a layer) or a new event sorts before the last one applied (another
+    process's clock); otherwise a save costs a fold of its own events, not of all of them.
+    """
+
+    __slots__ = ("fold", "last", "seen", "version")
+
+    def __init__(self) -> None:
+        self.version: object = None
+        self.fold = Fold()
+        self.seen: set[tuple[str, str, int]] = set()
+        self.last: tuple[int, str, int] | None = None
+
+    def update(self, version: object, events: Sequence[StoredEvent]) -> Fold:
+        if version == self.version and self.version is not None:
+            return self.fold
+        fresh = [e for e in events if (e.store, e.layer, e.id) not in self.seen]
+        kept = len(events) - len(fresh)
+        first = min(map(event_key, fresh), default=None)
+        if kept != len(self.seen) or (first is not None and self.last is not None
+                                      and first < self.last):
+            self.fold, self.seen, self.last, fresh = Fold(), set(), None, list(events)
+        if fresh:
+            self.fold = fold(fresh, self.fold)
+            self.seen.update((e.store, e.layer, e.id) for e in fresh)
+            top = max(map(event_key, fresh))
+            self.last = top if self.last is None else max(self.last, top)
+        self.version = version
+        return self.fold

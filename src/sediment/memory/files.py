@@ -52,6 +52,8 @@ _WHERE = {Place.USER: ("u", LayerName.USER), Place.PROJECT: ("p", LayerName.LOCA
 _GLOBAL_LAYERS = (LayerName.USER, LayerName.BASE)
 _Parsed = tuple[int, str, int, dict[str, Any], tuple[int | str, ...]]
 _EVENTS: weakref.WeakKeyDictionary[LayerFile, list[_Parsed]] = weakref.WeakKeyDictionary()
+_STORED: weakref.WeakKeyDictionary[LayerFile, dict[tuple[str, str], list[StoredEvent]]] = \
+    weakref.WeakKeyDictionary()
 _PARSED: dict[tuple[str, int, int], _Parsed | None] = {}
 """(file path, chunk id, created_at_ms) -> parsed event: events never change, so a new
 version of a file only parses the events it added. Bounded by ``_PARSED_MAX``."""
@@ -87,6 +89,20 @@ def _file_events(f: LayerFile) -> list[_Parsed]:
             if parsed is not None:
                 got.append(parsed)
     _EVENTS[f] = got
+    return got
+
+
+def _stored_events(f: LayerFile, store: str, layer: str) -> list[StoredEvent]:
+    """The memory events of a file as the store hands them out, built once per file
+    version (a fold asks for every event on each change of the store)."""
+    per_file = _STORED.get(f)
+    if per_file is None:
+        per_file = _STORED[f] = {}
+    got = per_file.get((store, layer))
+    if got is None:
+        got = per_file[(store, layer)] = [
+            StoredEvent(store, layer, cid, kind, ms, data, sources)
+            for cid, kind, ms, data, sources in _file_events(f)]
     return got
 
 
@@ -169,8 +185,7 @@ class FileMemoryStore:
             for la in ls.layers():
                 if not la.file.chunk_count:
                     continue
-                out.extend(StoredEvent(store, la.name.value, cid, kind, ms, data, sources)
-                           for cid, kind, ms, data, sources in _file_events(la.file))
+                out.extend(_stored_events(la.file, store, la.name.value))
         return out
 
     def _chunks(self, ls: LayerSet, name: LayerName, kinds: Sequence[str] | None,

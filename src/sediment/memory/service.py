@@ -17,6 +17,7 @@ import math
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -25,17 +26,15 @@ import numpy as np
 from sediment.credentials import refuse_credentials
 from sediment.embed import Embedder
 from sediment.errors import NotFoundError, PermissionDeniedError, ValidationError
-from sediment.memory.correction import correction_signals
+from sediment.memory.correction import SWAP_FLOOR, correction_signals, same_memory
 from sediment.memory.events import (
     CONTEXT,
     DEFAULT_PRIORITY,
     SAVE,
     USE,
     Fold,
+    FoldCache,
     MemoryState,
-)
-from sediment.memory.events import (
-    fold as fold_events,
 )
 from sediment.memory.model import (
     CATEGORIES,
@@ -73,6 +72,8 @@ DEFAULT_LIST_LIMIT = 20
 MAX_LIST_LIMIT = 10_000
 MAX_QUERY_CHARS = 2_000
 MAX_RELATED = 64
+EMBED_CACHE = 256
+MAX_PROPOSALS_COMPARED = 200
 CONTEXT_RE = re.compile(r"^[^\x00-\x1f\x7f]{1,100}$")
 SOURCE_RE = re.compile(r"^[^\x00\n]+:[1-9][0-9]{0,8}(?:-[1-9][0-9]{0,8})?$")
 UNIT_RE = re.compile(r"^(?:kcp:)?[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
@@ -148,7 +149,9 @@ class MemoryService:
         self.usage = UsageBuffer()
         self._clock = clock
         self._lock = threading.RLock()
-        self._folds: dict[str, tuple[object, Fold]] = {}
+        self._folds: dict[str, FoldCache] = {}
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._embed_lock = threading.Lock()
         self._flusher: Flusher | None = None
 
     # -- helpers ---------------------------------------------------------------------
@@ -156,18 +159,34 @@ class MemoryService:
         return int(self._clock() * 1000)
 
     def _embed(self, text: str) -> np.ndarray:
-        return np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
+        """The text's vector; the last ``EMBED_CACHE`` texts are remembered, since agents
+        repeat queries and a save is often preceded by a recall of the same words."""
+        with self._embed_lock:
+            got = self._vectors.get(text)
+            if got is not None:
+                self._vectors.move_to_end(text)
+                return got
+        vec = np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
+        vec.setflags(write=False)
+        with self._embed_lock:
+            self._vectors[text] = vec
+            while len(self._vectors) > EMBED_CACHE:
+                self._vectors.popitem(last=False)
+        return vec
 
     def _fold(self, actor: str) -> Fold:
-        version = self.store.version()
-        cached = self._folds.get(actor)
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        result = fold_events(self.store.events(actor))
-        if len(self._folds) > 64:
-            self._folds.clear()
-        self._folds[actor] = (self.store.version(), result)
-        return result
+        """The actor's fold for the store's current version (a version read before the
+        events, so a write in between only makes the next call look again)."""
+        with self._lock:
+            version = self.store.version()
+            cache = self._folds.get(actor)
+            if cache is not None and cache.version == version:
+                return cache.fold
+            if cache is None:
+                if len(self._folds) >= 64:
+                    self._folds.pop(next(iter(self._folds)))
+                cache = self._folds[actor] = FoldCache()
+            return cache.update(version, self.store.events(actor))
 
     def _view(self, actor: str, stored: StoredMemory, state: MemoryState | None) -> Memory:
         parsed = parse_kind(stored.chunk.kind)
@@ -218,7 +237,13 @@ class MemoryService:
              scope: object = None, context: object = None, related_to: object = None, *,
              human: bool = False) -> dict[str, Any]:
         """Save a memory, superseding the actor's most similar active one in the same
-        scope (across categories) when the cosine similarity reaches the threshold."""
+        scope (across categories) when the cosine similarity reaches the threshold.
+
+        An agent's global save is a proposal, deduplicated too: against the actor's own
+        pending proposals (the new one supersedes the nearest), then against the global
+        memories, which an agent cannot change: a restatement of one writes nothing
+        (status ``exists``, naming it), a correction of one is proposed with
+        ``corrects_id`` for the reviewer."""
         check_actor(actor)
         text = check_content(content)
         cat = check_category(category)
@@ -239,8 +264,17 @@ class MemoryService:
         author = "human" if human else "mcp"
         with self._lock, self.store.transaction(place, actor):
             old: Memory | None = None
-            similarity = 0.0
-            if place is not Place.PROPOSAL:
+            known: Memory | None = None
+            similarity = near = 0.0
+            if place is Place.PROPOSAL:
+                old, similarity = self._nearest_proposal(actor, text, vec)
+                if old is None:
+                    known, near = self._nearest(actor, scp, text, vec, anyone=True)
+                    if known is not None and not correction_signals(known.content, text):
+                        return {"status": "exists", "id": str(known.ref), "scope": scp.value,
+                                "category": known.category, "similarity": round(near, 4),
+                                "looks_like_correction": False, "correction_signals": []}
+            else:
                 old, similarity = self._nearest(actor, scp, text, vec)
             if old is not None:
                 ctx = ctx or old.context
@@ -271,21 +305,50 @@ class MemoryService:
         if old is not None:
             out.update({"superseded_id": str(old.ref), "similarity": round(similarity, 4),
                         "looks_like_correction": bool(signals), "correction_signals": signals})
+        elif known is not None:
+            out.update({"corrects_id": str(known.ref), "similarity": round(near, 4),
+                        "looks_like_correction": True,
+                        "correction_signals": correction_signals(known.content, text)})
         return out
 
-    def _nearest(self, actor: str, scope: Scope, text: str, vec: np.ndarray
-                 ) -> tuple[Memory | None, float]:
+    def _nearest(self, actor: str, scope: Scope, text: str, vec: np.ndarray, *,
+                 anyone: bool = False) -> tuple[Memory | None, float]:
+        """The actor's (``anyone``: anybody's) most similar active memory in ``scope`` at
+        the dedup threshold or above."""
         found = self.store.search(actor, scope, text, vec, CATEGORIES, 5, lexical=False)
         for cand in found:
-            if cand.vector_score < self.dedup_threshold:
+            if cand.vector_score < min(self.dedup_threshold, SWAP_FLOOR):
                 break
             stored = self.store.get(actor, cand.ref)
             if stored is None:
                 continue
             memory = self._view(actor, stored, self._fold(actor).memories.get(cand.ref))
-            if memory.active and memory.actor == actor:
+            if memory.active and (anyone or memory.actor == actor) and same_memory(
+                    memory.content, text, cand.vector_score, self.dedup_threshold):
                 return memory, cand.vector_score
         return None, 0.0
+
+    def _nearest_proposal(self, actor: str, text: str, vec: np.ndarray
+                          ) -> tuple[Memory | None, float]:
+        """The actor's most similar pending proposal at the threshold or above. Proposals
+        wait in the delta layer, which memory search does not cover; an actor has few, so
+        the newest ``MAX_PROPOSALS_COMPARED`` are compared (their vectors come from the
+        embedding cache when this process saved them)."""
+        fold = self._fold(actor)
+        mine = [m for s in self.store.memories(actor, (Scope.GLOBAL,))
+                if s.place is Place.PROPOSAL
+                and (m := self._view(actor, s, fold.memories.get(s.ref))).actor == actor
+                and not m.forgotten and m.superseded_by is None]
+        mine.sort(key=lambda m: -m.created_at_ms)
+        best: Memory | None = None
+        top = 0.0
+        for m in mine[:MAX_PROPOSALS_COMPARED]:
+            other = self._embed(m.content)
+            norm = float(np.linalg.norm(other) * np.linalg.norm(vec)) or 1.0
+            score = float(np.dot(other, vec)) / norm
+            if score > top and same_memory(m.content, text, score, self.dedup_threshold):
+                best, top = m, score
+        return best, top
 
     # -- recall ----------------------------------------------------------------------
     def recall(self, actor: str, query: object, category: object = None,

@@ -22,6 +22,12 @@ SMALL = 1024
 LARGE = 65536
 """From this many scores, :func:`top_k` first finds a threshold from block maxima."""
 BLOCKS = 1024
+F32_BLOCK = 1024
+F32_THREADED_ROWS = 262144
+"""Below this many f32 rows, the scan goes through BLAS in blocks of ``F32_BLOCK`` rows,
+which OpenBLAS runs on the calling thread: a memory-bound product of a few MB gains
+nothing from threads, and on a busy host waiting for OpenBLAS's threads cost 15-25 ms per
+scan of 10,000 x 384 against 0.2 ms on one thread (docs/memory.md, latency)."""
 I8_THREADED_ROWS = 262144
 """From this many rows, simsimd's int8 kernel runs on every core (like numpy's BLAS for
 f32): below it, starting threads costs more than it saves."""
@@ -48,7 +54,11 @@ def dot_scores(matrix: npt.NDArray[Any], query: F32, quant_scale: float = 1.0) -
     if query.dtype != np.float32:
         query = query.astype(np.float32)
     with np.errstate(over="ignore", invalid="ignore"):  # huge rows score inf: top_k skips them
-        scores: F32 = matrix @ query
+        if matrix.shape[0] < F32_THREADED_ROWS and matrix.dtype == np.float32:
+            scores: F32 = np.concatenate([matrix[i:i + F32_BLOCK] @ query for i in
+                                          range(0, matrix.shape[0], F32_BLOCK)])
+        else:
+            scores = matrix @ query
     return scores if scores.dtype == np.float32 else scores.astype(np.float32)
 
 

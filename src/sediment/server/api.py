@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse, Response
 
 from sediment import __version__
 from sediment.agents import PersonaContext, Registry
+from sediment.auth.roles import ROUTES, refusal
 from sediment.errors import (
     AgentError,
     AgentTimeoutError,
@@ -35,6 +36,7 @@ from sediment.errors import (
 from sediment.ops.requests import describe_errors
 from sediment.server.http import is_loopback, loopback_security
 from sediment.server.openapi import openapi_document
+from sediment.server.principals import CALLER, request_principal
 
 __all__ = ["MAX_BODY", "mount_api"]
 
@@ -118,11 +120,23 @@ class Api:
             raise ApiError(400, "bad_request", "the body must be a JSON object")
         return data
 
-    def route(self, fn: Callable[[Request], Awaitable[Any]]) -> Endpoint:
+    def route(self, key: str, fn: Callable[[Request], Awaitable[Any]]) -> Endpoint:
+        """``fn`` behind the Host/Origin checks and the permission ``ROUTES[key]`` needs
+        (a request without a principal reached a server that has no tokens)."""
+        permission = ROUTES[key]
+
         async def endpoint(request: Request) -> Response:
             try:
                 self._check_headers(request)
-                return JSONResponse(await fn(request))
+                who = request_principal(request)
+                if who is not None and not who.may(permission):
+                    raise ApiError(403, "forbidden",
+                                   refusal(who.actor, who.role, permission, key))
+                token = CALLER.set(who)
+                try:
+                    return JSONResponse(await fn(request))
+                finally:
+                    CALLER.reset(token)
             except ApiError as exc:
                 return error_response(exc.status, exc.code, exc.message)
         return endpoint
@@ -194,11 +208,11 @@ def mount_api(server: MCPServer, registry: Registry, context: PersonaContext, *,
               host: str) -> None:
     """Add the API's routes to ``server`` (before its HTTP app is built)."""
     api = Api(server, registry, context, loopback_security(host) if is_loopback(host) else None)
-    for path, methods, fn in (
-            ("/health", ["GET"], api.health),
-            ("/tools/list", ["GET"], api.tools_list),
-            ("/tools/{name}", ["POST"], api.call_tool),
-            ("/agents/list", ["GET"], api.agents_list),
-            ("/agents/{name}/prompt", ["POST"], api.agent_prompt),
-            ("/openapi.json", ["GET"], api.openapi)):
-        server.custom_route(path, methods=methods)(api.route(fn))
+    for path, method, fn in (
+            ("/health", "GET", api.health),
+            ("/tools/list", "GET", api.tools_list),
+            ("/tools/{name}", "POST", api.call_tool),
+            ("/agents/list", "GET", api.agents_list),
+            ("/agents/{name}/prompt", "POST", api.agent_prompt),
+            ("/openapi.json", "GET", api.openapi)):
+        server.custom_route(path, methods=[method])(api.route(f"{method} {path}", fn))

@@ -15,22 +15,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from sediment.auth import Principal
 from sediment.context import ContextLoop, ContextSettings, FileContextStore
 from sediment.context.place import context_dir
-from sediment.errors import SedimentError
-from sediment.ops.requests import parse
 from sediment.ops.service import ContextService
 from sediment.server.lifecycle import on_shutdown
-from sediment.server.principals import data_dir, default_actor, tool_principal
-from sediment.server.tools import APPEND_ONLY, READ_ONLY, _AsSent, result
+from sediment.server.principals import data_dir, default_actor
+from sediment.server.tools import APPEND_ONLY, READ_ONLY, actor_tool, result
 
 ContextType = Literal["task", "iteration", "skill", "file", "output", "error"]
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -116,22 +112,9 @@ class Out(BaseModel):
 
 
 def _tool(name: str, model: type[M], handler: Callable[[M, Principal], CallToolResult],
-          fallback: str, description: str, annotations: ToolAnnotations,
-          writes: bool) -> Tool:
-    def call(arguments: dict[str, Any], ctx: Context | None = None) -> CallToolResult:
-        who = tool_principal(ctx, fallback)
-        if writes and not who.can("writer"):
-            raise ToolError(f"{name} needs the writer role; the token of actor "
-                            f"{who.actor!r} has the {who.role} role")
-        try:
-            return handler(parse(model, arguments), who)
-        except SedimentError as exc:
-            raise ToolError(str(exc)) from exc
-
-    return Tool(fn=call, name=name, title=None, description=" ".join(description.split()),
-                parameters=model.model_json_schema(),
-                fn_metadata=_AsSent(arg_model=ArgModelBase, output_model=Out),
-                is_async=False, context_kwarg="ctx", annotations=annotations)
+          fallback: str, description: str, annotations: ToolAnnotations) -> Tool:
+    return actor_tool(name, model, handler, output=Out, description=description,
+                      annotations=annotations, actor=fallback)
 
 
 def context_loop_for(service: ContextService, settings: ContextSettings | None = None,
@@ -216,38 +199,38 @@ def add_context_tools(server: MCPServer, service: ContextService, *,
         out = cl.health()
         return result(out, f"{out['status']}: {out['checks']}")
 
-    specs: list[tuple[str, Any, Any, ToolAnnotations, bool, str]] = [
-        ("get_relevant_context", RelevantRequest, relevant, READ_ONLY, False,
+    specs: list[tuple[str, Any, Any, ToolAnnotations, str]] = [
+        ("get_relevant_context", RelevantRequest, relevant, READ_ONLY,
          """Get the few items from earlier iterations that matter for this task, best first
          (0.40 semantic + 0.25 recency + 0.20 usefulness + 0.15 type match; each result
          explains its factors). With max_tokens, also a Markdown block to inject."""),
-        ("get_iteration_history", HistoryRequest, history, READ_ONLY, False,
+        ("get_iteration_history", HistoryRequest, history, READ_ONLY,
          "The last iterations of a loop (run_id): what was tried, what succeeded or failed."),
-        ("get_skills", SkillsRequest, skills, READ_ONLY, False,
+        ("get_skills", SkillsRequest, skills, READ_ONLY,
          """Learned skills, most useful first; min_score is the skill's usefulness from
          feedback (0.5 until marked)."""),
-        ("store_context", StoreRequest, store, APPEND_ONLY, True,
+        ("store_context", StoreRequest, store, APPEND_ONLY,
          """Store context for later iterations: task, iteration, skill, file, output or
          error. Never include secrets: content that looks like a credential is refused."""),
-        ("store_iteration_result", IterationRequest, iteration, APPEND_ONLY, True,
+        ("store_iteration_result", IterationRequest, iteration, APPEND_ONLY,
          """Record the result of a finished iteration (its error, if any, becomes an error
          item too). Call it after every iteration of the loop."""),
-        ("mark_useful", MarkRequest, mark, APPEND_ONLY, True,
+        ("mark_useful", MarkRequest, mark, APPEND_ONLY,
          "Say whether a returned item helped (+0.1 usefulness) or not (-0.15)."),
-        ("summarize_old_context", SummarizeRequest, summarize, APPEND_ONLY, True,
+        ("summarize_old_context", SummarizeRequest, summarize, APPEND_ONLY,
          """Replace items older than older_than_iterations by extractive summaries (the
          originals are superseded, not deleted) and archive items past the archive age."""),
-        ("prune_low_value_context", PruneRequest, prune, DESTRUCTIVE, True,
+        ("prune_low_value_context", PruneRequest, prune, DESTRUCTIVE,
          """Forget items whose usefulness is under min_score, and items older than
          [context] prune_after_iterations never marked helpful (never a skill marked
          helpful); says what it removed."""),
-        ("get_context_stats", NoArgs, stats, READ_ONLY, False,
+        ("get_context_stats", NoArgs, stats, READ_ONLY,
          "Counts of stored context by type and lifecycle state, feedback, runs and size."),
-        ("health_check", NoArgs, health, READ_ONLY, False,
+        ("health_check", NoArgs, health, READ_ONLY,
          "Whether the context store, the embedder and the tokenizer work."),
     ]
     tools = server._tool_manager._tools  # the SDK adds only functions after construction
-    for name, model, handler, notes, writes, description in specs:
-        tools[name] = _tool(name, model, handler, own, description, notes, writes)
+    for name, model, handler, notes, description in specs:
+        tools[name] = _tool(name, model, handler, own, description, notes)
     on_shutdown(cl.flush)  # access counts not yet carried by a write
     return cl

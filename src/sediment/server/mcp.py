@@ -31,7 +31,7 @@ from sediment.ops.requests import KnowledgeRequest, ProposeRequest, SearchParams
 from sediment.ops.responses import KnowledgeOut, ProposeOut, SearchOut, WriteOut
 from sediment.ops.service import ContextService
 from sediment.server.context_tools import add_context_tools
-from sediment.server.memory_tools import add_memory_tools
+from sediment.server.memory_tools import add_memory_prompt, memory_service_for, memory_tools
 from sediment.server.prompts import unknown_prompt_guard
 from sediment.server.tools import APPEND_ONLY, READ_ONLY, result, strict_tool
 
@@ -121,9 +121,11 @@ def build_server(service: ContextService, *, name: str = "sediment",
 
     ``tools`` adds other modules' tools (built with :func:`sediment.server.tools.strict_tool`)
     to the RFC and KCP ones."""
+    memory = memory_service_for(service)
     server = MCPServer(name=name, version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING",
-                       tools=[*context_tools(service), *knowledge_tools(service), *tools],
+                       tools=[*context_tools(service), *knowledge_tools(service),
+                              *memory_tools(memory), *tools],
                        middleware=[unknown_prompt_guard(lambda: server)])
 
     def _resource(fn: Any, *args: Any) -> str:
@@ -153,7 +155,7 @@ def build_server(service: ContextService, *, name: str = "sediment",
     for layer_name in ("base", "user", "delta", "local"):
         _add_layer_resource(server, service, layer_name)
     _add_knowledge(server, service)
-    add_memory_tools(server, service)
+    add_memory_prompt(server, memory)
     add_context_tools(server, service)
     return server
 

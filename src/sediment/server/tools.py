@@ -8,6 +8,11 @@ is the request model's JSON schema and whose arguments reach the model exactly a
 :func:`sediment.ops.requests.parse` validates them strictly and a bad call comes back as
 one ``isError`` result naming each field and rule. Pass such tools to ``MCPServer(tools=)``
 (``build_server`` does; other modules contribute theirs through its ``tools`` argument).
+
+Every tool built here first checks that its caller may call it: the permission comes from
+``sediment.auth.roles`` (the one role table), the caller from the HTTP request's bearer
+token, else the server's own actor as a writer (stdio). :func:`actor_tool` also hands the
+caller to the handler, for tools whose answers depend on who asks (memory, context).
 """
 
 from __future__ import annotations
@@ -15,16 +20,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
+from sediment.auth import Principal
+from sediment.auth.roles import tool_permission
 from sediment.errors import SedimentError
 from sediment.ops.requests import parse
+from sediment.server.principals import default_actor, tool_principal
 
-__all__ = ["APPEND_ONLY", "READ_ONLY", "result", "strict_tool"]
+__all__ = ["APPEND_ONLY", "READ_ONLY", "actor_tool", "result", "strict_tool"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -54,14 +63,27 @@ def strict_tool(name: str, model: type[M], handler: Callable[[M], CallToolResult
                 annotations: ToolAnnotations) -> Tool:
     """A tool named ``name`` taking ``model``'s fields as its arguments and returning a
     result whose structured content ``output`` describes."""
+    return actor_tool(name, model, lambda request, _: handler(request), output=output,
+                      description=description, annotations=annotations)
 
-    def call(arguments: dict[str, Any]) -> CallToolResult:
+
+def actor_tool(name: str, model: type[M], handler: Callable[[M, Principal], CallToolResult],
+               *, output: type[BaseModel], description: str, annotations: ToolAnnotations,
+               actor: str | None = None) -> Tool:
+    """:func:`strict_tool` whose handler also gets the caller: the bearer token's
+    principal, else ``actor`` (default: ``SEDIMENT_ACTOR`` or the OS user when the tool
+    is built) as a writer."""
+    fallback = actor or default_actor()
+
+    def call(arguments: dict[str, Any], ctx: Context | None = None) -> CallToolResult:
+        who = tool_principal(ctx, fallback)
         try:
-            return handler(parse(model, arguments))
+            who.require(tool_permission(name, arguments), f"tool {name}")
+            return handler(parse(model, arguments), who)
         except SedimentError as exc:
             raise ToolError(str(exc)) from exc
 
     return Tool(fn=call, name=name, title=None, description=" ".join(description.split()),
                 parameters=model.model_json_schema(),
                 fn_metadata=_AsSent(arg_model=ArgModelBase, output_model=output),
-                is_async=False, context_kwarg=None, annotations=annotations)
+                is_async=False, context_kwarg="ctx", annotations=annotations)
