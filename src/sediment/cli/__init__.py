@@ -10,6 +10,7 @@ from sediment.cli import (  # noqa: F401
     _agent,
     _compile,
     _context,
+    _db,
     _diff,
     _export,
     _index,

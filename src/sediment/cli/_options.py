@@ -34,6 +34,15 @@ def json_option(f: F) -> F:
                         help="Print machine-readable JSON instead of text.")(f)
 
 
+def store_option(f: F) -> F:
+    """``--store URL``: a PostgreSQL store instead of the layer files (``config.store_url``
+    resolves it with SEDIMENT_STORE and sediment.toml)."""
+    return click.option("--store", "store", metavar="URL", default=None,
+                        help="A PostgreSQL store: postgresql://[user@]host[:port]/db"
+                             "[?project=NAME] (default: SEDIMENT_STORE, sediment.toml's "
+                             "store, else the layer files).")(f)
+
+
 def layer_options(f: F) -> F:
     """--dir plus one explicit path option per layer (any may be omitted)."""
     for name in reversed(list(LayerName)):
