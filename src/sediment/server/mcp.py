@@ -151,8 +151,9 @@ def build_server(service: ContextService, *, name: str = "sediment",
     for layer_name in ("base", "user", "delta", "local"):
         _add_layer_resource(server, service, layer_name)
     _add_knowledge(server, service)
-    add_memory_tools(server, service)
-    add_context_tools(server, service)
+    if service.files is not None:  # over PostgreSQL, the memory and context stores plug in
+        add_memory_tools(server, service)  # through ``tools`` (docs/team-server.md)
+        add_context_tools(server, service)
     return server
 
 
