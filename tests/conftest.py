@@ -48,7 +48,8 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory,
     for var in ("SEDIMENT_DIR", "SEDIMENT_EMBEDDER", "SEDIMENT_CONFIG", "SOURCE_DATE_EPOCH",
                 "SEDIMENT_EMBED_BASE_URL", "SEDIMENT_EMBED_MODEL", "SEDIMENT_EMBED_DIM",
                 "SEDIMENT_EMBED_API_KEY", "OPENAI_API_KEY", "SEDIMENT_ACTOR",
-                "SEDIMENT_TOKENS_FILE", "SEDIMENT_MEMORY_DEDUP", "SEDIMENT_TOKEN"):
+                "SEDIMENT_TOKENS_FILE", "SEDIMENT_MEMORY_DEDUP", "SEDIMENT_TOKEN",
+                "SEDIMENT_STORE"):
         monkeypatch.delenv(var, raising=False)
     yield
 

@@ -13,7 +13,8 @@ names it; so are a ``[[sources]]`` entry's ``root`` and a git source's local ``u
 (docs/sources.md). The API key never sits in a file: ``embedder.api_key_env`` names the
 variable that holds it.
 
-Environment variables: ``SEDIMENT_DIR`` (layer directory), ``SEDIMENT_EMBEDDER``
+Environment variables: ``SEDIMENT_DIR`` (layer directory), ``SEDIMENT_STORE`` (a PostgreSQL
+store URL, as ``--store``), ``SEDIMENT_EMBEDDER``
 (minilm | hash | openai), ``SEDIMENT_EMBED_BASE_URL``, ``SEDIMENT_EMBED_MODEL``,
 ``SEDIMENT_EMBED_DIM``, ``SEDIMENT_EMBED_API_KEY`` (else the variable ``api_key_env``
 names, else ``OPENAI_API_KEY``), ``SEDIMENT_CACHE_DIR`` (embedding cache; ``off`` disables
@@ -36,7 +37,7 @@ from sediment.errors import ConfigError
 
 PROJECT_FILE = "sediment.toml"
 KEYS: dict[str, frozenset[str]] = {
-    "store": frozenset({"dir", "cache_dir"}),
+    "store": frozenset({"dir", "cache_dir", "url"}),
     "embedder": frozenset({"name", "base_url", "model", "dim", "api_key_env"}),
     "compile": frozenset({"include", "exclude", "max_chars", "default_kind", "element_type",
                           "kinds"}),
@@ -122,6 +123,9 @@ class Config:
     """Each file's raw ``[context]`` table with its source, lowest precedence first; values
     are checked by ``sediment.context.settings.resolve`` (docs/context.md)."""
     agents: dict[str, AgentDefinition] = field(default_factory=dict)
+    store_url: str | None = None
+    """A PostgreSQL store (``store = "postgresql://..."`` or ``[store] url``); None: the
+    layer files of ``layer_dir``. Resolved with ``--store`` by :func:`store_url`."""
 
 
 def _find_project_file(start: Path) -> Path | None:
@@ -232,7 +236,11 @@ def _apply(cfg: Config, data: Mapping[str, Any], source: Path, *, trusted: bool 
     if unknown:
         raise ConfigError(f"{source}: unknown section(s) {', '.join(sorted(unknown))}; "
                           f"known: {', '.join(sorted([*KEYS, 'agents', 'sources']))}")
+    if isinstance(data.get("store"), str):
+        cfg.store_url = data.pop("store")
     store = _section(data, "store", source)
+    if "url" in store:
+        cfg.store_url = _expect(store["url"], str, f"{source}: store.url")
     if "dir" in store:
         cfg.layer_dir = cfg.root / Path(_expect(store["dir"], str,
                                                 f"{source}: store.dir")).expanduser()
@@ -290,6 +298,19 @@ def _apply(cfg: Config, data: Mapping[str, Any], source: Path, *, trusted: bool 
         cfg.sources = _sources(sources, cfg.compile, source)
 
 
+def store_url(cfg: Config, option: str | None) -> str | None:
+    """The PostgreSQL store an adapter serves: ``--store`` (``option``), else
+    ``SEDIMENT_STORE``, else the config files' ``store``; None means the layer files. An
+    explicit ``--dir`` with no ``--store`` is the caller's business (it picks the files)."""
+    chosen = option if option is not None else cfg.store_url
+    if chosen is None:
+        return None
+    if not chosen.strip():
+        raise ConfigError("the store URL is empty: give postgresql://host/database"
+                          "[?project=NAME], or leave it out to use the layer files")
+    return chosen.strip()
+
+
 def load_config(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
     """The configuration seen from ``cwd`` with the environment ``env`` (default: the
     process's own); every variable is read from ``env``, never from ``os.environ`` behind it."""
@@ -312,6 +333,8 @@ def load_config(cwd: Path | None = None, env: Mapping[str, str] | None = None) -
         cfg.source_files.append(project)
     if env.get("SEDIMENT_DIR"):
         cfg.layer_dir = here / env["SEDIMENT_DIR"]
+    if env.get("SEDIMENT_STORE"):
+        cfg.store_url = env["SEDIMENT_STORE"]
     if env.get("SEDIMENT_EMBEDDER"):
         cfg.embedder.name = env["SEDIMENT_EMBEDDER"]
         cfg.embedder.explicit = True

@@ -18,7 +18,9 @@ the boundary with ``raise ... from exc`` so the message names what was wrong and
     ├── ConfigError            sediment.toml or an environment override is invalid
     ├── AgentError             a persona failed to load or to resolve (sediment.agents)
     │   └── AgentTimeoutError  a persona's script ran past its time limit
-    └── LockTimeoutError       another writer held the layer lock for too long
+    ├── LockTimeoutError       another writer held the layer lock for too long
+    └── StoreUnavailableError  the PostgreSQL store cannot be reached, refused the login, or
+                               lacks pgvector (sediment.pg)
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = [
     "SchemaMismatchError",
     "SedimentError",
     "SignatureError",
+    "StoreUnavailableError",
     "ValidationError",
 ]
 
@@ -119,3 +122,8 @@ class AgentError(SedimentError):
 
 class AgentTimeoutError(AgentError):
     """A persona's script ran past its instruction or time limit."""
+
+
+class StoreUnavailableError(SedimentError):
+    """The PostgreSQL store is unreachable, refused the credentials, timed out, or lacks
+    the pgvector extension; the message says which and how to fix it."""

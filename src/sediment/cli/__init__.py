@@ -10,15 +10,16 @@ module in ``MODULES`` and its commands in ``COMMANDS`` (a test checks both).
 from sediment.cli._app import cli
 
 MODULES = tuple(f"sediment.cli.{m}" for m in (
-    "_agent", "_compile", "_context", "_diff", "_export", "_index", "_init", "_kcp",
+    "_agent", "_compile", "_context", "_db", "_diff", "_export", "_index", "_init", "_kcp",
     "_layers", "_memory", "_promote", "_proposals", "_read", "_serve", "_sign", "_sync",
-    "_token", "_ui", "_write",
+    "_token", "_transfer", "_ui", "_write",
 ))
 
 COMMANDS = {name: f"sediment.cli.{module}" for module, names in {
     "_agent": ("agent",),
     "_compile": ("compile",),
     "_context": ("context",),
+    "_db": ("db",),
     "_diff": ("diff",),
     "_export": ("export", "import"),
     "_index": ("index",),
@@ -33,6 +34,7 @@ COMMANDS = {name: f"sediment.cli.{module}" for module, names in {
     "_sign": ("keygen", "sign", "verify"),
     "_sync": ("sync",),
     "_token": ("token",),
+    "_transfer": ("push", "pull"),
     "_ui": ("ui",),
     "_write": ("write", "propose", "forget"),
 }.items() for name in names}

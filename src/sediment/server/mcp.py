@@ -121,11 +121,11 @@ def build_server(service: ContextService, *, name: str = "sediment",
 
     ``tools`` adds other modules' tools (built with :func:`sediment.server.tools.strict_tool`)
     to the RFC and KCP ones."""
-    memory = memory_service_for(service)
+    memory = memory_service_for(service) if service.files is not None else None
     server = MCPServer(name=name, version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING",
                        tools=[*context_tools(service), *knowledge_tools(service),
-                              *memory_tools(memory), *tools],
+                              *(memory_tools(memory) if memory is not None else ()), *tools],
                        middleware=[unknown_prompt_guard(lambda: server)])
 
     def _resource(fn: Any, *args: Any) -> str:
@@ -155,8 +155,9 @@ def build_server(service: ContextService, *, name: str = "sediment",
     for layer_name in ("base", "user", "delta", "local"):
         _add_layer_resource(server, service, layer_name)
     _add_knowledge(server, service)
-    add_memory_prompt(server, memory)
-    add_context_tools(server, service)
+    if memory is not None:  # over PostgreSQL, the memory and context stores plug in
+        add_memory_prompt(server, memory)  # through ``tools`` (docs/team-server.md)
+        add_context_tools(server, service)
     return server
 
 

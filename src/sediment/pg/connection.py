@@ -1,0 +1,97 @@
+"""Store URLs and connections: the project a URL names, timeouts, and errors a user reads.
+
+A store URL is a libpq URL with one extra query parameter, ``project``, the namespace on
+the server (default ``default``): ``postgresql://user@host:5432/sediment?project=docs``.
+It is removed before the URL reaches libpq, which would refuse it. Every connection has a
+connect timeout and a statement timeout, so an unreachable or stuck server is an error
+within seconds, never a hang; a failure is a :class:`~sediment.errors.StoreUnavailableError`
+saying which of unreachable, refused credentials or missing database it was.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+
+from sediment.errors import StoreUnavailableError, ValidationError
+
+DEFAULT_PROJECT = "default"
+CONNECT_TIMEOUT_S = 5
+STATEMENT_TIMEOUT_MS = 30_000
+SCHEMES = ("postgresql", "postgres")
+_PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreUrl:
+    """A parsed store URL: what libpq gets (``conninfo``) and the ``project`` in it."""
+
+    conninfo: str
+    project: str
+
+    @property
+    def redacted(self) -> str:
+        """The URL without its password, for messages and logs."""
+        parts = urlsplit(self.conninfo)
+        netloc = parts.netloc
+        if "@" in netloc:
+            user, host = netloc.rsplit("@", 1)
+            netloc = f"{user.split(':', 1)[0]}@{host}"
+        return urlunsplit(parts._replace(netloc=netloc))
+
+
+def is_store_url(value: str) -> bool:
+    return urlsplit(value).scheme in SCHEMES
+
+
+def check_project(name: str) -> str:
+    if not _PROJECT.match(name):
+        raise ValidationError(f"project name {name!r} must be 1-64 letters, digits, '_', '.' "
+                              "or '-', starting with a letter or digit")
+    return name
+
+
+def parse_store_url(url: str, project: str | None = None) -> StoreUrl:
+    """Split ``url`` into libpq's URL and the project; an explicit ``project`` wins over
+    the URL's ``?project=``."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in SCHEMES:
+        raise ValidationError(f"store {url!r} is not a PostgreSQL URL: expected "
+                              "postgresql://[user[:password]@]host[:port]/database[?project=NAME]")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    named = [v for k, v in query if k == "project"]
+    rest = [(k, v) for k, v in query if k != "project"]
+    chosen = project or (named[-1] if named else DEFAULT_PROJECT)
+    conninfo = urlunsplit(parts._replace(query=urlencode(rest)))
+    return StoreUrl(conninfo, check_project(chosen))
+
+
+def _reason(exc: psycopg.Error) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else type(exc).__name__
+    low = str(exc).lower()
+    if "password authentication failed" in low or "authentication failed" in low:
+        return f"the server refused the credentials ({first}); check the user and password"
+    if "does not exist" in low and "database" in low:
+        return f"{first}; create it (createdb) or fix the database name in the URL"
+    if "timeout" in low or "timed out" in low:
+        return f"no answer within {CONNECT_TIMEOUT_S}s ({first})"
+    return f"cannot connect ({first}); is the server running and the URL right?"
+
+
+def connect(url: str | StoreUrl, *, connect_timeout: float = CONNECT_TIMEOUT_S,
+            statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
+            autocommit: bool = False) -> psycopg.Connection[tuple[object, ...]]:
+    """A connection to the store ``url`` names, with bounded waits for connecting and for
+    each statement (``statement_timeout_ms`` 0 disables the latter, for bulk loads)."""
+    store = url if isinstance(url, StoreUrl) else parse_store_url(url)
+    try:
+        conn = psycopg.connect(store.conninfo, connect_timeout=max(1, round(connect_timeout)),
+                               autocommit=autocommit,
+                               options=f"-c statement_timeout={int(statement_timeout_ms)}")
+    except psycopg.Error as exc:
+        raise StoreUnavailableError(f"store {store.redacted}: {_reason(exc)}") from exc
+    return conn

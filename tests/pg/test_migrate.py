@@ -1,0 +1,135 @@
+"""Migrations: from an empty database, from each earlier version, twice, two at once; the
+``sediment db`` commands; clear errors for a server that cannot be used."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from sediment.errors import StoreUnavailableError, ValidationError
+from sediment.pg import connect, current_version, latest_version, migrate, parse_store_url
+from sediment.pg.migrate import migrations
+from tests.conftest import Runner
+
+
+def _tables(url: str) -> set[str]:
+    with connect(url) as conn:
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        return {str(r[0]) for r in rows.fetchall()}
+
+
+def test_migrate_from_empty_then_again_changes_nothing(pg_empty_url: str) -> None:
+    with connect(pg_empty_url) as conn:
+        assert current_version(conn) == 0
+        applied = migrate(conn)
+        assert [m.version for m in applied] == [m.version for m in migrations()]
+        assert current_version(conn) == latest_version()
+        assert migrate(conn) == []
+    assert {"projects", "layers", "chunks", "lexicon", "schema_version"} <= _tables(pg_empty_url)
+
+
+@pytest.mark.parametrize("start", [m.version for m in migrations()])
+def test_migrate_from_each_earlier_version(pg_empty_url: str, start: int) -> None:
+    with connect(pg_empty_url) as conn:
+        migrate(conn, target=start)
+        assert current_version(conn) == start
+        rest = migrate(conn)
+        assert [m.version for m in rest] == [m.version for m in migrations()
+                                             if m.version > start]
+        assert current_version(conn) == latest_version()
+
+
+def test_two_migrators_at_once_apply_each_migration_once(pg_empty_url: str) -> None:
+    results: list[int] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            with connect(pg_empty_url) as conn:
+                results.append(len(migrate(conn)))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    assert sorted(results) == [0, len(migrations())]
+
+
+def test_unknown_target_is_refused(pg_empty_url: str) -> None:
+    with connect(pg_empty_url) as conn, pytest.raises(ValidationError, match="no migration"):
+        migrate(conn, target=9999)
+
+
+def test_project_comes_from_the_url() -> None:
+    assert parse_store_url("postgresql://h/db").project == "default"
+    url = parse_store_url("postgresql://u:secret@h:5/db?project=docs&sslmode=disable")
+    assert url.project == "docs"
+    assert "project" not in url.conninfo and "sslmode=disable" in url.conninfo
+    assert "secret" not in url.redacted
+    assert parse_store_url("postgresql://h/db?project=a", project="b").project == "b"
+    with pytest.raises(ValidationError, match="project name"):
+        parse_store_url("postgresql://h/db?project=../x")
+    with pytest.raises(ValidationError, match="not a PostgreSQL URL"):
+        parse_store_url("mysql://h/db")
+
+
+def test_unreachable_server_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreUnavailableError, match="cannot connect"):
+        connect(f"postgresql://nobody@/db?host={tmp_path}&port=1", connect_timeout=2)
+
+
+def test_wrong_database_names_it(pg_server: str) -> None:
+    head, _, query = pg_server.partition("?")
+    url = head.rsplit("/", 1)[0] + "/no_such_db?" + query
+    with pytest.raises(StoreUnavailableError, match="no_such_db"):
+        connect(url)
+
+
+def _as_user(url: str, user: str) -> str:
+    return url.replace("postgres:@", f"{user}:@", 1)
+
+
+def test_a_user_who_may_not_create_the_schema_is_told(pg_empty_url: str) -> None:
+    with connect(pg_empty_url, autocommit=True) as conn:
+        conn.execute("CREATE ROLE plain_user LOGIN")
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+    with connect(_as_user(pg_empty_url, "plain_user")) as conn, \
+            pytest.raises(StoreUnavailableError, match="database owner"):
+        migrate(conn)
+
+
+def test_db_migrate_command(sediment: Runner, pg_empty_url: str) -> None:
+    first = sediment("db", "migrate", "--store", pg_empty_url, "--json")
+    assert first.code == 0, first.err
+    assert first.json()["version"] == latest_version()
+    assert len(first.json()["applied"]) == len(migrations())
+    again = sediment("db", "migrate", "--store", pg_empty_url)
+    assert "already current" in again.out
+    status = sediment("db", "status", "--store", pg_empty_url, "--json")
+    assert status.json()["version"] == status.json()["latest"]
+
+
+def test_db_migrate_reads_the_store_from_sediment_toml(sediment: Runner, pg_empty_url: str,
+                                                       tmp_path: Path) -> None:
+    (tmp_path / "sediment.toml").write_text(f'store = "{pg_empty_url}"\n')
+    r = sediment("db", "migrate", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["version"] == latest_version()
+
+
+def test_db_migrate_without_a_store_says_how(sediment: Runner) -> None:
+    r = sediment("db", "migrate")
+    assert r.code == 1
+    assert "Error: no store" in r.err and "Traceback" not in r.err
+
+
+def test_db_migrate_unreachable_is_one_line(sediment: Runner, tmp_path: Path) -> None:
+    r = sediment("db", "migrate", "--store", f"postgresql://x@/db?host={tmp_path}&port=1")
+    assert r.code == 1
+    assert r.err.startswith("Error: store ") and "Traceback" not in r.err
