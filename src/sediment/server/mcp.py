@@ -25,8 +25,10 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
 
 from sediment import __version__
+from sediment.context import ContextLoop
 from sediment.errors import SedimentError, ValidationError
 from sediment.format.ids import parse_chunk_id
+from sediment.memory import MemoryService
 from sediment.ops.requests import KnowledgeRequest, ProposeRequest, SearchParams, WriteRequest
 from sediment.ops.responses import KnowledgeOut, ProposeOut, SearchOut, WriteOut
 from sediment.ops.service import ContextService
@@ -115,11 +117,13 @@ def knowledge_tools(service: ContextService) -> list[Tool]:
 
 
 def build_server(service: ContextService, *, name: str = "sediment",
-                 tools: Iterable[Tool] = ()) -> MCPServer:
+                 tools: Iterable[Tool] = (), memory: MemoryService | None = None,
+                 context: ContextLoop | None = None) -> MCPServer:
     """A ready MCP server over ``service``; transports are chosen by the caller.
 
     ``tools`` adds other modules' tools (built with :func:`sediment.server.tools.strict_tool`)
-    to the RFC and KCP ones."""
+    to the RFC and KCP ones. ``memory`` and ``context`` replace the file-backed memory and
+    context services (the team server's, ``sediment.pg.team``)."""
     server = MCPServer(name=name, version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING",
                        tools=[*context_tools(service), *knowledge_tools(service), *tools])
@@ -151,8 +155,8 @@ def build_server(service: ContextService, *, name: str = "sediment",
     for layer_name in ("base", "user", "delta", "local"):
         _add_layer_resource(server, service, layer_name)
     _add_knowledge(server, service)
-    add_memory_tools(server, service)
-    add_context_tools(server, service)
+    add_memory_tools(server, service, memory=memory)
+    add_context_tools(server, service, loop=context)
     return server
 
 
