@@ -25,6 +25,7 @@ from sediment.cli import (  # noqa: F401
     _sign,
     _sync,
     _token,
+    _transfer,
     _ui,
     _write,
 )

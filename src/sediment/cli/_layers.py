@@ -11,12 +11,17 @@ from rich.table import Table
 
 from sediment.cli._app import cli
 from sediment.cli._ids import CHUNK_ID
-from sediment.cli._options import get_config, json_option, layer_options, open_layerset
+from sediment.cli._options import (
+    get_config,
+    json_option,
+    open_store,
+    store_layer_options,
+)
 from sediment.cli._output import console, emit_json, visible
 from sediment.embed import embedder_for_profile
 from sediment.errors import FormatError
 from sediment.format import LayerFile
-from sediment.store import LayerName
+from sediment.store import PRECEDENCE, LayerName, LayerSet, LayerStore
 from sediment.store.foreign import foreign_ids
 
 
@@ -127,15 +132,30 @@ def validate(ctx: click.Context, /, paths: tuple[Path, ...], as_json: bool) -> N
         ctx.exit(1)
 
 
+def _store_rows(store: LayerStore) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for name in PRECEDENCE:
+        s = store.summary(name, max_ids=0)
+        rows.append({"layer": name.value, "path": store.location(name),
+                     "present": s is not None, "chunks": s.chunks if s else 0, "bytes": None,
+                     "dim": s.dim if s else None, "element_type": s.element_type if s else None,
+                     "profile": s.profile if s else None})
+    return rows
+
+
 @cli.command()
-@layer_options
+@store_layer_options
 @json_option
 @click.pass_context
-def layers(ctx: click.Context, /, as_json: bool, layer_dir: Path | None,
+def layers(ctx: click.Context, /, as_json: bool, store: str | None, layer_dir: Path | None,
            **paths: Path | None) -> None:
     """List the layers of the set, in precedence order, and check they fit together."""
     cfg = get_config(ctx)
-    ls = open_layerset(cfg, layer_dir, **paths)
+    opened = open_store(cfg, store, layer_dir, paths)
+    if not isinstance(opened, LayerSet):
+        _print_store(opened, as_json)
+        return
+    ls = opened
     rows: list[dict[str, Any]] = []
     for name in (LayerName.LOCAL, LayerName.USER, LayerName.DELTA, LayerName.BASE):
         path = ls.paths.get(name)
@@ -175,3 +195,20 @@ def layers(ctx: click.Context, /, as_json: bool, layer_dir: Path | None,
                                        "the configured embedder (the layers record "
                                        f"{visible(str(schema.profile.get('backend')))}, "
                                        "which is never chosen without configuration)"))
+
+
+def _print_store(store: LayerStore, as_json: bool) -> None:
+    """``layers`` for a store that is not layer files (a PostgreSQL project)."""
+    rows = _store_rows(store)
+    schema = store.schema()
+    if as_json:
+        emit_json({"layers": rows, "compatible": True,
+                   "schema": None if schema is None else
+                   {"dim": schema.dim, "element_type": schema.element_type,
+                    "profile": schema.profile}, "foreign_ids": None})
+        return
+    for r in rows:
+        state = f"{r['chunks']:>8} chunks  {r['dim']} {r['element_type']}" if r["present"] \
+            else f"{'absent':>15}"
+        click.echo(f"{r['layer']:<6} {state}  {visible(r['path'])}")
+    click.echo("precedence: local > user > delta > base; schemas compatible")

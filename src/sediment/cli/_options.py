@@ -11,12 +11,12 @@ from typing import Any, TypeVar
 import click
 
 from sediment.cli._output import detail
-from sediment.config import Config, load_config
+from sediment.config import Config, load_config, store_url
 from sediment.embed import DEFAULT_EMBEDDER, Embedder, make_configured
 from sediment.errors import NotFoundError
 from sediment.ops.embedding import embedder_for_layers
 from sediment.review import require_signature
-from sediment.store import LayerName, LayerSet
+from sediment.store import LayerName, LayerSet, LayerStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,6 +52,28 @@ def layer_options(f: F) -> F:
     return click.option("--dir", "layer_dir", type=click.Path(path_type=Path), default=None,
                         help="Directory holding the standard layer files (default: the "
                              "project root, or SEDIMENT_DIR).")(f)
+
+
+def store_layer_options(f: F) -> F:
+    """``layer_options`` plus ``--store``, for commands that work on either backend."""
+    return layer_options(store_option(f))
+
+
+def open_store(cfg: Config, store: str | None, layer_dir: Path | None,
+               paths: Mapping[str, Path | None], *,
+               writes: Iterable[LayerName] = ()) -> LayerStore:
+    """The backend a command works on: the PostgreSQL project of ``--store`` (or of
+    SEDIMENT_STORE / sediment.toml when no layer directory or file is named), else the
+    layer files as ``open_for_writing`` opens them."""
+    explicit_files = layer_dir is not None or any(v is not None for v in paths.values())
+    if store is not None and explicit_files:
+        raise click.UsageError("--store and --dir (or a layer path) name two stores; give one")
+    url = store_url(cfg, store) if store is not None or not explicit_files else None
+    if url is None:
+        return _layerset(cfg, layer_dir, paths, writes)
+    from sediment.pg import PgStore
+
+    return PgStore(url)
 
 
 def open_layerset(cfg: Config, layer_dir: Path | None, **paths: Path | None) -> LayerSet:
@@ -97,7 +119,7 @@ def _layerset(cfg: Config, layer_dir: Path | None, paths: Mapping[str, Path | No
 
 
 def build_embedder(cfg: Config, name: str | None = None, *,
-                   layerset: LayerSet | None = None,
+                   layerset: LayerStore | None = None,
                    names: Iterable[LayerName] | None = None) -> Embedder:
     """The embedder named by ``--embedder``, else the configured one, else the offline
     embedder the layers record, else the default (MiniLM)."""

@@ -14,8 +14,9 @@ from sediment.cli._options import (
     get_config,
     json_option,
     layer_options,
-    open_for_writing,
     open_layerset,
+    open_store,
+    store_layer_options,
 )
 from sediment.cli._output import emit_json, entry, visible
 from sediment.review import Outcome, accept, get_proposal, inspect_chunk, list_proposals, reject
@@ -38,13 +39,13 @@ def proposals() -> None:
 @proposals.command(name="list")
 @click.option("--status", type=click.Choice(["all", "pending", "accepted", "rejected"]),
               default="all", show_default=True)
-@layer_options
+@store_layer_options
 @json_option
 @click.pass_context
-def proposals_list(ctx: click.Context, /, status: str, as_json: bool, layer_dir: Path | None,
-                   **paths: Path | None) -> None:
+def proposals_list(ctx: click.Context, /, status: str, as_json: bool, store: str | None,
+                   layer_dir: Path | None, **paths: Path | None) -> None:
     """List proposals and their status (the fold of their events)."""
-    ls = open_layerset(get_config(ctx), layer_dir, **paths)
+    ls = open_store(get_config(ctx), store, layer_dir, paths)
     views = list_proposals(ls, None if status == "all" else status)
     if as_json:
         emit_json([v.to_dict() for v in views])
@@ -98,27 +99,31 @@ def proposals_show(ctx: click.Context, /, proposal_id: int, root: Path | None, a
 @proposals.command(name="accept")
 @click.argument("proposal_ids", nargs=-1, required=True, type=CHUNK_ID)
 @click.option("--reason", default="", help="Why (optional; kept in the decision event).")
-@layer_options
+@store_layer_options
 @json_option
 @click.pass_context
 def proposals_accept(ctx: click.Context, /, proposal_ids: tuple[int, ...], reason: str,
-                     as_json: bool, layer_dir: Path | None, **paths: Path | None) -> None:
+                     as_json: bool, store: str | None, layer_dir: Path | None,
+                     **paths: Path | None) -> None:
     """Accept proposals: copy each chunk into the user layer (same id, author human) and
     record the decision in the delta layer. Accepting twice changes nothing."""
-    ls = open_for_writing(get_config(ctx), layer_dir, HUMAN_WRITABLE, **paths)
+    ls = open_store(get_config(ctx), store, layer_dir, paths,
+                    writes=HUMAN_WRITABLE)
     echo_outcomes(accept(ls, proposal_ids, reason), as_json)
 
 
 @proposals.command(name="reject")
 @click.argument("proposal_ids", nargs=-1, required=True, type=CHUNK_ID)
 @click.option("--reason", required=True, help="Why the proposal is rejected (required).")
-@layer_options
+@store_layer_options
 @json_option
 @click.pass_context
 def proposals_reject(ctx: click.Context, /, proposal_ids: tuple[int, ...], reason: str,
-                     as_json: bool, layer_dir: Path | None, **paths: Path | None) -> None:
+                     as_json: bool, store: str | None, layer_dir: Path | None,
+                     **paths: Path | None) -> None:
     """Reject proposals with a reason; the decision is an event, nothing is deleted."""
-    ls = open_for_writing(get_config(ctx), layer_dir, HUMAN_WRITABLE, **paths)
+    ls = open_store(get_config(ctx), store, layer_dir, paths,
+                    writes=HUMAN_WRITABLE)
     echo_outcomes(reject(ls, proposal_ids, reason), as_json)
 
 

@@ -14,9 +14,9 @@ from sediment.cli._options import (
     build_embedder,
     get_config,
     json_option,
-    layer_options,
-    open_layerset,
+    open_store,
     signature_option,
+    store_layer_options,
 )
 from sediment.cli._output import emit_json, note, width
 from sediment.errors import ValidationError
@@ -25,7 +25,7 @@ from sediment.ops.requests import SearchOptions, parse
 from sediment.ops.rerank import STANDARD
 from sediment.search import MAX_K
 from sediment.search.fusion import DEFAULT_FUSION, FUSIONS
-from sediment.store import LayerName
+from sediment.store import LayerName, LayerSet
 from sediment.store.foreign import foreign_ids
 
 
@@ -59,7 +59,7 @@ from sediment.store.foreign import foreign_ids
                    "schema (an error otherwise, RFC 8.3).")
 @click.option("--explain", is_flag=True, help="Show how each score was made.")
 @click.option("--full", is_flag=True, help="Show whole chunks instead of two lines each.")
-@layer_options
+@store_layer_options
 @signature_option
 @json_option
 @click.pass_context
@@ -67,11 +67,11 @@ def search(ctx: click.Context, /, query: str | None, k: int, kinds: tuple[str, .
            layers_csv: str | None, mode: str, metric: str, fusion: str, rrf_k: float,
            vector_weight: float | None, lexical_weight: float | None, query_vec: str | None,
            include_meta: bool, exact: bool, embedder_name: str | None, mixed_schemas: bool,
-           explain: bool, full: bool, as_json: bool,
+           explain: bool, full: bool, as_json: bool, store: str | None,
            layer_dir: Path | None, **paths: Path | None) -> None:
     """Search the layers with hybrid vector + BM25 retrieval."""
     cfg = get_config(ctx)
-    layerset = open_layerset(cfg, layer_dir, **paths)
+    layerset = open_store(cfg, store, layer_dir, paths)
     layer_list = None
     if layers_csv is not None:
         layer_list = [x.strip() for x in layers_csv.split(",")]
@@ -96,7 +96,7 @@ def search(ctx: click.Context, /, query: str | None, k: int, kinds: tuple[str, .
     embedder = (build_embedder(cfg, embedder_name, layerset=layerset, names=names)
                 if params.needs_embedder else None)
     result = run_query(layerset, params, embedder=embedder, rerankers=STANDARD)
-    notice = foreign_ids(layerset) if explain else None
+    notice = foreign_ids(layerset) if explain and isinstance(layerset, LayerSet) else None
     if as_json:
         out = search_response(params, result)
         if explain:

@@ -13,14 +13,14 @@ from sediment.cli._app import cli
 from sediment.cli._options import (
     build_embedder,
     get_config,
-    layer_options,
-    open_layerset,
+    open_store,
     signature_option,
+    store_layer_options,
 )
 from sediment.cli._output import note, visible
 from sediment.config import Config
 from sediment.errors import NotFoundError
-from sediment.store import FILE_NAMES
+from sediment.store import FILE_NAMES, LayerName, LayerSet
 
 
 @cli.command()
@@ -44,12 +44,13 @@ from sediment.store import FILE_NAMES
               help="Load the embedding model on the first query instead of at start.")
 @click.option("--agent", default=None,
               help="Expose only this persona's tools (personas: sediment agent list).")
-@layer_options
+@store_layer_options
 @signature_option
 @click.pass_context
 def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path: str,
           token: str | None, embedder_name: str | None, root: Path | None, no_warm_up: bool,
-          agent: str | None, layer_dir: Path | None, **paths: Path | None) -> None:
+          agent: str | None, store: str | None, layer_dir: Path | None,
+          **paths: Path | None) -> None:
     """Serve the layers to agents over MCP (tools agents_search, agents_context_write,
     agents_context_propose; chunks and layers as agentsdb:// resources).
 
@@ -68,7 +69,7 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
         sock = bind_socket(host, port)
     try:
         _serve(cfg, sock, transport, host, http_path, token, embedder_name, root,
-               no_warm_up, layer_dir, paths, agent)
+               no_warm_up, layer_dir, paths, agent, store)
     finally:
         if sock is not None:
             sock.close()
@@ -77,7 +78,8 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
 def _serve(cfg: Config, sock: socket.socket | None, transport: str,
            host: str, http_path: str, token: str | None, embedder_name: str | None,
            root: Path | None, no_warm_up: bool, layer_dir: Path | None,
-           paths: dict[str, Path | None], agent: str | None = None) -> None:
+           paths: dict[str, Path | None], agent: str | None = None,
+           store: str | None = None) -> None:
     from sediment.context import resolve
     from sediment.ops.service import ContextService
     from sediment.server import build_http_app, build_server
@@ -87,16 +89,20 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
 
     if root is not None and not root.is_dir():
         raise NotFoundError(f"--root {root}: no such directory")
-    layerset = open_layerset(cfg, layer_dir, **paths)
+    layerset = open_store(cfg, store, layer_dir, paths)
     layerset.schema()
-    if not layerset.layers():
+    files = isinstance(layerset, LayerSet)
+    where = (visible(str(layer_dir or cfg.layer_dir)) if files
+             else visible(layerset.location(LayerName.LOCAL).rsplit(",", 1)[0]))
+    if files and not layerset.present():
         note(f"sediment: no layer files in {visible(str(layer_dir or cfg.layer_dir))} (looked "
              f"for {', '.join(FILE_NAMES.values())}); serving an empty store that agents can "
              "write to")
     service = ContextService(layerset, build_embedder(cfg, embedder_name, layerset=layerset),
                              root=root or layer_dir or cfg.root)
     server = build_server(service)
-    add_context_tools(server, service, settings=resolve(cfg.context)[0])  # [context] config
+    if files:
+        add_context_tools(server, service, settings=resolve(cfg.context)[0])  # [context]
     registry, context = serve_personas(server, service, cfg.agents.values(), agent=agent)
     if transport == "stdio":
         if not no_warm_up:
@@ -107,7 +113,8 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     from sediment.server.web import WebUI
 
     mount_api(server, registry, context, host=host)
-    ui = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host)
+    ui = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host) \
+        if files else None
     app = build_http_app(server, host=host, token=token, path=http_path, ui=ui)
     import uvicorn
 
@@ -117,8 +124,8 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     config = uvicorn.Config(app, host=host, port=bound, log_level="warning", lifespan="on")
     userver = uvicorn.Server(config)
     shown = f"[{host}]" if ":" in host else host
-    click.echo(f"sediment: serving MCP on http://{shown}:{bound}{http_path} and the web page "
-               f"on http://{shown}:{bound}/ui "
-               f"(layers in {visible(str(layer_dir or cfg.layer_dir))}; pid {os.getpid()})",
+    page = f" and the web page on http://{shown}:{bound}/ui" if files else ""
+    click.echo(f"sediment: serving MCP on http://{shown}:{bound}{http_path}{page} "
+               f"(layers in {where}; pid {os.getpid()})",
                err=True)
     userver.run(sockets=[sock])

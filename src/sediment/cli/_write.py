@@ -13,8 +13,8 @@ from sediment.cli._options import (
     build_embedder,
     get_config,
     json_option,
-    layer_options,
-    open_for_writing,
+    open_store,
+    store_layer_options,
 )
 from sediment.cli._output import emit_json, visible
 from sediment.ops.forget import forget
@@ -36,22 +36,23 @@ from sediment.store import AGENT_WRITABLE, HUMAN_WRITABLE, LayerName
 @click.option("--author", type=click.Choice(["mcp", "human"]), default="human",
               show_default=True, help="Who wrote this (agents writing through MCP are 'mcp').")
 @click.option("--embedder", "embedder_name", default=None)
-@layer_options
+@store_layer_options
 @json_option
 @click.pass_context
 def write(ctx: click.Context, /, scope: str, kind: str, content: str, confidence: float,
           sources: tuple[str, ...], author: str, embedder_name: str | None, as_json: bool,
-          layer_dir: Path | None, **paths: Path | None) -> None:
+          store: str | None, layer_dir: Path | None, **paths: Path | None) -> None:
     """Append one chunk to the local or delta layer (the MCP write path's service)."""
     cfg = get_config(ctx)
-    layerset = open_for_writing(cfg, layer_dir, AGENT_WRITABLE, **paths)
+    layerset = open_store(cfg, store, layer_dir, paths,
+                          writes=AGENT_WRITABLE)
     embedder = build_embedder(cfg, embedder_name, layerset=layerset)
     new_id = write_context(layerset, embedder,
                            parse(WriteRequest, {"content": content, "kind": kind,
                                                 "confidence": confidence,
                                                 "sources": list(sources), "scope": scope}),
                            author=author)
-    path = layerset.paths[next(n for n in AGENT_WRITABLE if n.value == scope)]
+    path = layerset.location(LayerName(scope))
     if as_json:
         emit_json({"id": new_id, "layer": scope, "path": str(path)})
     else:
@@ -60,14 +61,15 @@ def write(ctx: click.Context, /, scope: str, kind: str, content: str, confidence
 
 @cli.command(name="propose")
 @click.argument("chunk_id", type=CHUNK_ID)
-@layer_options
+@store_layer_options
 @json_option
 @click.pass_context
-def propose_cmd(ctx: click.Context, /, chunk_id: int, as_json: bool, layer_dir: Path | None,
-                **paths: Path | None) -> None:
+def propose_cmd(ctx: click.Context, /, chunk_id: int, as_json: bool, store: str | None,
+                layer_dir: Path | None, **paths: Path | None) -> None:
     """Propose a chunk of the local or delta layer for the user layer (RFC 11.2), as the
     MCP tool agents_context_propose does; a person decides with `sediment proposals`."""
-    layerset = open_for_writing(get_config(ctx), layer_dir, (LayerName.DELTA,), **paths)
+    layerset = open_store(get_config(ctx), store, layer_dir, paths,
+                          writes=(LayerName.DELTA,))
     p = propose(layerset, chunk_id)
     if as_json:
         emit_json({"proposal_id": p.proposal_id, "context_id": p.context_id,
@@ -84,14 +86,15 @@ def propose_cmd(ctx: click.Context, /, chunk_id: int, as_json: bool, layer_dir: 
 @cli.command(name="forget")
 @click.argument("chunk_id", type=CHUNK_ID)
 @click.option("--reason", required=True, help="Why the chunk is forgotten (kept in the event).")
-@layer_options
+@store_layer_options
 @json_option
 @click.pass_context
 def forget_cmd(ctx: click.Context, /, chunk_id: int, reason: str, as_json: bool,
-               layer_dir: Path | None, **paths: Path | None) -> None:
+               store: str | None, layer_dir: Path | None, **paths: Path | None) -> None:
     """Hide a chunk from search with a forget event (nothing is deleted: the event is in
     the chunk's own layer, or user for a base chunk, and `inspect --id` shows it)."""
-    layerset = open_for_writing(get_config(ctx), layer_dir, HUMAN_WRITABLE, **paths)
+    layerset = open_store(get_config(ctx), store, layer_dir, paths,
+                          writes=HUMAN_WRITABLE)
     f = forget(layerset, chunk_id, reason)
     if as_json:
         emit_json({"event_id": f.event_id, "context_id": f.context_id, "layer": f.layer.value,

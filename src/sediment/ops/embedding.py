@@ -8,10 +8,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from sediment.embed import Embedder, embedder_for_profile
-from sediment.store import LayerName, LayerSet
+from sediment.store import LayerName, LayerStore
 
 
-def embedder_for_layers(layerset: LayerSet, names: Iterable[LayerName] | None = None, *,
+def embedder_for_layers(layerset: LayerStore, names: Iterable[LayerName] | None = None, *,
                         cache_path: Path | None = None) -> Embedder | None:
     """The offline embedder that made the layers' vectors, or None (no layer records a
     profile, or it names a network embedder, which only the user's configuration may

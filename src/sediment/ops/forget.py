@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from sediment.errors import NotFoundError, PermissionDeniedError, ValidationError
-from sediment.store import HUMAN_WRITABLE, LayerName, LayerSet, NewChunk
+from sediment.store import HUMAN_WRITABLE, LayerName, LayerStore, NewChunk
 from sediment.store.events import FORGET, event_content, hidden_ids, is_meta_kind
 
 MAX_REASON_CHARS = 2000
@@ -39,7 +39,7 @@ def _target(found: LayerName, allowed: Sequence[LayerName]) -> LayerName:
     return above[0]
 
 
-def forget(layerset: LayerSet, context_id: Any, reason: Any, *, author: str = "human",
+def forget(layerset: LayerStore, context_id: Any, reason: Any, *, author: str = "human",
            allowed: Sequence[LayerName] = HUMAN_WRITABLE) -> Forgotten:
     """Record that ``context_id`` is forgotten; forgetting it again changes nothing."""
     if isinstance(context_id, bool) or not isinstance(context_id, int) or context_id <= 0:

@@ -15,7 +15,7 @@ import numpy as np
 
 from sediment.errors import NotFoundError, ValidationError
 from sediment.format.ids import check_chunk_id
-from sediment.store import AGENT_WRITABLE, LayerName, LayerSet, NewChunk
+from sediment.store import AGENT_WRITABLE, LayerName, LayerStore, NewChunk
 from sediment.store.events import find_proposal, is_meta_kind, proposal_event
 
 
@@ -28,7 +28,7 @@ class Proposal:
     already_pending: bool
 
 
-def propose(layerset: LayerSet, context_id: int) -> Proposal:
+def propose(layerset: LayerStore, context_id: int) -> Proposal:
     """Record a proposal for the user layer (the only target, RFC 11.2; adapters check
     their input with :class:`~sediment.ops.requests.ProposeRequest`); the pending check
     and the append happen under one lock."""
@@ -36,7 +36,7 @@ def propose(layerset: LayerSet, context_id: int) -> Proposal:
         return _propose_locked(layerset, context_id)
 
 
-def _propose_locked(layerset: LayerSet, context_id: int) -> Proposal:
+def _propose_locked(layerset: LayerStore, context_id: int) -> Proposal:
     check_chunk_id(context_id, what="context_id")
     versions = dict(layerset.versions(context_id))
     source = next((n for n in (LayerName.DELTA, LayerName.LOCAL) if n in versions), None)
@@ -57,11 +57,9 @@ def _propose_locked(layerset: LayerSet, context_id: int) -> Proposal:
     vectors: list[np.ndarray] = []
     copied = LayerName.DELTA not in versions
     if copied:
-        local = layerset.layer(LayerName.LOCAL)
-        assert local is not None
         items.append(NewChunk(chunk.kind, chunk.content, chunk.author, chunk.confidence,
                               chunk.sources, chunk.created_at_ms, id=chunk.id))
-        vectors.append(local.file.vector(local.file.id_index[chunk.id]))
+        vectors.append(layerset.vector(LayerName.LOCAL, chunk.id))
     event = proposal_event(context_id, source, copied=copied)
     items.append(NewChunk(event.kind, event.content, "mcp", 1.0, event.sources))
     vectors.append(np.zeros(dim, dtype=np.float32))

@@ -15,38 +15,43 @@ from sediment.errors import SchemaMismatchError, ValidationError
 from sediment.format.profile import check_compatible, describe_profile
 from sediment.ops.requests import SearchOptions, SearchParams
 from sediment.ops.rerank import RerankerFactory, with_rerankers
-from sediment.search import SearchRequest, SearchResult, make_fusion, search
-from sediment.store import PRECEDENCE, LayerName, LayerSet
+from sediment.search import SearchRequest, SearchResult, make_fusion
+from sediment.search.backend import search_store
+from sediment.store import PRECEDENCE, LayerName, LayerStore, LayerSummary
 
 
-def check_profile(layerset: LayerSet, embedder: Embedder, names: Sequence[object] | None
+def _summaries(layerset: LayerStore, names: Sequence[object] | None) -> list[LayerSummary]:
+    found = (layerset.summary(n) for n in layerset.present(names))  # type: ignore[arg-type]
+    return [s for s in found if s is not None and s.chunks]
+
+
+def check_profile(layerset: LayerStore, embedder: Embedder, names: Sequence[object] | None
                   ) -> None:
     """A text query needs the embedder that made the layers' vectors (RFC 8.4.8)."""
     active = embedder.profile.to_dict()
-    for layer in layerset.layers(names):  # type: ignore[arg-type]
-        if layer.file.chunk_count == 0:
-            continue
+    for layer in _summaries(layerset, names):
         recorded = layer.profile
+        where = f"layer {layer.name.value} ({layer.location})"
         if recorded is None:
-            if layer.file.dim != active["dim"]:
+            if layer.dim != active["dim"]:
                 raise SchemaMismatchError(
-                    f"layer {layer.name.value} ({layer.path}) has {layer.file.dim}-dim vectors "
+                    f"{where} has {layer.dim}-dim vectors "
                     f"but the active embedder ({describe_profile(active)}) makes "
                     f"{active['dim']}-dim vectors")
             continue
-        check_compatible(recorded, active, a_name=f"layer {layer.name.value} ({layer.path})",
+        check_compatible(recorded, active, a_name=where,
                          b_name="the active embedder",
                          consequence="use the same embedder, pass a query vector, or search "
                                      "lexically (--mode lexical)")
 
 
-def unit_rows(layerset: LayerSet, names: Sequence[object] | None) -> bool:
+def unit_rows(layerset: LayerStore, names: Sequence[object] | None) -> bool:
     """True when every searched layer records L2-normalised vectors (cosine = dot)."""
-    layers = [la for la in layerset.layers(names) if la.file.chunk_count]  # type: ignore[arg-type]
+    layers = _summaries(layerset, names)
     return bool(layers) and all((la.profile or {}).get("output_norm") == "l2" for la in layers)
 
 
-def embed_query(layerset: LayerSet, embedder: Embedder, text: str,
+def embed_query(layerset: LayerStore, embedder: Embedder, text: str,
                 names: Sequence[object] | None) -> npt.NDArray[np.float32]:
     """The query's vector, once the embedder is known to match the layers searched."""
     check_profile(layerset, embedder, names)
@@ -54,7 +59,7 @@ def embed_query(layerset: LayerSet, embedder: Embedder, text: str,
     return vec
 
 
-def run_search(layerset: LayerSet, request: SearchRequest, *,
+def run_search(layerset: LayerStore, request: SearchRequest, *,
                embedder: Embedder | None = None,
                query_vec: Sequence[float] | npt.NDArray[np.float32] | None = None
                ) -> SearchResult:
@@ -72,7 +77,7 @@ def run_search(layerset: LayerSet, request: SearchRequest, *,
             raise ValidationError("a text search needs an embedder (or use --mode lexical)")
         assert request.text is not None
         vec = embed_query(layerset, embedder, request.text, names)
-    return search(layerset, request, vec, normalised=unit_rows(layerset, names))
+    return search_store(layerset, request, vec, normalised=unit_rows(layerset, names))
 
 
 def engine_request(params: SearchParams) -> SearchRequest:
@@ -90,7 +95,7 @@ def engine_request(params: SearchParams) -> SearchRequest:
     return request
 
 
-def run_query(layerset: LayerSet, params: SearchParams, *, embedder: Embedder | None,
+def run_query(layerset: LayerStore, params: SearchParams, *, embedder: Embedder | None,
               rerankers: Sequence[RerankerFactory]) -> SearchResult:
     """The search service: ``params`` (already validated) with the rerankers the adapter
     chose, e.g. :data:`sediment.ops.rerank.STANDARD`."""

@@ -16,7 +16,7 @@ from dataclasses import replace
 from sediment.kcp import KcpIndex, KcpReranker
 from sediment.search import SearchRequest
 from sediment.search.hits import Reranker
-from sediment.store import PRECEDENCE, LayerSet
+from sediment.store import PRECEDENCE, LayerSet, LayerStore
 
 __all__ = ["STANDARD", "RerankerFactory", "kcp_triggers", "with_rerankers"]
 
@@ -38,8 +38,12 @@ STANDARD: tuple[RerankerFactory, ...] = (kcp_triggers,)
 """The ranking of ``sediment search`` and ``agents_search``: KCP when manifests exist."""
 
 
-def with_rerankers(layerset: LayerSet, request: SearchRequest,
+def with_rerankers(layerset: LayerStore, request: SearchRequest,
                    factories: Sequence[RerankerFactory]) -> SearchRequest:
-    """``request`` with the rerankers ``factories`` build appended, in order."""
+    """``request`` with the rerankers ``factories`` build appended, in order. The domain
+    rerankers read layer files (KCP units are compiled into them), so a store of another
+    backend gets none (docs/team-server.md)."""
+    if not isinstance(layerset, LayerSet):
+        return request
     built = [r for make in factories if (r := make(layerset, request)) is not None]
     return replace(request, rerankers=(*request.rerankers, *built)) if built else request

@@ -22,23 +22,36 @@ from sediment.ops.query import run_query, run_search, search_response
 from sediment.ops.requests import KnowledgeRequest, ProposeRequest, SearchParams, WriteRequest
 from sediment.ops.rerank import STANDARD, RerankerFactory
 from sediment.ops.write import write_context
-from sediment.store import LayerName, LayerSet
+from sediment.store import LayerName, LayerSet, LayerStore
 from sediment.store.events import MEMORY_KIND_PREFIX
 
 
 class ContextService:
     """The store as agents see it. ``rerankers`` is the pipeline every search applies
-    (default :data:`~sediment.ops.rerank.STANDARD`: KCP triggers when manifests exist)."""
+    (default :data:`~sediment.ops.rerank.STANDARD`: KCP triggers when manifests exist).
 
-    def __init__(self, layerset: LayerSet, embedder: Embedder, *,
+    ``layerset`` is any :class:`~sediment.store.LayerStore`: the layer files, or a
+    PostgreSQL project. KCP manifests and the memory and context tools built on
+    :attr:`layerset` read layer files; over another backend ``files`` is None."""
+
+    def __init__(self, layerset: LayerStore, embedder: Embedder, *,
                  root: Path | None = None,
                  rerankers: Sequence[RerankerFactory] = STANDARD) -> None:
-        self.layerset = layerset
+        self.store = layerset
+        self.files = layerset if isinstance(layerset, LayerSet) else None
         self.embedder = embedder
         self.rerankers = tuple(rerankers)
-        self.knowledge = KnowledgeService(root or Path.cwd(), layerset)
+        self.knowledge = KnowledgeService(root or Path.cwd(), self.files or LayerSet({}))
         self._write_lock = threading.Lock()
         self._warm: threading.Thread | None = None
+
+    @property
+    def layerset(self) -> LayerSet:
+        """The layer files this service serves (file-backed services only)."""
+        if self.files is None:
+            raise ValidationError(f"this works on layer files only; the service serves "
+                                  f"{type(self.store).__name__}")
+        return self.files
 
     def warm_up(self) -> None:
         """Load the embedding model on a background thread (first query then runs warm)."""
@@ -58,42 +71,38 @@ class ContextService:
         if kinds and any(k.startswith(MEMORY_KIND_PREFIX) for k in kinds):
             raise ValidationError("filters.kind: memories are private to their actor; "
                                   "read them with recall_memories")
-        result = run_query(self.layerset, params, embedder=self.embedder,
+        result = run_query(self.store, params, embedder=self.embedder,
                            rerankers=self.rerankers)
         return search_response(params, result)
 
     def write(self, request: WriteRequest) -> dict[str, Any]:
         with self._write_lock:
-            new_id = write_context(self.layerset, self.embedder, request, author="mcp")
+            new_id = write_context(self.store, self.embedder, request, author="mcp")
         return {"id": new_id, "layer": request.scope}
 
     def propose(self, request: ProposeRequest) -> dict[str, Any]:
         with self._write_lock:
-            p = propose(self.layerset, request.context_id)
+            p = propose(self.store, request.context_id)
         return {"proposal_id": p.proposal_id, "context_id": p.context_id,
                 "from_layer": p.from_layer.value, "copied_to_delta": p.copied_to_delta,
                 "already_pending": p.already_pending}
 
     def layer_summary(self, name: str) -> dict[str, Any]:
         layer_name = LayerName.parse(name)
-        layer = self.layerset.layer(layer_name)
-        if layer is None:
+        summary = self.store.summary(layer_name)
+        if summary is None:
             raise NotFoundError(f"the {layer_name.value} layer is absent")
-        f = layer.file
-        return {"layer": layer_name.value, "path": str(layer.path), "chunks": f.chunk_count,
-                "dim": f.dim, "element_type": f.element_type, "profile": f.embedding_profile,
-                "chunk_ids": f.ids[:1000].tolist(), "truncated": f.chunk_count > 1000}
+        return summary.to_dict()
 
     def read_chunk(self, chunk_id: int, layer: str | None = None) -> dict[str, Any]:
         if layer is not None:
             layer_name = LayerName.parse(layer)
-            opened = self.layerset.layer(layer_name)
-            chunk = opened.file.get(chunk_id) if opened else None
+            chunk = self.store.chunk(layer_name, chunk_id)
             if chunk is None or chunk.kind.startswith(MEMORY_KIND_PREFIX):
                 raise NotFoundError(f"no chunk {chunk_id} in the {layer_name.value} layer"
                                     + (" (it is an actor's memory)" if chunk else ""))
             return {"layer": layer_name.value, **chunk.to_dict()}
-        versions = self.layerset.versions(chunk_id)
+        versions = self.store.versions(chunk_id)
         if not versions:
             raise NotFoundError(f"no chunk {chunk_id} in any layer")
         top_layer, top = versions[0]
@@ -108,7 +117,7 @@ class ContextService:
         by the units' triggers, grouped one result per unit."""
         request, index = self.knowledge.knowledge_request(params.query, params.k,
                                                           mode="hybrid")
-        result = run_search(self.layerset, request, embedder=self.embedder)
+        result = run_search(self.store, request, embedder=self.embedder)
         units = self.knowledge.units_of(result, index, params.audience, params.scope,
                                         params.exclude_superseded, params.k)
         return {"query": params.query, "units": units}

@@ -19,12 +19,12 @@ from sediment.format import Source
 from sediment.format.ids import check_chunk_id, parse_chunk_id, parse_source_ref
 from sediment.ops.query import check_profile
 from sediment.ops.requests import LayerField, WriteRequest
-from sediment.store import AGENT_WRITABLE, LayerName, LayerSet, NewChunk
+from sediment.store import AGENT_WRITABLE, LayerName, LayerStore, NewChunk
 
 __all__ = ["WriteRequest", "check_scope", "check_sources", "write_context"]
 
 
-def check_sources(layerset: LayerSet, value: Sequence[int | str] | None
+def check_sources(layerset: LayerStore, value: Sequence[int | str] | None
                   ) -> tuple[Source, ...]:
     """Chunk ids must exist in the layer set; strings must be ``path:line`` references."""
     out: list[Source] = []
@@ -64,7 +64,7 @@ def check_scope(scope: LayerField, allowed: Sequence[LayerName] = AGENT_WRITABLE
     return name
 
 
-def write_context(layerset: LayerSet, embedder: Embedder, request: WriteRequest, *,
+def write_context(layerset: LayerStore, embedder: Embedder, request: WriteRequest, *,
                   author: str = "mcp",
                   allowed: Sequence[LayerName] = AGENT_WRITABLE) -> int:
     """Validate, embed and append one chunk; return its new id."""

@@ -13,16 +13,24 @@ from sediment.pg.connection import (
     parse_store_url,
 )
 from sediment.pg.migrate import current_version, latest_version, migrate, require_current
+from sediment.pg.search import ensure_vector_index
+from sediment.pg.store import PgStore
+from sediment.pg.transfer import Transfer, pull, push
 
 __all__ = [
     "DEFAULT_PROJECT",
+    "PgStore",
     "StoreUrl",
+    "Transfer",
     "check_project",
     "connect",
     "current_version",
+    "ensure_vector_index",
     "is_store_url",
     "latest_version",
     "migrate",
     "parse_store_url",
+    "pull",
+    "push",
     "require_current",
 ]

@@ -7,7 +7,7 @@ import numpy.typing as npt
 
 from sediment.errors import NotFoundError
 from sediment.format import Chunk, LayerFile
-from sediment.store import LayerName, LayerSet, OpenLayer
+from sediment.store import LayerName, LayerSet, LayerStore, OpenLayer
 from sediment.store.events import is_meta_kind, kind_mask
 
 
@@ -21,11 +21,6 @@ def event_mask(f: LayerFile) -> npt.NDArray[np.bool_]:
     return kind_mask(f, is_meta_kind)
 
 
-def vector_of(f: LayerFile, chunk_id: int) -> npt.NDArray[np.float32]:
-    """The stored (dequantised) vector of ``chunk_id``: copied, never re-embedded."""
-    return f.vector(f.id_index[chunk_id])
-
-
 def require_layer(layerset: LayerSet, name: LayerName) -> OpenLayer:
     layer = layerset.layer(name)
     if layer is None:
@@ -35,7 +30,13 @@ def require_layer(layerset: LayerSet, name: LayerName) -> OpenLayer:
     return layer
 
 
-def set_dim(layerset: LayerSet) -> int:
+def require_present(store: LayerStore, name: LayerName) -> None:
+    """``require_layer`` for any backend."""
+    if name not in store.present([name]):
+        raise NotFoundError(f"the {name.value} layer does not exist ({store.location(name)})")
+
+
+def set_dim(layerset: LayerStore) -> int:
     """The vector width of the set, for the zero vectors of event chunks."""
     schema = layerset.schema()
     return schema.dim if schema is not None else 0

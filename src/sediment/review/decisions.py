@@ -24,8 +24,8 @@ import numpy.typing as npt
 
 from sediment.errors import NotFoundError, ValidationError
 from sediment.format import Chunk
-from sediment.review._common import is_event, require_layer, set_dim, vector_of
-from sediment.store import HUMAN_WRITABLE, LayerName, LayerSet, NewChunk
+from sediment.review._common import is_event, require_present, set_dim
+from sediment.store import HUMAN_WRITABLE, LayerName, LayerStore, NewChunk
 from sediment.store.events import (
     VERDICTS,
     Event,
@@ -142,7 +142,7 @@ def _first_decider(state: ProposalState) -> str:
     return _decision_view(first).decided_by if first is not None else "human"
 
 
-def _view(layerset: LayerSet, state: ProposalState) -> ProposalView:
+def _view(layerset: LayerStore, state: ProposalState) -> ProposalView:
     found = dict(layerset.versions(state.context_id))
     chunk = found.get(LayerName.DELTA) or found.get(LayerName.LOCAL)
     return ProposalView(
@@ -151,7 +151,7 @@ def _view(layerset: LayerSet, state: ProposalState) -> ProposalView:
         tuple(_decision_view(d) for d in state.decisions))
 
 
-def list_proposals(layerset: LayerSet, status: str | None = None) -> list[ProposalView]:
+def list_proposals(layerset: LayerStore, status: str | None = None) -> list[ProposalView]:
     """Every proposal of the set in time order, optionally only those with ``status``."""
     if status is not None and status not in STATUSES:
         raise ValidationError(f"status {status!r} must be one of {', '.join(STATUSES)}")
@@ -159,7 +159,7 @@ def list_proposals(layerset: LayerSet, status: str | None = None) -> list[Propos
     return [_view(layerset, s) for s in states.values() if status in (None, s.status)]
 
 
-def _state(layerset: LayerSet, states: dict[int, ProposalState], pid: int) -> ProposalState:
+def _state(layerset: LayerStore, states: dict[int, ProposalState], pid: int) -> ProposalState:
     state = states.get(pid)
     if state is not None:
         return state
@@ -169,7 +169,7 @@ def _state(layerset: LayerSet, states: dict[int, ProposalState], pid: int) -> Pr
     raise NotFoundError(f"no proposal with id {pid}{extra}")
 
 
-def get_proposal(layerset: LayerSet, proposal_id: int) -> ProposalView:
+def get_proposal(layerset: LayerStore, proposal_id: int) -> ProposalView:
     states = layerset.proposals()
     return _view(layerset, _state(layerset, states, proposal_id))
 
@@ -184,15 +184,14 @@ def _decision(verdict: str, context_id: int, proposal_id: int | None, reason: st
     return NewChunk(e.kind, e.content, "human", 1.0, e.sources)
 
 
-def _plan_copy(layerset: LayerSet, source: LayerName, context_id: int, plan: _Plan) -> bool:
+def _plan_copy(layerset: LayerStore, source: LayerName, context_id: int, plan: _Plan) -> bool:
     """Queue the copy of ``context_id`` into user; False when an identical copy is there."""
-    layer = require_layer(layerset, source)
-    chunk = layer.file.get(context_id)
+    require_present(layerset, source)
+    chunk = layerset.chunk(source, context_id)
     if chunk is None:
         raise NotFoundError(f"chunk {context_id} is not in the {source.value} layer "
-                            f"({layer.path})")
-    user = layerset.layer(LayerName.USER)
-    existing = user.file.get(context_id) if user is not None else None
+                            f"({layerset.location(source)})")
+    existing = layerset.chunk(LayerName.USER, context_id)
     if existing is not None:
         if existing.content != chunk.content:
             raise ValidationError(
@@ -202,11 +201,11 @@ def _plan_copy(layerset: LayerSet, source: LayerName, context_id: int, plan: _Pl
         return False
     if any(c.id == context_id for c, _ in plan.copies):
         return False
-    plan.copies.append((chunk, vector_of(layer.file, context_id)))
+    plan.copies.append((chunk, layerset.vector(source, context_id)))
     return True
 
 
-def _commit(layerset: LayerSet, plan: _Plan) -> list[Outcome]:
+def _commit(layerset: LayerStore, plan: _Plan) -> list[Outcome]:
     """Append the copies to user, then the decisions to delta; fill in decision ids."""
     schema = layerset.schema()
     profile = schema.profile if schema is not None else None
@@ -230,13 +229,13 @@ def _commit(layerset: LayerSet, plan: _Plan) -> list[Outcome]:
     return out
 
 
-def _decide(layerset: LayerSet, proposal_ids: Sequence[int], verdict: str,
+def _decide(layerset: LayerStore, proposal_ids: Sequence[int], verdict: str,
             reason: str, reviewer: str | None) -> list[Outcome]:
     with layerset.transaction():
         return _decide_locked(layerset, proposal_ids, verdict, reason, reviewer)
 
 
-def _decide_locked(layerset: LayerSet, proposal_ids: Sequence[int], verdict: str,
+def _decide_locked(layerset: LayerStore, proposal_ids: Sequence[int], verdict: str,
                    reason: str, reviewer: str | None) -> list[Outcome]:
     states = layerset.proposals()
     plan = _Plan()
@@ -268,7 +267,7 @@ def _decide_locked(layerset: LayerSet, proposal_ids: Sequence[int], verdict: str
     return _commit(layerset, plan)
 
 
-def accept(layerset: LayerSet, proposal_ids: Sequence[int], reason: str = "", *,
+def accept(layerset: LayerStore, proposal_ids: Sequence[int], reason: str = "", *,
            reviewer: str | None = None) -> list[Outcome]:
     """Accept proposals: copy each chunk into user and record the decision in delta.
 
@@ -279,7 +278,7 @@ def accept(layerset: LayerSet, proposal_ids: Sequence[int], reason: str = "", *,
     return _decide(layerset, proposal_ids, "accept", reason.strip(), reviewer)
 
 
-def reject(layerset: LayerSet, proposal_ids: Sequence[int], reason: str, *,
+def reject(layerset: LayerStore, proposal_ids: Sequence[int], reason: str, *,
            reviewer: str | None = None) -> list[Outcome]:
     """Reject proposals with a reason (required); nothing is deleted."""
     if not reason or not reason.strip():
@@ -288,7 +287,7 @@ def reject(layerset: LayerSet, proposal_ids: Sequence[int], reason: str, *,
     return _decide(layerset, proposal_ids, "reject", reason.strip(), reviewer)
 
 
-def promotable(layerset: LayerSet, ids: Sequence[int],
+def promotable(layerset: LayerStore, ids: Sequence[int],
                source: LayerName = LayerName.DELTA) -> list[Chunk]:
     """The chunks ``promote`` would copy; unknown ids are one error listing all of them."""
     if source not in (LayerName.DELTA, LayerName.LOCAL):
@@ -296,11 +295,11 @@ def promotable(layerset: LayerSet, ids: Sequence[int],
     wanted = _unique(ids)
     if not wanted:
         raise ValidationError("give at least one chunk id to promote")
-    layer = require_layer(layerset, source)
-    found = {i: c for i in wanted if (c := layer.file.get(i)) is not None}
+    require_present(layerset, source)
+    found = {i: c for i in wanted if (c := layerset.chunk(source, i)) is not None}
     missing = [i for i in wanted if i not in found]
     if missing:
-        raise NotFoundError(f"not in the {source.value} layer ({layer.path}): "
+        raise NotFoundError(f"not in the {source.value} layer ({layerset.location(source)}): "
                             f"{', '.join(map(str, missing))}")
     events = [i for i, c in found.items() if is_event(c)]
     if events:
@@ -309,7 +308,7 @@ def promotable(layerset: LayerSet, ids: Sequence[int],
     return [found[i] for i in wanted]
 
 
-def promote(layerset: LayerSet, ids: Sequence[int], *, source: LayerName = LayerName.DELTA,
+def promote(layerset: LayerStore, ids: Sequence[int], *, source: LayerName = LayerName.DELTA,
             reason: str = "") -> list[Outcome]:
     """Copy chunks from ``source`` (delta or local) into user without waiting for a proposal.
 
@@ -321,7 +320,7 @@ def promote(layerset: LayerSet, ids: Sequence[int], *, source: LayerName = Layer
         return _promote_locked(layerset, ids, source, reason)
 
 
-def _promote_locked(layerset: LayerSet, ids: Sequence[int], source: LayerName,
+def _promote_locked(layerset: LayerStore, ids: Sequence[int], source: LayerName,
                     reason: str) -> list[Outcome]:
     chunks = promotable(layerset, ids, source)
     pending = pending_by_chunk(layerset.proposals().values())

@@ -155,8 +155,11 @@ def build_server(service: ContextService, *, name: str = "sediment",
     for layer_name in ("base", "user", "delta", "local"):
         _add_layer_resource(server, service, layer_name)
     _add_knowledge(server, service)
-    add_memory_tools(server, service, memory=memory)
-    add_context_tools(server, service, loop=context)
+    # over PostgreSQL the memory and context services come from sediment.pg.team
+    if memory is not None or service.files is not None:
+        add_memory_tools(server, service, memory=memory)
+    if context is not None or service.files is not None:
+        add_context_tools(server, service, loop=context)
     return server
 
 

@@ -1,5 +1,6 @@
 """Layers and layer sets: precedence, schema compatibility, locked atomic appends."""
 
+from sediment.store.backend import LayerStore, LayerSummary
 from sediment.store.layers import (
     AGENT_WRITABLE,
     FILE_NAMES,
@@ -16,6 +17,8 @@ __all__ = [
     "PRECEDENCE",
     "LayerName",
     "LayerSet",
+    "LayerStore",
+    "LayerSummary",
     "NewChunk",
     "OpenLayer",
     "Schema",

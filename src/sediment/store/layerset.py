@@ -35,6 +35,7 @@ from sediment.format import Chunk, LayerFile, Source, encode_layer
 from sediment.format.profile import CACHE_KEY_ALG, check_compatible
 from sediment.format.writer import write_append
 from sediment.store.atomic import atomic_fill, atomic_write, remove_stale_temporaries
+from sediment.store.backend import LayerSummary
 from sediment.store.derived import derived
 from sediment.store.events import (
     Event,
@@ -195,6 +196,39 @@ class LayerSet:
         if found is not None and profile_from is not None:
             found = Schema(found.dim, found.element_type, profile_from.profile, found.source)
         return found
+
+    def present(self, names: Iterable[LayerName] | None = None) -> list[LayerName]:
+        return [layer.name for layer in self.layers(names)]
+
+    def summary(self, name: LayerName, *, max_ids: int = 1000) -> LayerSummary | None:
+        layer = self.layer(name)
+        if layer is None:
+            return None
+        f = layer.file
+        return LayerSummary(name, str(layer.path), f.chunk_count, f.dim, f.element_type,
+                            f.embedding_profile, tuple(f.ids[:max_ids].tolist()))
+
+    def location(self, name: LayerName) -> str:
+        path = self.paths.get(name)
+        return str(path) if path is not None else f"no path for the {name.value} layer"
+
+    def chunk(self, name: LayerName, chunk_id: int) -> Chunk | None:
+        layer = self.layer(name)
+        return layer.file.get(chunk_id) if layer is not None else None
+
+    def vector(self, name: LayerName, chunk_id: int) -> npt.NDArray[np.float32]:
+        layer = self.layer(name)
+        if layer is None or chunk_id not in layer.file.id_index:
+            raise NotFoundError(f"no chunk {chunk_id} in the {name.value} layer")
+        return layer.file.vector(layer.file.id_index[chunk_id])
+
+    def chunks(self, name: LayerName) -> Iterator[tuple[Chunk, npt.NDArray[np.float32]]]:
+        layer = self.layer(name)
+        if layer is None:
+            return
+        f = layer.file
+        for i in range(f.chunk_count):
+            yield f.chunk_at(i), f.vector(i)
 
     def versions(self, chunk_id: int) -> list[tuple[LayerName, Chunk]]:
         """Every layer's version of ``chunk_id``, highest precedence first."""

@@ -1,0 +1,454 @@
+"""A project in PostgreSQL as a :class:`~sediment.store.LayerStore`.
+
+Every rule of the layer files holds here too: base is never written by ``append``, new
+chunks get ids no layer uses or ever used (from the ``chunk_ids`` sequence, which never
+hands a value out twice), an explicit id may not repeat within its layer, the layers of a
+project share one vector schema and embedding profile. A write transaction holds the
+project's advisory lock, so a read-check-write sequence (a proposal, a decision) cannot
+interleave with another writer, as the file lock guarantees for the files.
+
+Each thread has its own connection, made on first use and remade after a failure, so a
+server whose database restarted recovers by itself; a failure is a
+:class:`~sediment.errors.StoreUnavailableError`, and a statement or lock wait that runs
+past the statement timeout a :class:`~sediment.errors.LockTimeoutError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import errors as pg_errors
+
+from sediment.errors import (
+    LockTimeoutError,
+    NotFoundError,
+    PermissionDeniedError,
+    SchemaMismatchError,
+    StoreUnavailableError,
+    ValidationError,
+)
+from sediment.format import Chunk, Source
+from sediment.format.profile import CACHE_KEY_ALG, check_compatible
+from sediment.pg.connection import (
+    CONNECT_TIMEOUT_S,
+    STATEMENT_TIMEOUT_MS,
+    StoreUrl,
+    connect,
+    parse_store_url,
+)
+from sediment.pg.migrate import require_current
+from sediment.search.analysis import DEFAULT_ANALYZER, analyzer
+from sediment.search.engine import SearchRequest, SearchResult
+from sediment.store import AGENT_WRITABLE, PRECEDENCE, LayerName, LayerSummary, NewChunk, Schema
+from sediment.store.events import Event, ProposalState, fold_proposals, iter_events
+from sediment.store.ids import U32_MAX, WRITTEN_START, recorded_high_water
+
+Cursor = psycopg.Cursor[tuple[Any, ...]]
+CHUNK_COLS = "layer, id, kind, content, author, confidence, created_at_ms, sources"
+LOCK_CLASS = 0x5ED1
+"""First key of every project's advisory lock (the second is a hash of its name)."""
+
+
+def lexical(content: str) -> tuple[dict[str, int], int]:
+    """The analysed terms of ``content`` with their counts, and its length in terms: what
+    BM25 reads of a document (the default analyzer, as the file store's postings)."""
+    terms = analyzer(DEFAULT_ANALYZER)(content)
+    return dict(Counter(terms)), len(terms)
+
+
+def _sources(value: Any) -> tuple[Source, ...]:
+    return tuple(s for s in (value or ()) if isinstance(s, int | str))
+
+
+def chunk_of(row: Sequence[Any], offset: int = 1) -> Chunk:
+    """A :class:`Chunk` from the columns ``CHUNK_COLS`` names, after the layer."""
+    cid, kind, content, author, confidence, created, sources = row[offset:offset + 7]
+    return Chunk(int(cid), kind, content, author, float(confidence), int(created),
+                 _sources(sources))
+
+
+def as_vector(value: Any, dim: int) -> npt.NDArray[np.float32]:
+    if value is None:
+        return np.zeros(dim, dtype=np.float32)
+    arr = value.to_numpy() if hasattr(value, "to_numpy") else np.asarray(value)
+    return np.asarray(arr, dtype=np.float32).copy()
+
+
+class PgStore:
+    """One project of a PostgreSQL store (see the module docstring)."""
+
+    def __init__(self, url: str | StoreUrl, *, connect_timeout: float = CONNECT_TIMEOUT_S,
+                 statement_timeout_ms: int = STATEMENT_TIMEOUT_MS) -> None:
+        self.url = url if isinstance(url, StoreUrl) else parse_store_url(url)
+        self.project = self.url.project
+        self.connect_timeout = connect_timeout
+        self.statement_timeout_ms = statement_timeout_ms
+        self._local = threading.local()
+        self._all: list[psycopg.Connection[tuple[Any, ...]]] = []
+        self._guard = threading.Lock()
+        with self.cursor() as cur:
+            require_current(cur.connection)
+
+    # -- connections ---------------------------------------------------------------------
+    def _connection(self) -> psycopg.Connection[tuple[Any, ...]]:
+        conn: psycopg.Connection[tuple[Any, ...]] | None = getattr(self._local, "conn", None)
+        if conn is not None and not conn.closed and not conn.broken:
+            return conn
+        conn = connect(self.url, connect_timeout=self.connect_timeout,
+                       statement_timeout_ms=self.statement_timeout_ms, autocommit=True)
+        try:
+            register_vector(conn)
+        except psycopg.ProgrammingError as exc:
+            conn.close()
+            raise StoreUnavailableError(
+                f"store {self.url.redacted}: the database has no vector type; run "
+                "`sediment db migrate --store URL` first") from exc
+        self._local.conn = conn
+        with self._guard:
+            self._all.append(conn)
+        return conn
+
+    @contextlib.contextmanager
+    def cursor(self) -> Iterator[Cursor]:
+        """A cursor of this thread's connection; database failures become Sediment errors
+        naming the store, and a broken connection is remade by the next call."""
+        try:
+            with self._connection().cursor() as cur:
+                yield cur
+        except pg_errors.QueryCanceled as exc:
+            raise LockTimeoutError(
+                f"store {self.url.redacted}: a statement or a wait for another writer ran "
+                f"past {self.statement_timeout_ms / 1000:g}s") from exc
+        except psycopg.OperationalError as exc:
+            self._local.conn = None
+            raise StoreUnavailableError(f"store {self.url.redacted}: the connection failed "
+                                        f"({str(exc).strip().splitlines()[0]})") from exc
+
+    def close(self) -> None:
+        with self._guard:
+            conns, self._all = self._all, []
+        for conn in conns:
+            conn.close()
+
+    def __enter__(self) -> PgStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- reading -------------------------------------------------------------------------
+    def location(self, name: LayerName) -> str:
+        return f"{self.url.redacted} project {self.project}, {name.value} layer"
+
+    def _layer_rows(self, names: Iterable[LayerName] | None = None) -> list[tuple[Any, ...]]:
+        wanted = [n.value for n in (PRECEDENCE if names is None else names)]
+        with self.cursor() as cur:
+            cur.execute("SELECT layer, n_docs, dim, element_type, metadata, quant_scale "
+                        "FROM layers WHERE project = %s AND layer = ANY(%s)",
+                        (self.project, wanted))
+            rows = cur.fetchall()
+        order = {n.value: i for i, n in enumerate(PRECEDENCE)}
+        return sorted(rows, key=lambda r: order[r[0]])
+
+    def present(self, names: Iterable[LayerName] | None = None) -> list[LayerName]:
+        return [LayerName(r[0]) for r in self._layer_rows(names)]
+
+    def summary(self, name: LayerName, *, max_ids: int = 1000) -> LayerSummary | None:
+        rows = self._layer_rows([name])
+        if not rows:
+            return None
+        _, n, dim, etype, metadata, _ = rows[0]
+        with self.cursor() as cur:
+            cur.execute("SELECT id FROM chunks WHERE project = %s AND layer = %s "
+                        "ORDER BY row_no LIMIT %s", (self.project, name.value, max_ids))
+            ids = tuple(int(r[0]) for r in cur.fetchall())
+        return LayerSummary(name, self.location(name), int(n), int(dim), etype,
+                            (metadata or {}).get("embedding_profile"), ids)
+
+    def layer_metadata(self, name: LayerName) -> dict[str, Any] | None:
+        rows = self._layer_rows([name])
+        return dict(rows[0][4] or {}) if rows else None
+
+    def quant_scale(self, name: LayerName) -> float | None:
+        rows = self._layer_rows([name])
+        return float(rows[0][5]) if rows and rows[0][5] is not None else None
+
+    def schema(self, names: Iterable[LayerName] | None = None) -> Schema | None:
+        found: Schema | None = None
+        profile_from: tuple[str, dict[str, Any]] | None = None
+        for layer, n, dim, etype, metadata, _ in self._layer_rows(names):
+            if n == 0 and dim == 0:
+                continue
+            if found is None:
+                found = Schema(dim, etype, None, layer)
+            elif (dim, etype) != (found.dim, found.element_type):
+                raise SchemaMismatchError(
+                    f"layers {found.source} ({found.dim} dims, {found.element_type}) and "
+                    f"{layer} ({dim} dims, {etype}) do not share a schema (RFC 8.3)")
+            prof = (metadata or {}).get("embedding_profile")
+            if prof is not None:
+                if profile_from is None:
+                    profile_from = (layer, prof)
+                else:
+                    check_compatible(profile_from[1], prof, a_name=f"layer {profile_from[0]}",
+                                     b_name=f"layer {layer}",
+                                     consequence="they cannot be searched together (RFC 8.3)")
+        if found is not None and profile_from is not None:
+            found = Schema(found.dim, found.element_type, profile_from[1], found.source)
+        return found
+
+    def versions(self, chunk_id: int) -> list[tuple[LayerName, Chunk]]:
+        with self.cursor() as cur:
+            cur.execute(f"SELECT {CHUNK_COLS} FROM chunks WHERE project = %s AND id = %s",
+                        (self.project, chunk_id))
+            rows = cur.fetchall()
+        found = {LayerName(r[0]): chunk_of(r) for r in rows}
+        return [(n, found[n]) for n in PRECEDENCE if n in found]
+
+    def get(self, chunk_id: int) -> tuple[LayerName, Chunk] | None:
+        v = self.versions(chunk_id)
+        return v[0] if v else None
+
+    def chunk(self, name: LayerName, chunk_id: int) -> Chunk | None:
+        with self.cursor() as cur:
+            cur.execute(f"SELECT {CHUNK_COLS} FROM chunks WHERE project = %s AND layer = %s "
+                        "AND id = %s", (self.project, name.value, chunk_id))
+            row = cur.fetchone()
+        return chunk_of(row) if row else None
+
+    def vector(self, name: LayerName, chunk_id: int) -> npt.NDArray[np.float32]:
+        with self.cursor() as cur:
+            cur.execute("SELECT embedding, dim FROM chunks WHERE project = %s AND layer = %s "
+                        "AND id = %s", (self.project, name.value, chunk_id))
+            row = cur.fetchone()
+        if row is None:
+            raise NotFoundError(f"no chunk {chunk_id} in the {name.value} layer")
+        return as_vector(row[0], int(row[1]))
+
+    def chunks(self, name: LayerName) -> Iterator[tuple[Chunk, npt.NDArray[np.float32]]]:
+        """Streamed in pages (a server-side cursor), in the order they were written."""
+        rows = self._layer_rows([name])
+        dim = int(rows[0][2]) if rows else 0
+        conn = self._connection()
+        try:
+            with conn.transaction(), conn.cursor(name="sediment_chunks") as cur:
+                cur.execute(f"SELECT {CHUNK_COLS}, embedding FROM chunks WHERE project = %s "
+                            "AND layer = %s ORDER BY row_no", (self.project, name.value))
+                while rows := cur.fetchmany(2000):
+                    for row in rows:
+                        yield chunk_of(row), as_vector(row[8], dim)
+        except psycopg.OperationalError as exc:
+            self._local.conn = None
+            raise StoreUnavailableError(f"store {self.url.redacted}: the connection failed "
+                                        f"({exc})") from exc
+
+    def events(self, names: Iterable[LayerName] | None = None) -> list[Event]:
+        wanted = [n.value for n in (PRECEDENCE if names is None else names)]
+        with self.cursor() as cur:
+            cur.execute(f"SELECT {CHUNK_COLS} FROM chunks WHERE project = %s AND "
+                        "layer = ANY(%s) AND kind LIKE 'meta.%%'", (self.project, wanted))
+            rows = cur.fetchall()
+        return list(iter_events((LayerName(r[0]), chunk_of(r)) for r in rows))
+
+    def proposals(self) -> dict[int, ProposalState]:
+        return fold_proposals(self.events(), copied_to_user=self._copied_to_user)
+
+    def _copied_to_user(self, context_id: int) -> bool:
+        found = dict(self.versions(context_id))
+        copy = found.get(LayerName.USER)
+        if copy is None:
+            return False
+        proposed = found.get(LayerName.DELTA) or found.get(LayerName.LOCAL)
+        return proposed is not None and proposed.content == copy.content
+
+    def high_water(self) -> int:
+        with self.cursor() as cur:
+            cur.execute("SELECT coalesce(max(id), 0) FROM chunks WHERE project = %s",
+                        (self.project,))
+            row = cur.fetchone()
+        top = int(row[0]) if row else 0
+        for r in self._layer_rows():
+            top = max(top, recorded_high_water(r[4]))
+        return top
+
+    def search(self, request: SearchRequest, query_vec: npt.NDArray[np.float32] | None, *,
+               normalised: bool = False) -> SearchResult:
+        from sediment.pg.search import run
+
+        return run(self, request, query_vec, normalised=normalised)
+
+    # -- writing -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One database transaction holding the project's advisory lock (nests)."""
+        depth = getattr(self._local, "depth", 0)
+        if depth:
+            self._local.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._local.depth -= 1
+            return
+        conn = self._connection()
+        try:
+            with conn.transaction():
+                with self.cursor() as cur:
+                    cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+                                (LOCK_CLASS, self.project))
+                self._local.depth = 1
+                try:
+                    yield
+                finally:
+                    self._local.depth = 0
+        except pg_errors.QueryCanceled as exc:
+            raise LockTimeoutError(
+                f"store {self.url.redacted}: another writer held project {self.project} for "
+                f"more than {self.statement_timeout_ms / 1000:g}s") from exc
+        except psycopg.OperationalError as exc:
+            self._local.conn = None
+            raise StoreUnavailableError(f"store {self.url.redacted}: the connection failed "
+                                        f"({str(exc).strip().splitlines()[0]})") from exc
+
+    def append(self, name: LayerName, items: Sequence[NewChunk],
+               vectors: npt.NDArray[np.float32], *, profile: Any,
+               embedder_metadata: Any = None, allowed: Sequence[LayerName] = AGENT_WRITABLE,
+               element_type: str = "f32") -> list[int]:
+        """As :meth:`LayerSet.append <sediment.store.LayerSet.append>`, into the project."""
+        if name is LayerName.BASE:
+            raise PermissionDeniedError(
+                "the base layer is immutable (RFC 6.1): write to local or delta, or push a "
+                "new compiled base (`sediment push --replace-base`)")
+        if name not in allowed:
+            names = ", ".join(n.value for n in allowed)
+            raise PermissionDeniedError(
+                f"writes to the {name.value} layer are not allowed here (allowed: {names})")
+        vecs = np.asarray(vectors, dtype=np.float32)
+        if vecs.ndim != 2 or vecs.shape[0] != len(items):
+            raise ValidationError(f"need one vector per chunk: {len(items)} chunks, vectors of "
+                                  f"shape {vecs.shape}")
+        if not items:
+            return []
+        with self.transaction():
+            return self._append_locked(name, items, vecs, profile, embedder_metadata,
+                                       element_type)
+
+    def _append_locked(self, name: LayerName, items: Sequence[NewChunk],
+                       vecs: npt.NDArray[np.float32], profile: Any, embedder_metadata: Any,
+                       element_type: str) -> list[int]:
+        schema = self.schema()
+        dim = int(vecs.shape[1])
+        if schema is not None and schema.dim != dim:
+            raise SchemaMismatchError(f"new vectors have {dim} dims but the project has "
+                                      f"{schema.dim} (layer {schema.source})")
+        if schema is not None:
+            check_compatible(profile, schema.profile, a_name="the active embedder",
+                             b_name=f"the layers (from {schema.source})",
+                             consequence="new vectors must come from the embedder that made "
+                                         "the layers' vectors")
+        explicit = [i.id for i in items if i.id is not None]
+        with self.cursor() as cur:
+            taken: set[int] = set()
+            if explicit:
+                cur.execute("SELECT id FROM chunks WHERE project = %s AND layer = %s AND "
+                            "id = ANY(%s)", (self.project, name.value, explicit))
+                taken = {int(r[0]) for r in cur.fetchall()}
+            fresh = sum(1 for i in items if i.id is None)
+            new_ids: list[int] = []
+            if fresh:
+                try:
+                    cur.execute("SELECT nextval('chunk_ids') FROM generate_series(1, %s)",
+                                (fresh,))
+                except pg_errors.SequenceGeneratorLimitExceeded as exc:
+                    raise ValidationError(f"chunk ids are exhausted: the store already used "
+                                          f"id {U32_MAX}") from exc
+                new_ids = sorted(int(r[0]) for r in cur.fetchall())
+        ids = iter(new_ids)
+        now = int(time.time() * 1000)
+        chunks: list[Chunk] = []
+        for item in items:
+            if item.id is None:
+                cid = next(ids)
+            else:
+                cid = item.id
+                if not 0 < cid <= U32_MAX:
+                    raise ValidationError(f"chunk id {cid} is outside 1..{U32_MAX}")
+                if cid in taken:
+                    raise ValidationError(
+                        f"chunk id {cid} already exists in the {name.value} layer; layers "
+                        "are append-only, so a new version goes to a higher layer")
+                taken.add(cid)
+            chunks.append(Chunk(cid, item.kind, item.content, item.author, item.confidence,
+                                now if item.created_at_ms is None else item.created_at_ms,
+                                item.sources))
+        etype = schema.element_type if schema is not None else element_type
+        self.ensure_layer(name, dim, etype, profile, embedder_metadata)
+        self.insert(name, chunks, vecs)
+        self.note_ids(name, max(c.id for c in chunks))
+        return [c.id for c in chunks]
+
+    def ensure_layer(self, name: LayerName, dim: int, element_type: str, profile: Any,
+                     embedder_metadata: Any = None, metadata: dict[str, Any] | None = None,
+                     quant_scale: float | None = None) -> None:
+        """Create the project and the layer's row if missing; record the vector schema and
+        the embedding profile on a layer that has none yet (as a layer file's first
+        write does)."""
+        current = self.layer_metadata(name)
+        meta: dict[str, Any] = dict(metadata if metadata is not None else current or {})
+        meta.setdefault("v", 1)
+        if profile is not None and "embedding_profile" not in meta:
+            meta["embedding_profile"] = dict(profile)
+            meta["cache_key_alg"] = CACHE_KEY_ALG
+            if embedder_metadata:
+                meta["embedder_metadata"] = dict(embedder_metadata)
+        meta.setdefault("tool_name", "sediment")
+        if quant_scale is None and element_type == "i8":
+            norm = (profile or {}).get("output_norm")
+            quant_scale = 1.0 / 127.0 if norm == "l2" else None
+        with self.cursor() as cur:
+            cur.execute("INSERT INTO projects (name) VALUES (%s) ON CONFLICT DO NOTHING",
+                        (self.project,))
+            cur.execute(
+                "INSERT INTO layers AS l (project, layer, dim, element_type, quant_scale, "
+                "metadata) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (project, layer) DO "
+                "UPDATE SET metadata = excluded.metadata, dim = CASE WHEN l.dim = 0 THEN "
+                "excluded.dim ELSE l.dim END, quant_scale = coalesce(l.quant_scale, "
+                "excluded.quant_scale)",
+                (self.project, name.value, dim, element_type, quant_scale, json.dumps(meta)))
+
+    def note_ids(self, name: LayerName, top: int) -> None:
+        """Record ``top`` in the layer's ``id_high_water`` and move the id sequence past
+        it, so no writer is ever given an id a pushed or imported chunk has."""
+        with self.cursor() as cur:
+            cur.execute("UPDATE layers SET metadata = jsonb_set(coalesce(metadata, '{}'), "
+                        "'{id_high_water}', to_jsonb(greatest(coalesce((metadata->>"
+                        "'id_high_water')::bigint, 0), %s::bigint))) WHERE project = %s AND "
+                        "layer = %s", (top, self.project, name.value))
+            if top >= WRITTEN_START:
+                cur.execute("SELECT setval('chunk_ids', greatest(%s, (SELECT CASE WHEN "
+                            "is_called THEN last_value ELSE last_value - 1 END FROM "
+                            "chunk_ids)))", (top,))
+
+    def insert(self, name: LayerName, chunks: Sequence[Chunk],
+               vecs: npt.NDArray[np.float32]) -> None:
+        """Rows for ``chunks`` (ids already decided and checked), with their lexical data,
+        by one COPY (the trigger then counts terms once for the batch)."""
+        dim = int(vecs.shape[1]) if vecs.ndim == 2 else 0
+        with self.cursor() as cur, cur.copy(
+                "COPY chunks (project, layer, id, kind, content, author, confidence, "
+                "created_at_ms, sources, dim, embedding, lex_tf, lex_len) FROM STDIN") as cp:
+            for c, v in zip(chunks, vecs, strict=True):
+                tf, length = lexical(c.content)
+                cp.write_row((self.project, name.value, c.id, c.kind, c.content, c.author,
+                              float(c.confidence), c.created_at_ms, json.dumps(list(c.sources)),
+                              dim, v if dim else None, json.dumps(tf, ensure_ascii=False),
+                              length))

@@ -1,0 +1,180 @@
+"""Moving layers between files and a server: ``push`` (files -> project), ``pull``.
+
+A push keeps everything a layer file holds: ids, kinds, contents, authors, confidences,
+times, sources, vectors (i8 layers keep their scale), and the file's metadata (embedding
+profile, id ranges, ``id_high_water``); the id sequence then moves past the largest id, so
+the server never gives out an id the files used. Into a project that already has chunks,
+a push may only add: a chunk whose id the project's layer already holds is skipped when
+identical and refused when different, and an id the files wrote at run time that the
+project uses for other content in another layer is refused too. The base is never merged:
+a project's base is replaced only when the caller says so (``replace_base``), which the
+adapters allow to reviewers only.
+
+A pull writes each of the project's layers as an RFC layer file (atomically), refusing to
+overwrite a file that exists unless told to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sediment.errors import NotFoundError, PermissionDeniedError, SchemaMismatchError
+from sediment.format import Chunk, encode_layer
+from sediment.format.profile import check_compatible
+from sediment.pg.search import ensure_vector_index
+from sediment.pg.store import PgStore
+from sediment.store import PRECEDENCE, LayerName, LayerSet
+from sediment.store.atomic import atomic_write
+from sediment.store.ids import WRITTEN_START, recorded_high_water
+
+MAX_LISTED = 10
+
+
+@dataclass(slots=True)
+class Transfer:
+    """What a push or pull moved, per layer."""
+
+    layers: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"layers": self.layers, "skipped": self.skipped, "files": self.files}
+
+
+def _ids(ids: list[int]) -> str:
+    more = f" and {len(ids) - MAX_LISTED} more" if len(ids) > MAX_LISTED else ""
+    return ", ".join(map(str, ids[:MAX_LISTED])) + more
+
+
+def _check_schema(store: PgStore, files: LayerSet) -> None:
+    theirs, ours = files.schema(), store.schema()
+    if theirs is None or ours is None:
+        return
+    if (theirs.dim, theirs.element_type) != (ours.dim, ours.element_type):
+        raise SchemaMismatchError(
+            f"the layer files have {theirs.dim}-dim {theirs.element_type} vectors, project "
+            f"{store.project} has {ours.dim}-dim {ours.element_type}: they cannot be merged")
+    check_compatible(theirs.profile, ours.profile, a_name="the layer files",
+                     b_name=f"project {store.project}",
+                     consequence="their vectors cannot be searched together")
+
+
+def _replace_base(store: PgStore) -> None:
+    with store.cursor() as cur:
+        cur.execute("DELETE FROM layers WHERE project = %s AND layer = 'base'",
+                    (store.project,))
+
+
+def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
+         on_layer: Callable[[str, int], None] | None = None) -> Transfer:
+    """Upload the present layers of ``files`` into ``store``'s project (module docstring).
+
+    ``replace_base`` lets a new compiled base replace the project's base; the adapter
+    decides who may ask for it (a reviewer)."""
+    layers = files.layers()
+    if not layers:
+        raise NotFoundError("no layer files to push (looked for "
+                            f"{', '.join(n.file_name for n in LayerName)})")
+    out = Transfer()
+    with store.transaction():
+        with store.cursor() as cur:
+            cur.execute("SET LOCAL statement_timeout = 0")
+        _check_schema(store, files)
+        present = set(store.present())
+        if any(la.name is LayerName.BASE for la in layers) and LayerName.BASE in present:
+            if not replace_base:
+                raise PermissionDeniedError(
+                    f"project {store.project} already has a base layer; only a reviewer "
+                    "replaces it, with a new compiled base (`sediment push --replace-base`)")
+            _replace_base(store)
+        for layer in layers:
+            f = layer.file
+            chunks = list(f.chunks())
+            keep = _new_chunks(store, layer.name, chunks)
+            rows = [i for i, c in enumerate(chunks) if c.id in keep]
+            vectors = (np.stack([f.vector(i) for i in rows]) if rows
+                       else np.zeros((0, f.dim), dtype=np.float32))
+            store.ensure_layer(layer.name, f.dim, f.element_type, f.embedding_profile,
+                               metadata=(dict(f.metadata or {}) if layer.name not in present
+                                         else None),
+                               quant_scale=float(f.quant_scale) if f.element_type == "i8"
+                               else None)
+            if rows:
+                store.insert(layer.name, [chunks[i] for i in rows], vectors)
+            top = max([recorded_high_water(f.metadata), *(c.id for c in chunks)], default=0)
+            if top:
+                store.note_ids(layer.name, top)
+            out.layers[layer.name.value] = len(rows)
+            out.skipped[layer.name.value] = len(chunks) - len(rows)
+            if on_layer is not None:
+                on_layer(layer.name.value, len(rows))
+    schema = store.schema()
+    if schema is not None and schema.dim:
+        ensure_vector_index(store, schema.dim,
+                            dot=(schema.profile or {}).get("output_norm") == "l2")
+    return out
+
+
+def _new_chunks(store: PgStore, name: LayerName, chunks: list[Chunk]) -> set[int]:
+    """The ids of ``chunks`` to insert; identical ones already there are left out, and a
+    clash (different content under a used id) is an error naming the ids."""
+    if not chunks:
+        return set()
+    with store.cursor() as cur:
+        cur.execute("SELECT layer, id, kind, content FROM chunks WHERE project = %s AND "
+                    "id = ANY(%s)", (store.project, [c.id for c in chunks]))
+        rows = cur.fetchall()
+    same_layer = {int(r[1]): (r[2], r[3]) for r in rows if r[0] == name.value}
+    elsewhere: dict[int, tuple[str, str]] = {}
+    for r in rows:
+        if r[0] != name.value:
+            elsewhere.setdefault(int(r[1]), (r[2], r[3]))
+    clash = [c.id for c in chunks if c.id in same_layer and same_layer[c.id] != (c.kind, c.content)]
+    if clash:
+        raise PermissionDeniedError(
+            f"project {store.project} already holds different chunks under ids {_ids(clash)} "
+            f"in its {name.value} layer; a push into a project may only add new ids")
+    reused = [c.id for c in chunks if c.id >= WRITTEN_START and c.id not in same_layer
+              and c.id in elsewhere and elsewhere[c.id] != (c.kind, c.content)]
+    if reused:
+        raise PermissionDeniedError(
+            f"project {store.project} already uses ids {_ids(reused)} for other chunks; the "
+            "files and the server both gave them out, so pushing would merge unrelated "
+            "chunks (pull the project, copy your chunks with `sediment write`, then push)")
+    return {c.id for c in chunks if c.id not in same_layer}
+
+
+def pull(store: PgStore, directory: Path, *, force: bool = False) -> Transfer:
+    """Write the project's layers as files in ``directory``; ``force`` overwrites."""
+    if not directory.is_dir():
+        raise NotFoundError(f"--dir {directory}: no such directory")
+    names = store.present()
+    if not names:
+        raise NotFoundError(f"project {store.project} has no layers ({store.url.redacted})")
+    targets = {n: directory / n.file_name for n in PRECEDENCE if n in names}
+    existing = [str(p) for p in targets.values() if p.exists()]
+    if existing and not force:
+        raise PermissionDeniedError(f"{', '.join(existing)} already exist; pass --force to "
+                                    "overwrite them with the server's layers")
+    out = Transfer()
+    for name, path in targets.items():
+        summary = store.summary(name, max_ids=0)
+        assert summary is not None
+        pairs = list(store.chunks(name))
+        chunks = [c for c, _ in pairs]
+        vectors = (np.stack([v for _, v in pairs]) if pairs
+                   else np.zeros((0, summary.dim), dtype=np.float32))
+        metadata = store.layer_metadata(name) or {}
+        data = encode_layer(chunks, vectors, dim=summary.dim,
+                            element_type=summary.element_type,
+                            quant_scale=store.quant_scale(name), metadata=metadata)
+        atomic_write(path, data)
+        out.layers[name.value] = len(chunks)
+        out.files.append(str(path))
+    return out
