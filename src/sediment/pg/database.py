@@ -32,6 +32,7 @@ from sediment.pg.connection import (
     connect,
     parse_store_url,
 )
+from sediment.pg.migrate import require_current
 
 Conn = psycopg.Connection[tuple[object, ...]]
 DEFAULT_SIZE = 16
@@ -54,12 +55,19 @@ class Database:
         self._idle: list[tuple[Conn, float]] = []
         self._lock = threading.Lock()
         self._local = threading.local()
+        self._checked = False
 
     def _open(self) -> Conn:
         conn = connect(self.url, connect_timeout=self.connect_timeout,
                        statement_timeout_ms=self.statement_timeout_ms, autocommit=True)
         try:
+            if not self._checked:
+                require_current(conn)
+                self._checked = True
             register_vector(conn)
+        except StoreUnavailableError:
+            conn.close()
+            raise
         except psycopg.Error as exc:
             conn.close()
             raise StoreUnavailableError(

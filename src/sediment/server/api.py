@@ -31,10 +31,12 @@ from sediment.errors import (
     NotFoundError,
     PermissionDeniedError,
     SedimentError,
+    StoreUnavailableError,
 )
 from sediment.ops.requests import describe_errors
 from sediment.server.http import is_loopback, loopback_security
 from sediment.server.openapi import openapi_document
+from sediment.server.principals import CALLER, request_principal
 
 __all__ = ["MAX_BODY", "mount_api"]
 
@@ -65,6 +67,8 @@ def _classify(exc: BaseException) -> ApiError:
             return ApiError(404, "not_found", str(seen))
         if isinstance(seen, PermissionDeniedError):
             return ApiError(403, "forbidden", str(seen))
+        if isinstance(seen, StoreUnavailableError):
+            return ApiError(503, "unavailable", str(seen))
         if isinstance(seen, SedimentError):
             return ApiError(400, "bad_request", str(seen))
         if isinstance(seen, pydantic.ValidationError):
@@ -122,7 +126,11 @@ class Api:
         async def endpoint(request: Request) -> Response:
             try:
                 self._check_headers(request)
-                return JSONResponse(await fn(request))
+                token = CALLER.set(request_principal(request))
+                try:
+                    return JSONResponse(await fn(request))
+                finally:
+                    CALLER.reset(token)
             except ApiError as exc:
                 return error_response(exc.status, exc.code, exc.message)
         return endpoint

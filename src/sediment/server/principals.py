@@ -15,6 +15,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,9 @@ from sediment.auth.tokens import TokenCheck
 from sediment.errors import ConfigError, StoreUnavailableError
 
 PRINCIPAL_KEY = "sediment.principal"
+CALLER: ContextVar[Principal | None] = ContextVar("sediment_caller", default=None)
+"""The principal of a tool call made in-process on an HTTP request's behalf (the plain
+API's ``POST /tools/{name}``), where the SDK's context carries no request."""
 _BAD = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -135,12 +139,13 @@ async def _refuse(send: Send, status: int, code: str, message: str) -> None:
 
 
 def tool_principal(ctx: Any, fallback: str) -> Principal:
-    """Who calls an MCP tool: the actor of the HTTP request's bearer token, else
-    ``fallback`` (the server's own actor over stdio) as a writer."""
+    """Who calls an MCP tool: the actor of the HTTP request's bearer token (the MCP
+    request's, else the API request's in :data:`CALLER`), else ``fallback`` (the server's
+    own actor over stdio, or on a server without tokens) as a writer."""
     request = None
     if ctx is not None:
         try:
             request = ctx.request_context.request
         except (ValueError, AttributeError):
             request = None
-    return request_principal(request) or Principal(fallback, "writer")
+    return request_principal(request) or CALLER.get() or Principal(fallback, "writer")
