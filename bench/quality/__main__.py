@@ -13,9 +13,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import pg_server
 from bench.quality import locomo, project, report
 from bench.quality.evaluate import MODES, ModeResult, run_questions
 from sediment.embed import CachedEmbedder, Embedder, EmbeddingCache, HashEmbedder, MiniLMEmbedder
+from sediment.pg import PgStore, parse_store_url
 from sediment.search import ANALYZERS, FUSIONS, BM25Params, SearchRequest, make_fusion
 from sediment.store import LayerSet
 
@@ -42,6 +44,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--embedder", default="minilm", choices=("minilm", "hash"))
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     p.add_argument("--json", type=Path, default=None, help="also write the numbers here")
+    p.add_argument("--backend", default="files", choices=("files", "pg", "both"),
+                   help="LoCoMo over the layer files, a PostgreSQL store, or both side by "
+                        "side (pg: --store URL, else a private pgserver)")
+    p.add_argument("--store", default=None, help="PostgreSQL URL for --backend pg|both")
     return p.parse_args(argv)
 
 
@@ -50,18 +56,24 @@ def make_embedder(name: str, cache: Path) -> Embedder:
     return CachedEmbedder(inner, EmbeddingCache(cache))
 
 
-def run_locomo(opts: argparse.Namespace, embedder: Embedder, base: SearchRequest
-               ) -> dict[str, ModeResult]:
+def run_locomo(opts: argparse.Namespace, embedder: Embedder, base: SearchRequest,
+               backend: str = "files") -> dict[str, ModeResult]:
     results: dict[str, ModeResult] = {}
     modes = opts.modes.split(",")
     t = time.perf_counter()
+    url = pg_server.store_url(opts.store) if backend == "pg" else None
     for conv in locomo.load(limit=opts.conversations):
         with tempfile.TemporaryDirectory(prefix="sediment-locomo-") as tmp:
-            labels = locomo.write_memories(conv, Path(tmp), embedder, opts.memory_text,
-                                           opts.split_base)
-            ls = LayerSet.from_directory(tmp)
             qs = [(q.text, q.category, q.evidence) for q in conv.questions]
-            run_questions(ls, embedder, qs, labels, base, results, modes)
+            if url is None:
+                labels = locomo.write_memories(conv, Path(tmp), embedder, opts.memory_text,
+                                               opts.split_base)
+                run_questions(LayerSet.from_directory(tmp), embedder, qs, labels, base,
+                              results, modes)
+            else:
+                with PgStore(parse_store_url(url, f"locomo-{conv.sample_id}")) as store:
+                    labels = locomo.write_memories_to(store, conv, embedder, opts.memory_text)
+                    run_questions(store, embedder, qs, labels, base, results, modes)
         print(f"  {conv.sample_id}: {len(conv.turns)} turns, {len(conv.questions)} questions "
               f"({time.perf_counter() - t:.0f} s)", file=sys.stderr)
     return results
@@ -84,9 +96,12 @@ def main(argv: list[str] | None = None) -> int:
     base = request_template(opts)
     out: dict[str, object] = {"options": {k: str(v) for k, v in vars(opts).items()}}
     if opts.dataset in ("locomo", "all"):
-        res = run_locomo(opts, embedder, base)
-        print(report.tables("LoCoMo", res))
-        out["locomo"] = report.as_json(res)
+        backends = ("files", "pg") if opts.backend == "both" else (opts.backend,)
+        for backend in backends:
+            res = run_locomo(opts, embedder, base, backend)
+            title = "LoCoMo" if backend == "files" else "LoCoMo over PostgreSQL"
+            print(report.tables(title, res))
+            out["locomo" if backend == "files" else "locomo_pg"] = report.as_json(res)
     if opts.dataset in ("project", "all"):
         res = project.run(embedder, base, opts.modes.split(","))
         print(report.tables("Project docs (ours)", res))

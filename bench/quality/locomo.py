@@ -20,7 +20,7 @@ from typing import Any, Literal
 from sediment.embed import Embedder
 from sediment.format import Chunk, encode_layer
 from sediment.ops import WriteRequest, write_context
-from sediment.store import LayerSet
+from sediment.store import LayerSet, LayerStore
 
 REPO = Path(__file__).resolve().parents[2]
 DATASET = REPO.parent / "shared" / "datasets" / "locomo" / "locomo10.json"
@@ -122,4 +122,17 @@ def write_memories(conv: Conversation, directory: Path, embedder: Embedder,
         request = WriteRequest(content=content, kind=KIND, confidence=1.0,
                                sources=[f"{conv.sample_id}/{turn.dia_id}"], scope="local")
         ids[write_context(layerset, embedder, request)] = turn.dia_id
+    return ids
+
+
+def write_memories_to(store: LayerStore, conv: Conversation, embedder: Embedder,
+                      style: MemoryText) -> dict[int, str]:
+    """``write_memories`` into any backend (all turns to local, one write each)."""
+    contents = [memory_text(t, style) for t in conv.turns]
+    embedder.embed(contents)
+    ids: dict[int, str] = {}
+    for turn, content in zip(conv.turns, contents, strict=True):
+        request = WriteRequest(content=content, kind=KIND, confidence=1.0,
+                               sources=[f"{conv.sample_id}/{turn.dia_id}"], scope="local")
+        ids[write_context(store, embedder, request)] = turn.dia_id
     return ids

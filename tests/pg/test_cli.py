@@ -4,16 +4,19 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import time
 from pathlib import Path
 
 import anyio
+import httpx
 from mcp.client.stdio import StdioServerParameters
 
 from mcp import Client
 from sediment.pg import PgStore, push
 from sediment.store import LayerSet
 from tests.conftest import Runner
-from tests.mcp.conftest import SEDIMENT
+from tests.mcp.conftest import SEDIMENT, TOKEN, free_port, stop
 from tests.pg.layers import DIM, build_layers
 
 ENV = {"SEDIMENT_EMBED_DIM": str(DIM)}
@@ -116,3 +119,37 @@ def test_serve_over_mcp_with_a_store(pg_url: str, tmp_path: Path) -> None:
                 assert '"chunks": 3' in layer.text  # type: ignore[union-attr]
 
     anyio.run(main)
+
+
+def test_the_http_api_over_a_store(pg_url: str, tmp_path: Path) -> None:
+    _pushed(pg_url, tmp_path)
+    port = free_port()
+    proc = subprocess.Popen(
+        [SEDIMENT, "serve", "--transport", "http", "--port", str(port), "--store", pg_url,
+         "--embedder", "hash", "--no-warm-up"],
+        env={**os.environ, **ENV, "SEDIMENT_TOKEN": TOKEN}, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        with httpx.Client(base_url=base, timeout=30,
+                          headers={"Authorization": f"Bearer {TOKEN}"}) as api:
+            deadline = time.monotonic() + 30
+            while True:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                try:
+                    if api.get("/health").status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.2)
+            w = api.post("/tools/agents_context_write", json={
+                "content": "Written over HTTP into PostgreSQL.", "kind": "note",
+                "confidence": 0.8, "scope": "delta"})
+            assert w.status_code == 200, w.text
+            s = api.post("/tools/agents_search", json={"query": "written over HTTP", "k": 3})
+            assert s.status_code == 200, s.text
+            assert "Written over HTTP" in s.text
+            assert api.get("/ui").status_code == 404  # the web page is file-only for now
+    finally:
+        stop(proc)

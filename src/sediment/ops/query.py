@@ -21,7 +21,7 @@ from sediment.store import PRECEDENCE, LayerName, LayerStore, LayerSummary
 
 
 def _summaries(layerset: LayerStore, names: Sequence[object] | None) -> list[LayerSummary]:
-    found = (layerset.summary(n) for n in layerset.present(names))  # type: ignore[arg-type]
+    found = (layerset.summary(n, max_ids=0) for n in layerset.present(names))  # type: ignore[arg-type]
     return [s for s in found if s is not None and s.chunks]
 
 

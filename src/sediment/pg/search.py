@@ -269,7 +269,7 @@ def _resolve(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
     cur.execute("SELECT c.layer, c.id, c.row_no, c.embedding, c.dim, c.lex_tf, c.lex_len "
                 "FROM chunks c JOIN unnest(%s::text[], %s::bigint[]) AS k(layer, id) "
                 "ON c.layer = k.layer AND c.id = k.id WHERE c.project = %s",
-                ([k[0].value for k in keys], [k[1] for k in keys], store.project))
+                ([k[0].value for k in keys], [k[1] for k in keys], store.project), binary=True)
     rows = cur.fetchall()
     layer_of = np.asarray([LayerName(r[0]).rank for r in rows], dtype=np.int64)
     ids = np.asarray([int(r[1]) for r in rows], dtype=np.int64)
@@ -298,9 +298,8 @@ def _resolve(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
         best = best[lexs[best] > 0]
     hidden = _hidden(cur, store.project, layers)
     best_ids = [int(ids[b]) for b in best if int(ids[b]) not in hidden]
-    cur.execute(f"SELECT {CHUNK_COLS}, embedding, dim FROM chunks WHERE project = %s AND "
-                "id = ANY(%s) AND layer = ANY(%s)",
-                (store.project, best_ids, [x.value for x in layers]))
+    cur.execute(f"SELECT {CHUNK_COLS} FROM chunks WHERE project = %s AND id = ANY(%s) AND "
+                "layer = ANY(%s)", (store.project, best_ids, [x.value for x in layers]))
     versions: dict[int, dict[LayerName, tuple[Any, ...]]] = {}
     for r in cur.fetchall():
         versions.setdefault(int(r[1]), {})[LayerName(r[0])] = r
@@ -331,7 +330,7 @@ def _resolve(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
                   matched_layer=matched, hidden=shadowed,
                   approximate=picked.get((matched, cid), False))
         if top_name != matched and q is not None:
-            tv = as_vector(top_row[8], len(q)) if top_row[9] else np.zeros(len(q), np.float32)
+            tv = store.vector(top_name, cid)
             hit.vector_score = float(_vector_scores(tv[None, :], q, request.metric,
                                                     normalised)[0])
         hits.append(hit)

@@ -168,10 +168,12 @@ class PgStore:
         if not rows:
             return None
         _, n, dim, etype, metadata, _ = rows[0]
-        with self.cursor() as cur:
-            cur.execute("SELECT id FROM chunks WHERE project = %s AND layer = %s "
-                        "ORDER BY row_no LIMIT %s", (self.project, name.value, max_ids))
-            ids = tuple(int(r[0]) for r in cur.fetchall())
+        ids: tuple[int, ...] = ()
+        if max_ids > 0:
+            with self.cursor() as cur:
+                cur.execute("SELECT id FROM chunks WHERE project = %s AND layer = %s "
+                            "ORDER BY row_no LIMIT %s", (self.project, name.value, max_ids))
+                ids = tuple(int(r[0]) for r in cur.fetchall())
         return LayerSummary(name, self.location(name), int(n), int(dim), etype,
                             (metadata or {}).get("embedding_profile"), ids)
 
@@ -229,7 +231,7 @@ class PgStore:
     def vector(self, name: LayerName, chunk_id: int) -> npt.NDArray[np.float32]:
         with self.cursor() as cur:
             cur.execute("SELECT embedding, dim FROM chunks WHERE project = %s AND layer = %s "
-                        "AND id = %s", (self.project, name.value, chunk_id))
+                        "AND id = %s", (self.project, name.value, chunk_id), binary=True)
             row = cur.fetchone()
         if row is None:
             raise NotFoundError(f"no chunk {chunk_id} in the {name.value} layer")
@@ -243,7 +245,8 @@ class PgStore:
         try:
             with conn.transaction(), conn.cursor(name="sediment_chunks") as cur:
                 cur.execute(f"SELECT {CHUNK_COLS}, embedding FROM chunks WHERE project = %s "
-                            "AND layer = %s ORDER BY row_no", (self.project, name.value))
+                            "AND layer = %s ORDER BY row_no", (self.project, name.value),
+                            binary=True)
                 while rows := cur.fetchmany(2000):
                     for row in rows:
                         yield chunk_of(row), as_vector(row[8], dim)
