@@ -63,4 +63,6 @@ def context_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
 
 @pytest.fixture
 def loop(tmp_path: Path, context_backend: str) -> ContextLoop:
+    """A service over the backend ``context_backend`` set up for ``tmp_path``."""
+    assert context_backend in BACKENDS
     return make_loop(tmp_path)
