@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.pg.conftest import pg_server, pg_url  # noqa: F401  (every backend's tests)
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SEDIMENT_SHARED", REPO.parent / "shared"))
 CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")

@@ -12,7 +12,9 @@ import pytest
 from sediment.context import ContextLoop, ContextSettings
 from sediment.embed import HashEmbedder
 from sediment.errors import EmbeddingError, ValidationError
-from tests.context.conftest import make_loop
+from tests.context.conftest import break_store, make_loop
+
+pytestmark = pytest.mark.usefixtures("context_backend")
 
 
 class FailingEmbedder:
@@ -59,7 +61,7 @@ def test_cache_when_the_store_is_unreadable(tmp_path: Path) -> None:
     loop = make_loop(tmp_path)
     _fill(loop)
     first = loop.get_relevant_context("al", "staging database port", min_score=0.0)
-    (tmp_path / "context" / "AGENTS.local.db").write_bytes(b"not a layer file at all")
+    break_store(tmp_path)
     again = make_loop(tmp_path).get_relevant_context("al", "staging database port",
                                                      min_score=0.0)
     assert again["stats"]["mode"] == "cache"
@@ -70,7 +72,7 @@ def test_cache_when_the_store_is_unreadable(tmp_path: Path) -> None:
 def test_empty_when_there_is_no_cache_either(tmp_path: Path) -> None:
     loop = make_loop(tmp_path)
     _fill(loop)
-    (tmp_path / "context" / "AGENTS.local.db").write_bytes(b"garbage")
+    break_store(tmp_path)
     out = make_loop(tmp_path).get_relevant_context("al", "anything", max_tokens=100)
     assert out["stats"]["mode"] == "empty" and out["items"] == []
     assert out["block"].startswith("## Relevant Context")

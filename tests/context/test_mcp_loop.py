@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,11 @@ from mcp import Client
 from sediment.context import count_tokens
 from sediment.embed import HashEmbedder
 from sediment.ops.service import ContextService
+from sediment.pg.database import Database
+from sediment.pg.team import team_services
 from sediment.server import build_server
 from sediment.store import LayerSet
+from tests.context.conftest import BACKENDS
 from tests.mcp.conftest import make_store
 
 TIMEOUT = 120
@@ -26,12 +30,22 @@ def text_of(result: Any) -> str:
     return "\n".join(getattr(c, "text", "") for c in result.content)
 
 
-@pytest.fixture
-def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+@pytest.fixture(params=BACKENDS)
+def server(request: pytest.FixtureRequest, tmp_path: Path,
+           monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The server with the context (and memory) services of each backend."""
     monkeypatch.setenv("SEDIMENT_ACTOR", "ralph")
     monkeypatch.setenv("SEDIMENT_DATA_DIR", str(tmp_path / "data"))
-    store = make_store(tmp_path / "store")
-    return build_server(ContextService(LayerSet.from_directory(store), HashEmbedder()))
+    service = ContextService(LayerSet.from_directory(make_store(tmp_path / "store")),
+                             HashEmbedder())
+    if request.param == "files":
+        yield build_server(service)
+        return
+    team = team_services(Database(request.getfixturevalue("pg_url")), HashEmbedder())
+    try:
+        yield build_server(service, memory=team.memory, context=team.context)
+    finally:
+        team.close()
 
 
 async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:

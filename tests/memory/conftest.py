@@ -1,22 +1,22 @@
 """The memory service over a store given as a fixture: every backend runs the same tests.
 
-``memory_store`` is parametrised by backend name; the file layers are the first. A later
-backend (PostgreSQL) adds its name and a factory here, and every test in this directory
-runs against it too.
+``memory_store`` is parametrised by backend name: the file layers and PostgreSQL (a real
+server from ``tests/pg/conftest.py``, a fresh database per test), so every test that takes
+the store or the service runs against both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sediment.embed import HashEmbedder
 from sediment.memory import FileMemoryStore, MemoryService, MemoryStore
+from sediment.pg.database import Database
+from sediment.pg.memory import PgMemoryStore
 from sediment.store import LayerSet
-
-Factory = Callable[[Path, HashEmbedder], MemoryStore]
 
 
 def _files(root: Path, embedder: HashEmbedder) -> MemoryStore:
@@ -27,7 +27,7 @@ def _files(root: Path, embedder: HashEmbedder) -> MemoryStore:
                            embedder_metadata=embedder.metadata())
 
 
-BACKENDS: dict[str, Factory] = {"files": _files}
+BACKENDS = ("files", "postgres")
 
 
 @pytest.fixture
@@ -35,11 +35,17 @@ def embedder() -> HashEmbedder:
     return HashEmbedder()
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+@pytest.fixture(params=BACKENDS)
 def memory_store(request: pytest.FixtureRequest, tmp_path: Path,
-                 embedder: HashEmbedder) -> MemoryStore:
-    factory: Factory = BACKENDS[request.param]
-    return factory(tmp_path, embedder)
+                 embedder: HashEmbedder) -> Iterator[MemoryStore]:
+    if request.param == "files":
+        yield _files(tmp_path, embedder)
+        return
+    db = Database(request.getfixturevalue("pg_url"))
+    try:
+        yield PgMemoryStore(db, dim=embedder.profile.dim)
+    finally:
+        db.close()
 
 
 @pytest.fixture

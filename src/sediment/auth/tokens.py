@@ -24,7 +24,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from filelock import FileLock
 
@@ -52,6 +52,17 @@ class Principal:
         require(self.actor, self.role, permission, what)
 
 
+class TokenCheck(Protocol):
+    """What authenticating a request needs of a token store (the file's or a database's)."""
+
+    def any(self) -> bool:
+        """Whether every request needs a token."""
+        ...
+
+    def verify(self, token: str) -> Principal | None:
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class TokenInfo:
     id: str
@@ -66,6 +77,33 @@ class TokenInfo:
 
 def _digest(salt: bytes, token: str) -> str:
     return hmac.new(salt, token.encode(), hashlib.sha256).hexdigest()
+
+
+def check_grant(actor: object, role: object) -> None:
+    """Refuse an actor name or a role a token cannot carry."""
+    if not isinstance(actor, str) or not _ACTOR_RE.match(actor):
+        raise ValidationError(f"actor {actor!r} is invalid: use 1-40 letters, digits, "
+                              "'.', '_' or '-', starting with a letter or digit")
+    if role not in ROLES:
+        raise ValidationError(f"role {role!r} is unknown: use one of {', '.join(ROLES)}")
+
+
+def mint(tid: str) -> tuple[str, bytes, str]:
+    """A new token with id ``tid``, a fresh salt, and the token's HMAC under it (what a
+    token store keeps: never the token)."""
+    token = f"sdm_{tid}_{secrets.token_urlsafe(32)}"
+    salt = secrets.token_bytes(16)
+    return token, salt, _digest(salt, token)
+
+
+def token_id(token: str) -> str | None:
+    """The record id a well-formed token names, else None."""
+    m = _TOKEN_RE.match(token)
+    return m.group(1) if m else None
+
+
+def matches(token: str, salt: bytes, digest: str) -> bool:
+    return hmac.compare_digest(_digest(salt, token), digest)
 
 
 class TokenStore:
@@ -117,21 +155,16 @@ class TokenStore:
 
     def create(self, actor: str, role: str) -> tuple[str, TokenInfo]:
         """Mint a token for ``actor``; return it (shown once) and its record."""
-        if not isinstance(actor, str) or not _ACTOR_RE.match(actor):
-            raise ValidationError(f"actor {actor!r} is invalid: use 1-40 letters, digits, "
-                                  "'.', '_' or '-', starting with a letter or digit")
-        if role not in ROLES:
-            raise ValidationError(f"role {role!r} is unknown: use one of {', '.join(ROLES)}")
+        check_grant(actor, role)
         with self._lock():
             records = list(self._records())
             used = {r.get("id") for r in records}
             tid = secrets.token_hex(4)
             while tid in used:
                 tid = secrets.token_hex(4)
-            token = f"sdm_{tid}_{secrets.token_urlsafe(32)}"
-            salt = secrets.token_bytes(16)
+            token, salt, digest = mint(tid)
             info = TokenInfo(tid, actor, role, int(time.time() * 1000))
-            records.append({**info.to_dict(), "salt": salt.hex(), "hmac": _digest(salt, token)})
+            records.append({**info.to_dict(), "salt": salt.hex(), "hmac": digest})
             self._write(records)
         return token, info
 
@@ -148,17 +181,17 @@ class TokenStore:
 
     def verify(self, token: str) -> Principal | None:
         """The principal a presented token stands for, or None."""
-        m = _TOKEN_RE.match(token)
-        if m is None:
+        tid = token_id(token)
+        if tid is None:
             return None
         for r in self._records():
-            if r.get("id") != m.group(1):
+            if r.get("id") != tid:
                 continue
             try:
                 salt = bytes.fromhex(str(r.get("salt")))
             except ValueError:
                 return None
-            if hmac.compare_digest(_digest(salt, token), str(r.get("hmac"))):
+            if matches(token, salt, str(r.get("hmac"))):
                 return Principal(str(r.get("actor")), str(r.get("role")))
             return None
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import click
@@ -20,7 +21,10 @@ from sediment.cli._options import (
 from sediment.cli._output import note, visible
 from sediment.config import Config
 from sediment.errors import NotFoundError
-from sediment.store import FILE_NAMES, LayerName, LayerSet
+from sediment.store import FILE_NAMES, LayerName, LayerSet, LayerStore
+
+if TYPE_CHECKING:
+    from sediment.pg.team import TeamServices
 
 
 @cli.command()
@@ -65,7 +69,8 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
     sock = None
     if transport == "http":
         check_http_path(http_path)
-        check_binding(host, token)
+        if isinstance(open_store(cfg, store, layer_dir, paths), LayerSet):
+            check_binding(host, token)  # a team store always requires its tokens
         sock = bind_socket(host, port)
     try:
         _serve(cfg, sock, transport, host, http_path, token, embedder_name, root,
@@ -100,7 +105,9 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
              "write to")
     service = ContextService(layerset, build_embedder(cfg, embedder_name, layerset=layerset),
                              root=root or layer_dir or cfg.root)
-    server = build_server(service)
+    team = None if files else _team(layerset, service, cfg)
+    server = build_server(service, memory=team.memory if team else None,
+                          context=team.context if team else None)
     loop = add_context_tools(server, service, settings=resolve(cfg.context)[0]) \
         if files else None  # [context]
     registry, context = serve_personas(server, service, cfg.agents.values(), agent=agent)
@@ -115,7 +122,8 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     mount_api(server, registry, context, host=host)
     ui = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host,
                context=loop) if files else None
-    app = build_http_app(server, host=host, token=token, path=http_path, ui=ui)
+    app = build_http_app(server, host=host, token=token, path=http_path, ui=ui,
+                         tokens=team.tokens if team else None)
     import uvicorn
 
     if not no_warm_up:
@@ -129,3 +137,20 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
                f"(layers in {where}; pid {os.getpid()})",
                err=True)
     userver.run(sockets=[sock])
+
+
+def _team(store: LayerStore, service: Any, cfg: Config) -> TeamServices:
+    """Memories, context and tokens in the database of a PostgreSQL store."""
+    from sediment.context import resolve
+    from sediment.pg import PgStore
+    from sediment.pg.database import Database
+    from sediment.pg.team import team_services
+    from sediment.server.lifecycle import on_shutdown
+    from sediment.server.memory_tools import memory_threshold
+
+    assert isinstance(store, PgStore)
+    team = team_services(Database(store.url), service.embedder,
+                         settings=resolve(cfg.context)[0],
+                         dedup_threshold=memory_threshold())
+    on_shutdown(team.database.close)  # the memory tools flush their use counts first
+    return team

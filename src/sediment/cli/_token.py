@@ -1,31 +1,60 @@
-"""``sediment token ...``: bearer tokens that bind HTTP clients to actors."""
+"""``sediment token ...``: bearer tokens that bind HTTP clients to actors, kept in the
+user's token file, or with ``--store`` (SEDIMENT_STORE, sediment.toml) in the team
+server's database."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import click
 
 from sediment.auth import ROLES, TokenStore
 from sediment.cli._app import cli
-from sediment.cli._options import json_option
+from sediment.cli._options import get_config, json_option, store_option
 from sediment.cli._output import emit_json
-from sediment.server.principals import token_path
+from sediment.config import store_url
+from sediment.server.principals import default_actor, token_path
+
+
+@contextmanager
+def _tokens(store: str | None) -> Iterator[Any]:
+    """The token file, or the database token store of the store URL that resolves."""
+    url = store_url(get_config(click.get_current_context()), store)
+    if url is None:
+        yield TokenStore(token_path())
+        return
+    from sediment.pg.database import Database
+    from sediment.pg.tokens import PgTokenStore
+
+    db = Database(url, size=1)
+    try:
+        yield PgTokenStore(db)
+    finally:
+        db.close()
 
 
 @cli.group()
 def token() -> None:
     """Create, list and revoke the bearer tokens of the HTTP server (stored hashed in the
-    user configuration directory; once one exists, every HTTP request needs one)."""
+    user configuration directory, or with --store in the team server's database; once one
+    exists, every HTTP request needs one, and a team server always needs one)."""
 
 
 @token.command(name="create")
 @click.option("--actor", required=True, help="The actor the token acts as.")
 @click.option("--role", type=click.Choice(ROLES), default="writer", show_default=True,
-              help="reader: search and recall; writer: also write and save memories; "
-                   "reviewer, admin: more.")
+              help="reader: search and recall; writer: also write, propose and save "
+                   "memories and context; reviewer: also review and write global memories; "
+                   "admin: also manage tokens.")
+@store_option
 @json_option
-def create_cmd(actor: str, role: str, as_json: bool) -> None:
+def create_cmd(actor: str, role: str, store: str | None, as_json: bool) -> None:
     """Mint a token; it is printed once and cannot be shown again."""
-    secret, info = TokenStore(token_path()).create(actor, role)
+    with _tokens(store) as tokens:
+        secret, info = tokens.create(actor, role) if isinstance(tokens, TokenStore) else \
+            tokens.create(actor, role, created_by=default_actor())
     if as_json:
         emit_json({**info.to_dict(), "token": secret})
         return
@@ -35,10 +64,12 @@ def create_cmd(actor: str, role: str, as_json: bool) -> None:
 
 
 @token.command(name="list")
+@store_option
 @json_option
-def list_cmd(as_json: bool) -> None:
+def list_cmd(store: str | None, as_json: bool) -> None:
     """List tokens (ids, actors, roles; never the tokens themselves)."""
-    rows = [t.to_dict() for t in TokenStore(token_path()).list()]
+    with _tokens(store) as tokens:
+        rows = [t.to_dict() for t in tokens.list()]
     if as_json:
         emit_json({"tokens": rows})
         return
@@ -50,10 +81,12 @@ def list_cmd(as_json: bool) -> None:
 
 @token.command(name="revoke")
 @click.argument("token_id")
+@store_option
 @json_option
-def revoke_cmd(token_id: str, as_json: bool) -> None:
-    """Revoke a token by its id (see token list)."""
-    info = TokenStore(token_path()).revoke(token_id)
+def revoke_cmd(token_id: str, store: str | None, as_json: bool) -> None:
+    """Revoke a token by its id (see token list); over a store, at once on every server."""
+    with _tokens(store) as tokens:
+        info = tokens.revoke(token_id)
     if as_json:
         emit_json({"revoked": info.to_dict()})
     else:

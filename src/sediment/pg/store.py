@@ -56,6 +56,9 @@ from sediment.store.ids import U32_MAX, WRITTEN_START, recorded_high_water
 Cursor = psycopg.Cursor[tuple[Any, ...]]
 CHUNK_COLS = "layer, id, kind, content, author, confidence, created_at_ms, sources"
 LOCK_CLASS = 0x5ED1
+IDLE_CHECK_S = 1.0
+"""A thread's connection idle this long is checked before use (it may predate a restart
+of the database, and fail the first request that uses it)."""
 """First key of every project's advisory lock (the second is a hash of its name)."""
 
 
@@ -84,6 +87,14 @@ def as_vector(value: Any, dim: int) -> npt.NDArray[np.float32]:
     return np.asarray(arr, dtype=np.float32).copy()
 
 
+def _alive(conn: psycopg.Connection[tuple[Any, ...]]) -> bool:
+    try:
+        conn.execute("SELECT 1")
+        return True
+    except psycopg.Error:
+        return False
+
+
 class PgStore:
     """One project of a PostgreSQL store (see the module docstring)."""
 
@@ -103,7 +114,12 @@ class PgStore:
     def _connection(self) -> psycopg.Connection[tuple[Any, ...]]:
         conn: psycopg.Connection[tuple[Any, ...]] | None = getattr(self._local, "conn", None)
         if conn is not None and not conn.closed and not conn.broken:
-            return conn
+            now = time.monotonic()
+            idle = now - getattr(self._local, "used", now)
+            self._local.used = now
+            if idle < IDLE_CHECK_S or _alive(conn):
+                return conn
+            conn.close()  # it outlived a restart of the database: connect again
         conn = connect(self.url, connect_timeout=self.connect_timeout,
                        statement_timeout_ms=self.statement_timeout_ms, autocommit=True)
         try:
@@ -114,6 +130,7 @@ class PgStore:
                 f"store {self.url.redacted}: the database has no vector type; run "
                 "`sediment db migrate --store URL` first") from exc
         self._local.conn = conn
+        self._local.used = time.monotonic()
         with self._guard:
             self._all.append(conn)
         return conn

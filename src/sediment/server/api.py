@@ -32,6 +32,7 @@ from sediment.errors import (
     NotFoundError,
     PermissionDeniedError,
     SedimentError,
+    StoreUnavailableError,
 )
 from sediment.ops.requests import describe_errors
 from sediment.server.http import is_loopback, loopback_security
@@ -67,6 +68,8 @@ def _classify(exc: BaseException) -> ApiError:
             return ApiError(404, "not_found", str(seen))
         if isinstance(seen, PermissionDeniedError):
             return ApiError(403, "forbidden", str(seen))
+        if isinstance(seen, StoreUnavailableError):
+            return ApiError(503, "unavailable", str(seen))
         if isinstance(seen, SedimentError):
             return ApiError(400, "bad_request", str(seen))
         if isinstance(seen, pydantic.ValidationError):

@@ -19,7 +19,7 @@ from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
 
-from sediment.auth import TokenStore
+from sediment.auth.tokens import TokenCheck
 from sediment.errors import ConfigError
 from sediment.server.lifecycle import ShutdownHooks
 from sediment.server.principals import ActorAuth, default_tokens
@@ -56,7 +56,7 @@ def loopback_security(host: str) -> TransportSecuritySettings:
         allowed_origins=[f"http://{h}:*" for h in hosts])
 
 
-def check_binding(host: str, token: str | None, tokens: TokenStore | None = None) -> None:
+def check_binding(host: str, token: str | None, tokens: TokenCheck | None = None) -> None:
     if not is_loopback(host) and not token and not (tokens or default_tokens()).any():
         raise ConfigError(f"serving on {host} (not loopback) needs a bearer token: pass "
                           "--token, set SEDIMENT_TOKEN, or create one with sediment token "
@@ -99,7 +99,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 def build_http_app(server: Any, *, host: str, token: str | None, path: str = "/mcp",
-                   tokens: TokenStore | None = None, ui: Any = None) -> Any:
+                   tokens: TokenCheck | None = None, ui: Any = None) -> Any:
     """The streamable HTTP ASGI app behind bearer auth: the legacy token, or any actor
     token of the token file (``sediment token create``), which binds the actor. Host and
     Origin are checked on every loopback bind (DNS rebinding). The web page (a

@@ -25,8 +25,10 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
 
 from sediment import __version__
+from sediment.context import ContextLoop
 from sediment.errors import SedimentError, ValidationError
 from sediment.format.ids import parse_chunk_id
+from sediment.memory import MemoryService
 from sediment.ops.requests import KnowledgeRequest, ProposeRequest, SearchParams, WriteRequest
 from sediment.ops.responses import KnowledgeOut, ProposeOut, SearchOut, WriteOut
 from sediment.ops.service import ContextService
@@ -116,12 +118,15 @@ def knowledge_tools(service: ContextService) -> list[Tool]:
 
 
 def build_server(service: ContextService, *, name: str = "sediment",
-                 tools: Iterable[Tool] = ()) -> MCPServer:
+                 tools: Iterable[Tool] = (), memory: MemoryService | None = None,
+                 context: ContextLoop | None = None) -> MCPServer:
     """A ready MCP server over ``service``; transports are chosen by the caller.
 
     ``tools`` adds other modules' tools (built with :func:`sediment.server.tools.strict_tool`)
-    to the RFC and KCP ones."""
-    memory = memory_service_for(service) if service.files is not None else None
+    to the RFC and KCP ones. ``memory`` and ``context`` replace the file-backed memory and
+    context services (the team server's, ``sediment.pg.team``)."""
+    if memory is None and service.files is not None:
+        memory = memory_service_for(service)
     server = MCPServer(name=name, version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING",
                        tools=[*context_tools(service), *knowledge_tools(service),
@@ -155,9 +160,11 @@ def build_server(service: ContextService, *, name: str = "sediment",
     for layer_name in ("base", "user", "delta", "local"):
         _add_layer_resource(server, service, layer_name)
     _add_knowledge(server, service)
-    if memory is not None:  # over PostgreSQL, the memory and context stores plug in
-        add_memory_prompt(server, memory)  # through ``tools`` (docs/team-server.md)
-        add_context_tools(server, service)
+    # over PostgreSQL the memory and context services come from sediment.pg.team
+    if memory is not None:
+        add_memory_prompt(server, memory)
+    if context is not None or service.files is not None:
+        add_context_tools(server, service, loop=context)
     return server
 
 

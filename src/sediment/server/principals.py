@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import getpass
 import hmac
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -23,7 +24,8 @@ import platformdirs
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sediment.auth import Principal, TokenStore
-from sediment.errors import ConfigError
+from sediment.auth.tokens import TokenCheck
+from sediment.errors import ConfigError, StoreUnavailableError
 from sediment.memory import DEFAULT_DEDUP_THRESHOLD
 
 PRINCIPAL_KEY = "sediment.principal"
@@ -92,7 +94,7 @@ class ActorAuth:
     """Binds each HTTP request to the actor of its bearer token; 401 without a valid one
     whenever tokens exist (or a legacy token was given)."""
 
-    def __init__(self, app: ASGIApp, tokens: TokenStore, *, legacy: str | None = None,
+    def __init__(self, app: ASGIApp, tokens: TokenCheck, *, legacy: str | None = None,
                  actor: str | None = None) -> None:
         self.app = app
         self.tokens = tokens
@@ -108,7 +110,11 @@ class ActorAuth:
         except ConfigError:
             required = True
         if required:
-            principal = self._principal(scope)
+            try:
+                principal = self._principal(scope)
+            except StoreUnavailableError as exc:
+                await _refuse(send, 503, "unavailable", str(exc))
+                return
             if principal is None:
                 await _unauthorized(send)
                 return
@@ -134,6 +140,14 @@ async def _unauthorized(send: Send) -> None:
     await send({"type": "http.response.start", "status": 401,
                 "headers": [(b"content-type", b"application/json"),
                             (b"www-authenticate", b'Bearer realm="sediment"'),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _refuse(send: Send, status: int, code: str, message: str) -> None:
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
 

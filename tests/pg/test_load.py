@@ -1,0 +1,37 @@
+"""Smaller versions of ``bench.team_load`` (the 8 x 500 run and its numbers are in
+docs/team-server.md): concurrent writers and readers over HTTP against a real team
+server, and PostgreSQL crashing and restarting under them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.team_load import Postgres, run_load
+
+
+def test_concurrent_writers_and_readers(pg_url: str, tmp_path: Path) -> None:
+    res = run_load(pg_url, tmp_path, writers=4, writes=25, readers=2)
+    assert res.write_failures == [] and res.read_failures == [] and res.hangs == 0
+    assert len(res.acked) == 100 == len(set(res.acked))
+    assert res.stored == res.stored_unique == 100 and res.duplicates == 0
+    assert res.missing_acked == 0 and res.reads > 0
+
+
+def test_a_database_crash_mid_load(tmp_path: Path) -> None:
+    pg = Postgres(tmp_path)
+    try:
+        url = pg.database("crash")
+        res = run_load(url, tmp_path, writers=2, writes=80, readers=1, pg=pg,
+                       crash_after=1.0, down=2.0)
+    finally:
+        pg.stop()
+    assert res.restarted_at_s is not None
+    assert res.write_failures, "the crash came after the writers finished"
+    failures = res.write_failures + res.read_failures
+    assert res.hangs == 0
+    assert all(f.status == 503 and f.message.startswith("store ") for f in failures), \
+        {f.message for f in failures if f.status != 503}
+    assert res.first_success_after_restart_s is not None  # reconnected by itself
+    assert res.failures_after_recovery == 0
+    assert res.missing_acked == 0 and res.distinct_writes == 160
+    assert len(res.acked) == 160
