@@ -146,7 +146,7 @@ def _team(store: LayerStore, service: Any, cfg: Config) -> TeamServices:
     from sediment.pg.database import Database
     from sediment.pg.team import team_services
     from sediment.server.lifecycle import on_shutdown
-    from sediment.server.memory_tools import memory_threshold
+    from sediment.server.principals import memory_threshold
 
     assert isinstance(store, PgStore)
     team = team_services(Database(store.url), service.embedder,
