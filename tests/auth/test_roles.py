@@ -206,7 +206,7 @@ def test_only_a_reviewer_decides_on_the_review_page(server: HttpServer,
                        headers={"Origin": base})
             assert r.status_code == expected, r.text
             if expected == 403:
-                assert "needs the review permission (role reviewer or above)" in r.text
+                assert "This needs the reviewer role" in r.text
     with httpx.Client(base_url=base, timeout=30) as c:
         assert c.post("/ui/login", data={"csrf": "x", "token": "sdm_00000000_" + "y" * 43,
                                          "reviewer": "z"}).status_code in (401, 403)

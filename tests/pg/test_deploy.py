@@ -16,6 +16,7 @@ DEPLOY = REPO / "docs" / "deploy"
 
 
 def _accepts(args: list[str]) -> None:
+    cli.list_commands(click.Context(cli))  # the commands are registered when first needed
     group = cli
     while isinstance(group, click.Group) and args and args[0] in group.commands:
         group, args = group.commands[args[0]], args[1:]
