@@ -336,6 +336,8 @@ def test_a_process_scans_exactly_until_opening_the_index_would_have_paid(
     fresh = LayerSet.from_directory(tmp_path)
     assert layer_index(fresh.layers()[0].file).ann_index(now=True) is not None
     assert ids(fresh, q)[1]
+    asked = LayerSet.from_directory(tmp_path)
+    assert ids(asked, q, ann_expansion=64)[1]  # a breadth asks for the index
 
 
 def test_a_one_shot_search_does_not_load_faiss(tmp_path: Path) -> None:
