@@ -336,6 +336,8 @@ def test_a_process_scans_exactly_until_opening_the_index_would_have_paid(
     fresh = LayerSet.from_directory(tmp_path)
     assert layer_index(fresh.layers()[0].file).ann_index(now=True) is not None
     assert ids(fresh, q)[1]
+    asked = LayerSet.from_directory(tmp_path)
+    assert ids(asked, q, ann_expansion=64)[1]  # a breadth asks for the index
 
 
 def test_a_one_shot_search_does_not_load_faiss(tmp_path: Path) -> None:
@@ -360,12 +362,11 @@ def test_the_default_breadth_grows_with_the_graph(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A fixed efSearch of 96 gave recall@10 0.886 at 1M unclustered vectors (0.975 at
     100k): larger graphs search wider unless the request says otherwise."""
-    assert ann.default_breadth(ann.index.ANN_MIN_ROWS) == ann.SEARCH
-    assert ann.default_breadth(N) > ann.SEARCH
-    monkeypatch.setattr(ann.index, "ANN_MIN_ROWS", 100_000)
+    assert ann.default_breadth(N) == ann.default_breadth(100_000) == ann.SEARCH
     assert ann.default_breadth(1_000_000) == 256
-    assert ann.default_breadth(50_000) == ann.SEARCH
-    monkeypatch.setattr(ann.index, "ANN_MIN_ROWS", 1000)
+    assert ann.default_breadth(500_000) == 192
+    monkeypatch.setattr(ann.index, "SEARCH_ROWS", N // 3)  # so that this small graph is "large"
+    assert ann.default_breadth(N) > ann.SEARCH
     ls, path = make_layer(tmp_path)
     ann.ensure_index(path)
     asked: list[int] = []

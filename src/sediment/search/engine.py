@@ -57,9 +57,11 @@ class SearchRequest:
     exists; ``candidates`` is how many chunks each retriever proposes per layer (default
     max(5k, 50)); ``bm25`` chooses the analyzer and constants of the lexical side;
     ``ann_expansion`` is how wide the approximate index searches (its graph walk; None: the
-    index's default), trading time for recall. ``mixed_schemas`` lets a lexical search
-    read layers whose vectors do not share a schema (RFC 8.3 makes that an error by
-    default: such layers were not built to be searched together)."""
+    index's default), trading time for recall; giving it also opens the index at once
+    rather than after the exact scans that pay for opening it (``ann.index``).
+    ``mixed_schemas`` lets a lexical search read layers whose vectors do not share a schema
+    (RFC 8.3 makes that an error by default: such layers were not built to be searched
+    together)."""
 
     text: str | None = None
     k: int = 10
@@ -120,7 +122,7 @@ def _ann_candidates(idx: LayerIndex, q: F32, c: int, mask: Mask | None,
     the layer has no usable index or too few candidates pass the filter."""
     if request.metric == "dot" and not normalised:
         return None
-    index = idx.ann_index()
+    index = idx.ann_index(now=request.ann_expansion is not None)  # asked for by breadth
     if index is None:
         return None
     n = idx.file.chunk_count

@@ -74,8 +74,10 @@ LINKS = 16
 BUILD_SEARCH = 128
 """Breadth of the search that places each added row in the graph (``efConstruction``)."""
 SEARCH = 96
-"""Default breadth of a query's walk (``efSearch``) at :data:`ANN_MIN_ROWS` rows; larger
+"""Default breadth of a query's walk (``efSearch``) up to :data:`SEARCH_ROWS` rows; larger
 graphs get a wider one (:func:`default_breadth`; docs/peers.md has the sweeps)."""
+SEARCH_ROWS = 100_000
+"""The graph size :data:`SEARCH` was chosen at."""
 BREADTH_GROWTH = 0.43
 """Exponent of :func:`default_breadth`'s growth with the graph's size: fitted to the two
 sweeps on unclustered vectors, where recall@10 was 0.975 at breadth 96 over 100,000 rows
@@ -135,10 +137,10 @@ def rent_paid(f: LayerFile, scanned_s: float, index_bytes: int) -> bool:
 
 def default_breadth(rows: int) -> int:
     """The default ``efSearch`` for a graph of ``rows`` nodes: :data:`SEARCH` up to
-    :data:`ANN_MIN_ROWS` rows, then growing as ``rows ** BREADTH_GROWTH`` (HNSW's recall
+    :data:`SEARCH_ROWS` rows, then growing as ``rows ** BREADTH_GROWTH`` (HNSW's recall
     at a fixed breadth falls as the graph grows), to the nearest multiple of 32: 256 at
     1,000,000 rows."""
-    scale: float = max(1.0, rows / max(ANN_MIN_ROWS, 1)) ** BREADTH_GROWTH
+    scale: float = max(1.0, rows / SEARCH_ROWS) ** BREADTH_GROWTH
     return max(SEARCH, 32 * round(SEARCH * scale / 32))
 
 
