@@ -65,7 +65,7 @@ from sediment.memory.usage import Flusher, UsageBuffer
 from sediment.search.fusion import ConvexFusion, Pool
 from sediment.store.events import FORGET, PROPOSAL, SUPERSEDE
 
-DEFAULT_DEDUP_THRESHOLD = 0.85
+DEFAULT_DEDUP_THRESHOLD = 0.83
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 DEFAULT_LIST_LIMIT = 20
