@@ -239,7 +239,7 @@ def summarize_cmd(ctx: click.Context, /, older: int, run_id: str | None, actor: 
         emit_json(out)
     else:
         click.echo(f"summarized {out['summarized']} items into {len(out['summaries'])} "
-                   f"summaries; archived {out['archived']}")
+                   f"summaries; archived {out['archived']}; pruned {len(out['pruned'])}")
 
 
 @context.command(name="prune")
@@ -247,15 +247,18 @@ def summarize_cmd(ctx: click.Context, /, older: int, run_id: str | None, actor: 
 @_common
 def prune_cmd(ctx: click.Context, /, min_score: float, actor: str | None,
               embedder_name: str | None, layer_dir: Path | None, as_json: bool) -> None:
-    """Forget items whose usefulness is under --min-score (never helpful skills)."""
+    """Forget low-value and expired items (never helpful skills).
+
+    Low value: usefulness under --min-score. Expired: older than [context]
+    prune_after_iterations and never marked helpful.
+    """
     out = _loop(ctx, layer_dir, embedder_name).prune(actor or default_actor(), min_score)
     if as_json:
         emit_json(out)
         return
     click.echo(f"removed {out['count']} items")
     for d in out["removed"]:
-        click.echo(f"  {d['id']} {d['type']} usefulness {d['usefulness']:.2f}: "
-                   f"{visible(d['content'][:70])}")
+        click.echo(f"  {d['id']} {d['type']} ({d['reason']}): {visible(d['content'][:70])}")
 
 
 @context.command(name="stats")

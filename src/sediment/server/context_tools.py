@@ -182,13 +182,13 @@ def add_context_tools(server: MCPServer, service: ContextService, *,
     def summarize(r: SummarizeRequest, p: Principal) -> CallToolResult:
         out = cl.summarize_old_context(p.actor, r.older_than_iterations, r.run_id)
         return result(out, f"Summarized {out['summarized']} items into "
-                           f"{len(out['summaries'])} summaries; archived {out['archived']}.")
+                           f"{len(out['summaries'])} summaries; archived {out['archived']}; "
+                           f"pruned {len(out['pruned'])}.")
 
     def prune(r: PruneRequest, p: Principal) -> CallToolResult:
         out = cl.prune(p.actor, r.min_score)
         lines = [f"Removed {out['count']} items."]
-        lines += [f"- {d['id']} {d['type']} (usefulness {d['usefulness']:.2f})"
-                  for d in out["removed"]]
+        lines += [f"- {d['id']} {d['type']} ({d['reason']})" for d in out["removed"]]
         return result(out, "\n".join(lines))
 
     def stats(_: NoArgs, p: Principal) -> CallToolResult:
