@@ -150,14 +150,19 @@ def _vector_top(store: PgStore, cur: Cursor, layer: LayerName, n_docs: int, dim:
     base = [store.project, layer.value, *kind_args]
     if not request.exact and n_docs >= ANN_MIN_ROWS and _has_index(cur, index_name(dim, dot)):
         ef = request.ann_expansion or min(max(c, 40), MAX_FETCH, 1000)
+        # The inner query carries only the index's own predicate, so the planner walks
+        # the HNSW graph; project, layer and kind filter its answer afterwards.
         query = sql.SQL(
-            "SELECT c.id FROM chunks c WHERE c.project = %s AND c.layer = %s AND {} AND "
-            "c.dim = {} ORDER BY c.embedding::vector({}) {} %s::vector({}) LIMIT %s").format(
-            kind_sql, sql.Literal(dim), sql.Literal(dim), op, sql.Literal(dim))
+            "SELECT c.id FROM (SELECT id, project, layer, kind, embedding FROM chunks WHERE "
+            "dim = {} ORDER BY embedding::vector({}) {} %s::vector({}) LIMIT %s) AS c "
+            "WHERE c.project = %s AND c.layer = %s AND {} "
+            "ORDER BY c.embedding::vector({}) {} %s::vector({}) LIMIT %s").format(
+            sql.Literal(dim), sql.Literal(dim), op, sql.Literal(dim), kind_sql,
+            sql.Literal(dim), op, sql.Literal(dim))
         conn = cur.connection
         with conn.transaction(), conn.cursor() as inner:
             inner.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef)))
-            inner.execute(query, [*base, q, c])
+            inner.execute(query, [q, ef, *base, q, c])
             got = [int(r[0]) for r in inner.fetchall()]
         if len(got) >= min(c, n_docs):
             return got, True

@@ -114,6 +114,8 @@ def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
             out.skipped[layer.name.value] = len(chunks) - len(rows)
             if on_layer is not None:
                 on_layer(layer.name.value, len(rows))
+    with store.cursor() as cur:
+        cur.execute("ANALYZE chunks")  # the planner's row counts, for every query after
     schema = store.schema()
     if schema is not None and schema.dim:
         ensure_vector_index(store, schema.dim,
