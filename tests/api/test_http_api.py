@@ -130,3 +130,13 @@ def test_tools_validated_by_the_sdk_answer_400_too(api: httpx.Client) -> None:
     the field, not a 500 (schemathesis found this)."""
     assert error(api.post("/tools/recall_memories", json={"query": "x", "limit": 47.0}), 400,
                  "bad_request").startswith("limit: expected an integer, got 47.0")
+
+
+def test_unknown_query_parameters_are_refused(api: httpx.Client) -> None:
+    r = api.get("/tools/list", params={"agent": "onboarding", "agnet": "x"})
+    assert r.status_code == 400
+    assert r.json()["error"]["message"] == ("unknown query parameter 'agnet' "
+                                            "(GET /tools/list takes: agent)")
+    r = api.get("/health", params={"verbose": "1"})
+    assert r.status_code == 400 and "takes: none" in r.json()["error"]["message"]
+    assert api.get("/tools/list", params={"agent": "onboarding"}).status_code == 200

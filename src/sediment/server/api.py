@@ -123,14 +123,22 @@ class Api:
             raise ApiError(400, "bad_request", "the body must be a JSON object")
         return data
 
-    def route(self, key: str, fn: Callable[[Request], Awaitable[Any]]) -> Endpoint:
+    def route(self, key: str, fn: Callable[[Request], Awaitable[Any]],
+              query: frozenset[str] = frozenset()) -> Endpoint:
         """``fn`` behind the Host/Origin checks and the permission ``ROUTES[key]`` needs
-        (a request without a principal reached a server that has no tokens)."""
+        (a request without a principal reached a server that has no tokens); a query
+        parameter outside ``query`` is refused, as an unknown body field is."""
         permission = ROUTES[key]
 
         async def endpoint(request: Request) -> Response:
             try:
                 self._check_headers(request)
+                unknown = sorted(set(request.query_params) - query)
+                if unknown:
+                    takes = ", ".join(sorted(query)) or "none"
+                    raise ApiError(400, "bad_request",
+                                   f"unknown query parameter {unknown[0][:64]!r} "
+                                   f"({key} takes: {takes})")
                 who = request_principal(request)
                 if who is not None and not who.may(permission):
                     raise ApiError(403, "forbidden",
@@ -218,4 +226,5 @@ def mount_api(server: MCPServer, registry: Registry, context: PersonaContext, *,
             ("/agents/list", "GET", api.agents_list),
             ("/agents/{name}/prompt", "POST", api.agent_prompt),
             ("/openapi.json", "GET", api.openapi)):
-        server.custom_route(path, methods=[method])(api.route(f"{method} {path}", fn))
+        query = frozenset({"agent"}) if path == "/tools/list" else frozenset()
+        server.custom_route(path, methods=[method])(api.route(f"{method} {path}", fn, query))

@@ -60,7 +60,7 @@ def _json(schema: Any) -> dict[str, Any]:
 
 def _errors(*codes: str) -> dict[str, Any]:
     return {c: {"description": ERRORS[c], **_json({"$ref": "#/components/schemas/Error"})}
-            for c in ("401", *codes)}
+            for c in ("400", "401", *codes)}
 
 
 def _hoist(schema: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
