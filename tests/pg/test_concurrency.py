@@ -72,3 +72,11 @@ def test_processes_get_unique_ids_and_a_rolled_back_id_is_not_reused(pg_url: str
     ids = [i for part in got for i in part]
     assert len(ids) == 80 == len(set(ids)) == _count(pg_url)
     assert lost[0] not in ids and min(ids) > lost[0]
+
+
+def test_a_nul_character_is_a_clear_error(pg_url: str) -> None:
+    from sediment.errors import ValidationError
+
+    with PgStore(pg_url) as store, pytest.raises(ValidationError, match="NUL"):
+        store.append(LayerName.LOCAL, [NewChunk("note", "a\x00b", "mcp", 0.5)],
+                     EMBEDDER.embed(["a b"]), profile=PROFILE)

@@ -133,3 +133,10 @@ def test_db_migrate_unreachable_is_one_line(sediment: Runner, tmp_path: Path) ->
     r = sediment("db", "migrate", "--store", f"postgresql://x@/db?host={tmp_path}&port=1")
     assert r.code == 1
     assert r.err.startswith("Error: store ") and "Traceback" not in r.err
+
+
+def test_a_store_on_an_unmigrated_database_says_to_migrate(pg_empty_url: str) -> None:
+    from sediment.pg import PgStore
+
+    with pytest.raises(StoreUnavailableError, match="sediment db migrate"):
+        PgStore(pg_empty_url)

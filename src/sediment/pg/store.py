@@ -146,6 +146,10 @@ class PgStore:
             raise LockTimeoutError(
                 f"store {self.url.redacted}: a statement or a wait for another writer ran "
                 f"past {self.statement_timeout_ms / 1000:g}s") from exc
+        except psycopg.DataError as exc:
+            raise ValidationError(
+                f"store {self.url.redacted} refused a value ({str(exc).strip().splitlines()[0]})"
+                "; PostgreSQL text cannot hold NUL characters") from exc
         except psycopg.OperationalError as exc:
             self._local.conn = None
             raise StoreUnavailableError(f"store {self.url.redacted}: the connection failed "
