@@ -8,7 +8,15 @@ from pathlib import Path
 
 import httpx
 import psycopg
+import pytest
 
+from sediment.context import ContextLoop
+from sediment.embed import HashEmbedder
+from sediment.errors import ValidationError
+from sediment.memory import MemoryService
+from sediment.pg.context import PgContextStore
+from sediment.pg.database import Database
+from sediment.pg.memory import PgMemoryStore
 from tests.conftest import Runner
 from tests.pg.team import call, mint, seed_project, team_server
 
@@ -58,3 +66,17 @@ def test_the_server_authenticates_against_the_database(pg_url: str, tmp_path: Pa
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute("DELETE FROM tokens WHERE id = %s", (tid,))
         assert call(http, alice, "recall_memories", {"query": "deploys"}).status_code == 401
+
+
+def test_text_postgres_cannot_hold_is_a_clear_error(pg_url: str) -> None:
+    emb = HashEmbedder()
+    db = Database(pg_url)
+    try:
+        memory = MemoryService(PgMemoryStore(db, dim=emb.profile.dim), emb)
+        with pytest.raises(ValidationError, match="cannot hold NUL"):
+            memory.save("alice", "tabs\x00and nulls", "fact")
+        loop = ContextLoop(PgContextStore(db, dim=emb.profile.dim), emb)
+        with pytest.raises(ValidationError, match="cannot hold NUL"):
+            loop.store_context("alice", "a\x00b", "task")
+    finally:
+        db.close()

@@ -69,8 +69,14 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
     sock = None
     if transport == "http":
         check_http_path(http_path)
-        if isinstance(open_store(cfg, store, layer_dir, paths), LayerSet):
-            check_binding(host, token)  # a team store always requires its tokens
+        opened = open_store(cfg, store, layer_dir, paths)
+        if isinstance(opened, LayerSet):
+            check_binding(host, token)
+        else:  # a team store always requires its tokens
+            from sediment.pg import PgStore
+
+            assert isinstance(opened, PgStore)
+            opened.close()
         sock = bind_socket(host, port)
     try:
         _serve(cfg, sock, transport, host, http_path, token, embedder_name, root,

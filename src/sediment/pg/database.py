@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 from pgvector.psycopg import register_vector
 
-from sediment.errors import StoreUnavailableError
+from sediment.errors import StoreUnavailableError, ValidationError
 from sediment.pg.connection import (
     CONNECT_TIMEOUT_S,
     STATEMENT_TIMEOUT_MS,
@@ -125,6 +125,10 @@ class Database:
             healthy = False
             raise StoreUnavailableError(f"store {self.url.redacted}: {_first_line(exc)}") \
                 from exc
+        except psycopg.DataError as exc:
+            raise ValidationError(f"store {self.url.redacted} refused a value "
+                                  f"({_first_line(exc)}); PostgreSQL text cannot hold NUL "
+                                  "characters") from exc
         finally:
             self._give(conn, healthy)
 
