@@ -34,7 +34,15 @@ from sediment.search.engine import SearchRequest, SearchResult
 from sediment.search.fusion import Pool
 from sediment.search.hits import HiddenVersion, Hit
 from sediment.store import PRECEDENCE, LayerName
-from sediment.store.events import FORGET, SUPERSEDE, hidden_ids, iter_events
+from sediment.store.events import (
+    FORGET,
+    MEMORY_KIND_PREFIX,
+    META_PREFIX,
+    SUPERSEDE,
+    hidden_ids,
+    is_meta_kind,
+    iter_events,
+)
 
 if TYPE_CHECKING:
     from sediment.pg.store import Cursor, PgStore
@@ -74,7 +82,8 @@ def _kind_filter(request: SearchRequest) -> tuple[sql.Composable, list[Any]]:
         return sql.SQL("c.kind = ANY(%s)"), [list(request.kinds)]
     if request.include_meta:
         return sql.SQL("true"), []
-    return sql.SQL("c.kind NOT LIKE 'meta.%%' AND c.kind NOT LIKE 'memory.%%'"), []
+    return (sql.SQL("c.kind NOT LIKE %s AND c.kind NOT LIKE %s"),
+            [META_PREFIX + "%", MEMORY_KIND_PREFIX + "%"])
 
 
 def _default_candidates(request: SearchRequest) -> int:
@@ -319,7 +328,7 @@ def _resolve(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
         if request.kinds:
             if top.kind not in request.kinds:
                 continue
-        elif not request.include_meta and (top.kind.startswith("meta.")):
+        elif not request.include_meta and is_meta_kind(top.kind):
             continue
         shadowed = []
         for name, r in found[1:]:

@@ -50,7 +50,13 @@ from sediment.pg.migrate import require_current
 from sediment.search.analysis import DEFAULT_ANALYZER, analyzer
 from sediment.search.engine import SearchRequest, SearchResult
 from sediment.store import AGENT_WRITABLE, PRECEDENCE, LayerName, LayerSummary, NewChunk, Schema
-from sediment.store.events import Event, ProposalState, fold_proposals, iter_events
+from sediment.store.events import (
+    META_PREFIX,
+    Event,
+    ProposalState,
+    fold_proposals,
+    iter_events,
+)
 from sediment.store.ids import U32_MAX, WRITTEN_START, recorded_high_water
 
 Cursor = psycopg.Cursor[tuple[Any, ...]]
@@ -280,7 +286,8 @@ class PgStore:
         wanted = [n.value for n in (PRECEDENCE if names is None else names)]
         with self.cursor() as cur:
             cur.execute(f"SELECT {CHUNK_COLS} FROM chunks WHERE project = %s AND "
-                        "layer = ANY(%s) AND kind LIKE 'meta.%%'", (self.project, wanted))
+                        "layer = ANY(%s) AND kind LIKE %s", (self.project, wanted,
+                                                             META_PREFIX + "%"))
             rows = cur.fetchall()
         return list(iter_events((LayerName(r[0]), chunk_of(r)) for r in rows))
 
