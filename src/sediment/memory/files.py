@@ -32,11 +32,11 @@ from sediment.memory.events import MEMORY_EVENT_KINDS, StoredEvent
 from sediment.memory.model import CATEGORIES, MemoryRef, Scope, actor_kinds, parse_kind
 from sediment.memory.store import (
     Candidate,
-    New,
     NewEvent,
     NewMemory,
     Place,
     StoredMemory,
+    resolve_new,
 )
 from sediment.search import SearchRequest, search
 from sediment.search.layer_index import layer_index
@@ -106,16 +106,6 @@ def _stored_events(f: LayerFile, store: str, layer: str) -> list[StoredEvent]:
     return got
 
 
-def _resolve(value: Any, ids: Sequence[int]) -> Any:
-    if isinstance(value, New):
-        return ids[value.index]
-    if isinstance(value, list | tuple):
-        return [_resolve(v, ids) for v in value]
-    if isinstance(value, dict):
-        return {k: _resolve(v, ids) for k, v in value.items()}
-    return value
-
-
 class FileMemoryStore:
     """Memories in the project's layer set and in one layer file per actor."""
 
@@ -164,8 +154,8 @@ class FileMemoryStore:
                 vectors.append(np.asarray(m.vector, dtype=np.float32).reshape(-1))
             zero = np.zeros(self.dim, dtype=np.float32)
             for cid, e in zip(ids[len(memories):], events, strict=True):
-                data = _resolve(e.data, ids)
-                subjects = tuple(int(s) for s in _resolve(list(e.subjects), ids))
+                data = resolve_new(e.data, ids)
+                subjects = tuple(int(s) for s in resolve_new(list(e.subjects), ids))
                 items.append(NewChunk(e.kind, event_content(**data), e.author, 1.0, subjects,
                                       id=cid))
                 vectors.append(zero)

@@ -48,6 +48,18 @@ class New:
     index: int
 
 
+def resolve_new(value: Any, ids: Sequence[int]) -> Any:
+    """``value`` with every :class:`New` placeholder (nested in lists, tuples and dicts)
+    replaced by the id the commit gave that memory."""
+    if isinstance(value, New):
+        return ids[value.index]
+    if isinstance(value, list | tuple):
+        return [resolve_new(v, ids) for v in value]
+    if isinstance(value, dict):
+        return {k: resolve_new(v, ids) for k, v in value.items()}
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class NewMemory:
     kind: str

@@ -26,7 +26,14 @@ from psycopg.types.json import Jsonb
 from sediment.format import Chunk
 from sediment.memory.events import USE, StoredEvent
 from sediment.memory.model import CATEGORIES, MemoryRef, Scope, actor_kinds
-from sediment.memory.store import Candidate, New, NewEvent, NewMemory, Place, StoredMemory
+from sediment.memory.store import (
+    Candidate,
+    NewEvent,
+    NewMemory,
+    Place,
+    StoredMemory,
+    resolve_new,
+)
 from sediment.pg.database import Conn, Database, bump, next_ids, revision, row, rows
 from sediment.search.analysis import plain_tokens
 from sediment.search.bm25 import BM25Index
@@ -42,16 +49,6 @@ _WHERE = {Place.USER: ("u", "user"), Place.USER_USAGE: ("u", "usage"),
 _FILE_LAYER = {"usage": "local"}
 _GLOBAL = ("user", "base")
 _COLUMNS = "store, id, layer, kind, content, author, confidence, created_at_ms, sources"
-
-
-def _resolve(value: Any, ids: Sequence[int]) -> Any:
-    if isinstance(value, New):
-        return ids[value.index]
-    if isinstance(value, list | tuple):
-        return [_resolve(v, ids) for v in value]
-    if isinstance(value, dict):
-        return {k: _resolve(v, ids) for k, v in value.items()}
-    return value
 
 
 def _chunk(row: Sequence[Any]) -> Chunk:
@@ -102,8 +99,8 @@ class PgMemoryStore:
                              np.asarray(m.vector, dtype=np.float32).reshape(-1)))
             hide: list[int] = []
             for cid, e in zip(ids[len(memories):], events, strict=True):
-                data = _resolve(e.data, ids)
-                subjects = [int(s) for s in _resolve(list(e.subjects), ids)]
+                data = resolve_new(e.data, ids)
+                subjects = [int(s) for s in resolve_new(list(e.subjects), ids)]
                 parts = self._split_use(conn, place, e.kind, data, shared)
                 extra = next_ids(conn, len(parts) - 1)
                 for (part, is_shared), rid in zip(parts, [cid, *extra], strict=True):

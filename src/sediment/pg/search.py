@@ -26,11 +26,11 @@ import numpy as np
 import numpy.typing as npt
 from psycopg import sql
 
-from sediment.errors import SchemaMismatchError, ValidationError
+from sediment.errors import ValidationError
 from sediment.pg.store import CHUNK_COLS, as_vector, chunk_of
 from sediment.search.analysis import DEFAULT_ANALYZER, analyzer
 from sediment.search.ann import ANN_MIN_ROWS, MAX_FETCH
-from sediment.search.engine import SearchRequest, SearchResult
+from sediment.search.engine import SearchRequest, SearchResult, check_schema
 from sediment.search.fusion import Pool
 from sediment.search.hits import HiddenVersion, Hit
 from sediment.store import PRECEDENCE, LayerName
@@ -209,19 +209,6 @@ def _hidden(cur: Cursor, project: str, layers: Sequence[LayerName]) -> set[int]:
     return hidden_ids(iter_events((LayerName(r[0]), chunk_of(r)) for r in cur.fetchall()))
 
 
-def _check(store: PgStore, names: Sequence[LayerName], request: SearchRequest) -> None:
-    if request.mixed_schemas:
-        return
-    try:
-        store.schema(names)
-    except SchemaMismatchError as exc:
-        if request.mode != "lexical":
-            raise
-        raise SchemaMismatchError(
-            f"{exc}; to search them lexically anyway, pass mixed_schemas=True "
-            "(`sediment search --mode lexical --allow-mixed-schemas`)") from exc
-
-
 def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
         normalised: bool = False) -> SearchResult:
     """``request`` over ``store``'s project (see the module docstring)."""
@@ -234,7 +221,7 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
         found = {LayerName(r[0]): r for r in cur.fetchall()}
     layers = [n for n in PRECEDENCE if n in found]
     if len(layers) > 1:
-        _check(store, names, request)
+        check_schema(store, names, request)
     q = None
     if query_vec is not None and request.mode != "lexical":
         q = np.asarray(query_vec, dtype=np.float32).reshape(-1)

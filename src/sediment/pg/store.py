@@ -57,7 +57,7 @@ from sediment.store.events import (
     fold_proposals,
     iter_events,
 )
-from sediment.store.ids import U32_MAX, WRITTEN_START, recorded_high_water
+from sediment.store.ids import U32_MAX, WRITTEN_START, check_chosen_id, recorded_high_water
 
 Cursor = psycopg.Cursor[tuple[Any, ...]]
 CHUNK_COLS = "layer, id, kind, content, author, confidence, created_at_ms, sources"
@@ -411,12 +411,7 @@ class PgStore:
                 cid = next(ids)
             else:
                 cid = item.id
-                if not 0 < cid <= U32_MAX:
-                    raise ValidationError(f"chunk id {cid} is outside 1..{U32_MAX}")
-                if cid in taken:
-                    raise ValidationError(
-                        f"chunk id {cid} already exists in the {name.value} layer; layers "
-                        "are append-only, so a new version goes to a higher layer")
+                check_chosen_id(cid, taken, name.value)
                 taken.add(cid)
             chunks.append(Chunk(cid, item.kind, item.content, item.author, item.confidence,
                                 now if item.created_at_ms is None else item.created_at_ms,

@@ -42,7 +42,7 @@ from sediment.search.hits import ChunkAt, HiddenVersion, Hit, Reranker
 from sediment.search.layer_index import I64, LayerIndex, Mask, layer_index
 from sediment.search.params import BM25Params
 from sediment.search.vector import F32, Metric, top_k
-from sediment.store import PRECEDENCE, LayerName, LayerSet, OpenLayer
+from sediment.store import PRECEDENCE, LayerName, LayerSet, LayerStore, OpenLayer
 from sediment.store.events import is_meta_kind
 
 Mode = Literal["hybrid", "vector", "lexical"]
@@ -221,12 +221,14 @@ def _ranks(score: F32, valid: npt.NDArray[np.bool_], tiebreak: Sequence[I64]) ->
     return ranks
 
 
-def _check_schema(layerset: LayerSet, names: Sequence[LayerName],
-                  request: SearchRequest) -> None:
+def check_schema(store: LayerStore, names: Sequence[LayerName],
+                 request: SearchRequest) -> None:
+    """The layers searched together share a schema (RFC 8.3), or the request is lexical
+    and allows mixed ones; every backend's search applies this."""
     if request.mixed_schemas:
         return
     try:
-        layerset.schema(names)
+        store.schema(names)
     except SchemaMismatchError as exc:
         if request.mode != "lexical":
             raise
@@ -264,7 +266,7 @@ def search(layerset: LayerSet, request: SearchRequest,
     names = request.layers if request.layers is not None else PRECEDENCE
     layers = layerset.layers(names)
     if len(layers) > 1:  # one layer always agrees with itself
-        _check_schema(layerset, names, request)
+        check_schema(layerset, names, request)
     q = None
     if query_vec is not None and request.mode != "lexical":
         q = np.asarray(query_vec, dtype=np.float32).reshape(-1)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sediment.errors import ValidationError
+
 U32_MAX = 2**32 - 1
 WRITTEN_START = 2**31
 COMPILED_MAX = WRITTEN_START - 1
@@ -37,3 +39,14 @@ def has_id_ranges(metadata: Mapping[str, Any] | None) -> bool:
 def first_written_id(high_water: int) -> int:
     """The next id a writer gives, given the set's high-water mark (largest id ever used)."""
     return max(high_water, WRITTEN_START - 1) + 1
+
+
+def check_chosen_id(cid: int, taken: set[int], layer: str) -> None:
+    """An id the caller chose for a new chunk: within the u32 range and not yet in
+    ``layer`` (layers are append-only); every backend's append applies the same rule."""
+    if not 0 < cid <= U32_MAX:
+        raise ValidationError(f"chunk id {cid} is outside 1..{U32_MAX}")
+    if cid in taken:
+        raise ValidationError(
+            f"chunk id {cid} already exists in the {layer} layer; layers "
+            "are append-only, so a new version goes to a higher layer")

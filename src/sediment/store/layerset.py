@@ -46,7 +46,12 @@ from sediment.store.events import (
     iter_events,
     kind_mask,
 )
-from sediment.store.ids import U32_MAX, first_written_id, recorded_high_water
+from sediment.store.ids import (
+    U32_MAX,
+    check_chosen_id,
+    first_written_id,
+    recorded_high_water,
+)
 from sediment.store.layers import AGENT_WRITABLE, FILE_NAMES, PRECEDENCE, LayerName
 
 LOCK_FILE = ".sediment.lock"
@@ -413,12 +418,7 @@ class LayerSet:
                 next_id += 1
             else:
                 cid = item.id
-                if not 0 < cid <= U32_MAX:
-                    raise ValidationError(f"chunk id {cid} is outside 1..{U32_MAX}")
-                if cid in existing_ids:
-                    raise ValidationError(
-                        f"chunk id {cid} already exists in the {name.value} layer; layers "
-                        "are append-only, so a new version goes to a higher layer")
+                check_chosen_id(cid, existing_ids, name.value)
             existing_ids.add(cid)
             new.append(Chunk(cid, item.kind, item.content, item.author, item.confidence,
                              now if item.created_at_ms is None else item.created_at_ms,
