@@ -184,8 +184,15 @@ def _seed(url: str, cwd: Path) -> None:
 
 def run_load(url: str, cwd: Path, *, writers: int, writes: int, readers: int,
              pg: Postgres | None = None, crash_after: float | None = None,
-             down: float = 5.0) -> LoadResult:
-    """Run the load (and the crash) against a fresh server over ``url``."""
+             crash_after_writes: int | None = None, down: float = 5.0) -> LoadResult:
+    """Run the load (and the crash) against a fresh server over ``url``.
+
+    The crash comes ``crash_after`` seconds into the load or once ``crash_after_writes``
+    writes were acknowledged, whichever is given; the second does not depend on how fast
+    the machine is, which is what a test needs (the writers still have work left after the
+    restart, because each write is retried until it is acknowledged). The restart time is
+    taken when the restart begins: a write may be acknowledged before ``pg_ctl`` returns.
+    """
     _seed(url, cwd)
     db = Database(url, size=1)
     try:
@@ -257,13 +264,18 @@ def run_load(url: str, cwd: Path, *, writers: int, writes: int, readers: int,
         threads += [threading.Thread(target=reader, args=(i,)) for i in range(readers)]
         for t in threads:
             t.start()
-        if pg is not None and crash_after is not None:
-            time.sleep(crash_after)
+        if pg is not None and (crash_after is not None or crash_after_writes is not None):
+            if crash_after_writes is not None:
+                while len(res.acked) < crash_after_writes and \
+                        any(t.is_alive() for t in threads[:writers]):
+                    time.sleep(0.01)
+            else:
+                time.sleep(crash_after or 0.0)
             res.crashed_at_s = time.monotonic() - start
             pg.crash()
             time.sleep(down)
-            pg.restart()
             res.restarted_at_s = time.monotonic() - start
+            pg.restart()
         for t in threads[:writers]:
             t.join()
         done.set()

@@ -22,7 +22,7 @@ def test_a_database_crash_mid_load(tmp_path: Path) -> None:
     try:
         url = pg.database("crash")
         res = run_load(url, tmp_path, writers=2, writes=80, readers=1, pg=pg,
-                       crash_after=1.0, down=2.0)
+                       crash_after_writes=20, down=2.0)
     finally:
         pg.stop()
     assert res.restarted_at_s is not None
