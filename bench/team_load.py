@@ -8,7 +8,8 @@ writers finish. Afterwards the database is read directly: one chunk per acknowle
 ids unique (a failed write is retried, as a client would, so every write is eventually
 acknowledged). With ``--crash-after S`` the PostgreSQL server is stopped without a shutdown
 checkpoint (``pg_ctl stop -m immediate``: the crash-recovery path) S seconds into the load
-and started again ``--down`` seconds later: requests during the outage must fail with a
+(or, with ``--crash-after-writes N``, once N writes were acknowledged) and started again
+``--down`` seconds later: requests during the outage must fail with a
 clear error within the configured timeouts (never hang), the server must reconnect by
 itself, and every acknowledged write must be there afterwards. A write whose connection
 broke after its commit reached the disk is stored although the client saw an error; its
@@ -313,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--readers", type=int, default=2)
     p.add_argument("--crash-after", type=float, default=None,
                    help="Crash PostgreSQL this many seconds into the load.")
+    p.add_argument("--crash-after-writes", type=int, default=None,
+                   help="Crash PostgreSQL once this many writes were acknowledged.")
     p.add_argument("--down", type=float, default=5.0, help="Seconds it stays down.")
     p.add_argument("--json", type=Path, default=None, help="Also write the result here.")
     args = p.parse_args(argv)
@@ -322,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         url = pg.database("team_load")
         res = run_load(url, root, writers=args.writers, writes=args.writes,
                        readers=args.readers, pg=pg, crash_after=args.crash_after,
-                       down=args.down)
+                       crash_after_writes=args.crash_after_writes, down=args.down)
     finally:
         pg.stop()
         shutil.rmtree(root, ignore_errors=True)
