@@ -183,8 +183,11 @@ class FileContextStore:
                  high_water: int, metadata: dict[str, Any]) -> None:
         md = dict(metadata)
         md["id_high_water"] = max(high_water, int(md.get("id_high_water") or 0))
-        data = encode_layer(chunks, matrix.reshape(len(chunks), self.dim), dim=self.dim,
-                            metadata=md)
+        matrix = matrix.reshape(len(chunks), self.dim)
+        zero = ~matrix.any(axis=1)
+        data = encode_layer(chunks, matrix, dim=self.dim, metadata=md,
+                            vectorless=[bool(z) and is_context_event(c.kind)
+                                        for c, z in zip(chunks, zero, strict=True)])
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, data)
 
