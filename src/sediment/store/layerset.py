@@ -111,8 +111,8 @@ def _vectorless(chunks: Sequence[Chunk], vectors: npt.NDArray[np.float32]) -> li
     flags = [is_meta_kind(c.kind) for c in chunks]
     if not any(flags):
         return None
-    zero = ~np.asarray(vectors).any(axis=1)
-    out = [f and bool(z) for f, z in zip(flags, zero, strict=True)]
+    zero = set(np.flatnonzero(~np.asarray(vectors).any(axis=1)).tolist())
+    out = [f and i in zero for i, f in enumerate(flags)]
     return out if any(out) else None
 
 
