@@ -44,7 +44,7 @@ def test_a_new_store_writes_i8_with_one_zero_row_for_its_events(tmp_path: Path) 
 def test_archiving_keeps_i8_and_the_shared_row_and_archived_items_are_read(
         tmp_path: Path) -> None:
     store = _store(tmp_path)
-    ids, vecs = _add(store, [f"note {i} about topic {i}" for i in range(5)])
+    ids, _ = _add(store, [f"note {i} about topic {i}" for i in range(5)])
     before = {i.chunk.id: i.vector for i in store.items()}
     assert store.archive(ids[:3], "2026-01-01") == 3
     archive = LayerFile.open(tmp_path / "context" / "archive" / "AGENTS.archive-2026-01-01.db")
