@@ -28,7 +28,7 @@ import numpy.typing as npt
 from bench import layerfiles, synthetic
 from bench.timing import Stats
 from sediment.embed import Embedder
-from sediment.format import Chunk, LayerFile
+from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.format.writer import encode_append
 from sediment.store import LayerName, LayerSet, NewChunk
 
@@ -37,6 +37,8 @@ BATCHES = (1, 100)
 PHASE_SIZES = (10_000,)
 PHASES = ("write", "fsync file", "fsync directory", "rest")
 """Parts of an append (variant names of :func:`phases`' rows)."""
+STORE_SIZES = (1_000, 5_000, 10_000)
+"""Items (each with its store event) in the agent-store rows."""
 SAVE_SIZES = (5_000, 10_000)
 """The progressive-context target is set at 5,000 items, agent memory's at 10,000."""
 ELEMENT_TYPES = ("f32", "i8")
@@ -51,7 +53,10 @@ class AppendLatency:
     variant: str = "append"
     """``append`` (LayerSet.append), ``in memory`` (the previous write: the whole file
     assembled in memory, then written), ``save`` (MiniLM embedding, then append),
-    ``embed`` (the embedding part of each save), or one of :data:`PHASES`."""
+    ``embed`` (the embedding part of each save), ``store`` (an agent store's write: an item
+    and its event, into a layer of ``existing`` items and as many events, the events sharing
+    one zero row), ``store, row per event`` (the same with a zero row per event, as before),
+    or one of :data:`PHASES`."""
 
     @property
     def chunks_per_s(self) -> float:
@@ -81,8 +86,10 @@ def _previous_write() -> Iterator[None]:
 
     def assembled(fd: int, base: LayerFile, chunks: Sequence[Chunk],
                   embeddings: npt.NDArray[np.float32], *,
-                  metadata: dict[str, Any] | None) -> int:
-        data = memoryview(encode_append(base, chunks, embeddings, metadata=metadata))
+                  metadata: dict[str, Any] | None, vectorless: Sequence[bool] | None = None
+                  ) -> int:
+        data = memoryview(encode_append(base, chunks, embeddings, metadata=metadata,
+                                        vectorless=vectorless))
         while len(data):
             data = data[os.write(fd, data):]
         return 0
@@ -156,6 +163,7 @@ def measure(workdir: Path, dim: int, seed: int, repeats: int,
                 out.append(AppendLatency(existing, batch, element_type, before, "in memory"))
             shutil.rmtree(path.parent, ignore_errors=True)
             template.unlink()
+    out += stores(workdir, dim, seed, repeats)
     out += phases(workdir, dim, seed, repeats)
     if embedder is not None:
         out += _saves(workdir, embedder, seed, repeats)
@@ -268,4 +276,84 @@ def _saves(workdir: Path, embedder: Embedder, seed: int, repeats: int) -> list[A
                                      "embed"))
             shutil.rmtree(path.parent, ignore_errors=True)
             template.unlink()
+    return out
+
+
+@contextmanager
+def _row_per_event() -> Iterator[None]:
+    """``LayerSet.append`` giving every event its own zero row, as it did before."""
+    from sediment.store import layerset
+
+    real = layerset._vectorless
+    layerset._vectorless = lambda chunks, vectors: None
+    try:
+        yield
+    finally:
+        layerset._vectorless = real
+
+
+def _store_template(path: Path, existing: int, element_type: str, dim: int, seed: int,
+                    shared: bool) -> None:
+    """``existing`` items, each followed by its event (``meta.*``, a zero vector)."""
+    items = synthetic.chunks(synthetic.texts(existing, seed))
+    vecs = synthetic.unit_vectors(existing, dim, seed)
+    chunks: list[Chunk] = []
+    for c in items:
+        chunks += [c, Chunk(c.id + existing, "meta.context._item", f'{{"item": {c.id}}}', "mcp",
+                            1.0, c.created_at_ms, (c.id,))]
+    matrix = np.zeros((2 * existing, dim), dtype=np.float32)
+    matrix[0::2] = vecs
+    flags = [i % 2 == 1 for i in range(2 * existing)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(encode_layer(chunks, matrix, dim=dim, element_type=element_type,
+                                  quant_scale=1 / 127 if element_type == "i8" else None,
+                                  metadata=synthetic.layer_metadata(dim, 2 * existing),
+                                  vectorless=flags if shared else None))
+
+
+def stores(workdir: Path, dim: int, seed: int, repeats: int) -> list[AppendLatency]:
+    """An agent store's write (one item and its event) at :data:`STORE_SIZES`, events
+    sharing one zero row against a row per event, timed alternately."""
+    out: list[AppendLatency] = []
+    prof = synthetic.profile(dim)
+    text = synthetic.texts(1, seed + 1)[0]
+    vecs = np.zeros((2, dim), dtype=np.float32)
+    vecs[0] = synthetic.unit_vectors(1, dim, seed + 2)[0]
+    for element_type in ELEMENT_TYPES:
+        for existing in STORE_SIZES:
+            runs = []
+            for shared in (True, False):
+                template = workdir / f"store-{element_type}-{existing}-{shared}.template.db"
+                _store_template(template, existing, element_type, dim, seed, shared)
+                path = workdir / f"store-{element_type}-{existing}-{shared}" / \
+                    LayerName.LOCAL.file_name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                runs.append((template, path, LayerSet({LayerName.LOCAL: path})))
+
+            def write(ls: LayerSet) -> object:
+                return ls.append(LayerName.LOCAL, [
+                    NewChunk("context.task", text, "mcp", 1.0),
+                    NewChunk("meta.context._item", '{"item": 1}', "mcp", 1.0, (1,))],
+                    vecs, profile=prof, allowed=(LayerName.LOCAL,))
+
+            def shared_rows(ls: LayerSet = runs[0][2]) -> object:
+                return write(ls)
+
+            def row_each(ls: LayerSet = runs[1][2]) -> object:
+                with _row_per_event():
+                    return write(ls)
+
+            def reset(run: tuple[Path, Path, LayerSet]) -> Callable[[], object]:
+                def again() -> None:
+                    _fresh_copy(run[0], run[1])
+                    run[2].layers()
+                return again
+
+            resets = [reset(run) for run in runs]
+            now, before = _timed([shared_rows, row_each], resets, repeats)
+            out.append(AppendLatency(existing, 2, element_type, now, "store"))
+            out.append(AppendLatency(existing, 2, element_type, before, "store, row per event"))
+            for t, p, _ls in runs:
+                shutil.rmtree(p.parent, ignore_errors=True)
+                t.unlink()
     return out

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder.embed(["warm up"])
     out: dict[str, Any] = {"args": vars(args)}
     with tempfile.TemporaryDirectory() as tmp:
-        store = FileContextStore(Path(tmp) / "context", profile=None,
+        store = FileContextStore(Path(tmp) / "context", profile=embedder.profile.to_dict(),
                                  dim=embedder.profile.dim)
         if args.archived:
             old = _fill(store, args.archived, 0, 10)

@@ -44,7 +44,8 @@ def test_the_pool_is_plain_search_s(tmp_path: Path) -> None:
                        normalised=True)
         got = index.search(q, qv, allowed, 10)
         assert [index.items[p].chunk.id for p in got.pos.tolist()] == [h.id for h in plain.hits]
-        assert np.allclose(got.fused, [h.score for h in plain.hits], atol=1e-5)
+        # the store is i8: plain search also quantises the query, the index does not
+        assert np.allclose(got.fused, [h.score for h in plain.hits], atol=1e-3)
 
 
 def test_allowed_filters_before_the_pool(tmp_path: Path) -> None:

@@ -135,3 +135,37 @@ def test_accept_killed_between_its_commits(sediment: Runner, tmp_path: Path, nth
     assert temporaries(root) == []
     r = sediment("proposals", "reject", str(pid), "--reason", "late", "--dir", str(root))
     assert r.code == 1 and "already accepted" in r.err
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_context_write_killed_at_its_rename(sediment: Runner, tmp_path: Path,
+                                               when: str) -> None:
+    """The context store's i8 file, whose events share one zero row, is replaced as
+    atomically as any layer: the old file or the new one, never a torn one."""
+    from sediment.context import ContextLoop, FileContextStore
+
+    root = make_base(tmp_path / "store")
+    directory = root / ".sediment" / "context"
+    store = FileContextStore(directory, profile=EMB.profile.to_dict(), dim=EMB.profile.dim)
+    loop = ContextLoop(store, EMB, project=root.name, cache_dir=directory / "cache")
+    loop.store_context("me", "Acknowledged before the crash.", "task")
+    kill_at(1, when, "context", "store", "In flight.", "--type", "task", "--dir", str(root),
+            "--actor", "me")
+    active = directory / "AGENTS.local.db"
+    assert_valid(directory)
+    f = LayerFile.open(active)
+    contents = {c.content for c in f.chunks()}
+    assert "Acknowledged before the crash." in contents
+    assert ("In flight." in contents) == (when == "after")
+    assert f.element_type == "i8"
+    items = sum(1 for c in f.chunks() if not c.kind.startswith("meta."))
+    assert f.embedding_info.rows == items + 1
+    r = sediment("context", "store", "Next write.", "--type", "task", "--dir", str(root),
+                 "--actor", "me", "--embedder", "hash")
+    assert r.code == 0, r.err
+    assert temporaries(directory) == []
+    assert_valid(directory)
+    after = FileContextStore(directory, profile=EMB.profile.to_dict(), dim=EMB.profile.dim)
+    texts = {i.chunk.content for i in after.items()}
+    assert {"Acknowledged before the crash.", "Next write."} <= texts
+    assert ("In flight." in texts) == (when == "after")

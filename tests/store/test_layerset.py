@@ -246,3 +246,27 @@ def test_one_directory_named_two_ways_is_one_lock(tmp_path: Path,
     assert len(ls._lock_paths()) == 1
     with ls.transaction():
         pass
+
+
+def test_events_with_zero_vectors_share_one_row_and_notes_are_still_found(
+        tmp_path: Path) -> None:
+    """An event per write used to add a zero row per event: the store doubled in size."""
+    from sediment.search import SearchRequest, search
+
+    write_base(tmp_path)
+    ls = LayerSet.from_directory(tmp_path)
+    zero = np.zeros((1, 4), dtype=np.float32)
+    v = vec(2, seed=5)
+    for i in range(2):
+        (nid,) = ls.append(LayerName.LOCAL, [note(f"note {i}")], v[i:i + 1], profile=PROFILE)
+        ls.append(LayerName.LOCAL, [NewChunk("meta.test", f'{{"n": {i}}}', "mcp", 1.0, (nid,))],
+                  zero, profile=PROFILE)
+    f = LayerFile.open(tmp_path / "AGENTS.local.db")
+    assert f.validate() == []
+    assert (f.chunk_count, f.embedding_info.rows) == (4, 3)
+    assert len(set(f.rows.tolist())) == 3
+    assert not f.vector(1).any() and not f.vector(3).any()
+    assert np.allclose(f.vector(2), v[1])
+    hits = search(ls, SearchRequest(k=1, mode="vector", layers=(LayerName.LOCAL,)), v[1],
+                  normalised=True).hits
+    assert [h.chunk.content for h in hits] == ["note 1"]

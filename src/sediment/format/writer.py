@@ -76,12 +76,15 @@ def encode_layer(
     element_type: str = "f32",
     quant_scale: float | None = None,
     metadata: dict[str, Any] | None = None,
+    vectorless: Sequence[bool] | None = None,
 ) -> bytearray:
     """Encode a whole layer file.
 
     ``embeddings`` holds one row per chunk, in chunk order. For ``element_type="i8"`` it may
     be float (quantised here, with ``quant_scale`` or a computed one) or already int8 (stored
-    as is, ``quant_scale`` required).
+    as is, ``quant_scale`` required). Chunks flagged in ``vectorless`` (their rows must be
+    zeros: events, which no search ranks by vector) share one zero row; the RFC asks only
+    that every ``embedding_row`` lie in ``1..row_count``.
     """
     n = len(chunks)
     emb = np.asarray(embeddings)
@@ -116,13 +119,54 @@ def encode_layer(
             raise ValidationError(f"quant_scale {scale} must be finite and non-zero")
     else:
         raise ValidationError(f"element type {element_type!r} must be 'f32' or 'i8'")
+    rows, keep = _row_plan(data, vectorless, row_base=0, zero_row=None)
+    if keep is not None:
+        data = data[keep]
 
     table = _ChunkEncoder(first_sid=1, rel_base=0, row_base=0)
     table.add(chunks)
     return _assemble(_Parts(
-        entries=table.entries(), blob=table.blob(), records=table.records(chunks),
-        rels=table.relationships(), matrix=_bytes_view(data), rows=n, dim=width,
-        etype=etype, scale=scale, metadata=metadata))
+        entries=table.entries(), blob=table.blob(), records=table.records(chunks, rows),
+        rels=table.relationships(), matrix=_bytes_view(data), rows=int(data.shape[0]),
+        dim=width, etype=etype, scale=scale, metadata=metadata))
+
+
+def _row_plan(data: npt.NDArray[Any], vectorless: Sequence[bool] | None, *, row_base: int,
+              zero_row: int | None) -> tuple[npt.NDArray[np.uint32] | None,
+                                             npt.NDArray[np.bool_] | None]:
+    """The 1-based embedding row of each chunk and which of its rows are stored, when some
+    chunks are ``vectorless``: those point at ``zero_row`` (an all-zero row already in the
+    file), or at the first of them, which stores its row. None, None: one row per chunk."""
+    n = len(data)
+    flags = np.asarray(vectorless if vectorless is not None else [], dtype=bool)
+    if not flags.any():
+        return None, None
+    if len(flags) != n:
+        raise ValidationError(f"vectorless needs one flag per chunk: {len(flags)} for {n}")
+    if data[flags].any():
+        raise ValidationError("a chunk marked vectorless has a non-zero vector")
+    if zero_row is None:
+        first = int(np.flatnonzero(flags)[0])
+        flags = flags.copy()
+        flags[first] = False
+    keep = ~flags
+    rows = (row_base + np.cumsum(keep)).astype(np.uint32)
+    rows[flags] = zero_row if zero_row is not None else rows[first]
+    return rows, keep
+
+
+def zero_row(base: LayerFile, *, recent: int = 256) -> int | None:
+    """A 1-based row of ``base`` that is all zeros, looked for among the rows of its latest
+    ``recent`` chunks (where an append that shares one last put it), or None."""
+    if not base.chunk_count or not base.embedding_info.rows:
+        return None
+    rows = np.unique(base.records["embedding_row"][-recent:].astype(np.int64))
+    rows = rows[(rows >= 1) & (rows <= base.embedding_info.rows)]
+    if not len(rows):
+        return None
+    zero = ~np.asarray(base.embeddings[rows - 1]).any(axis=1)
+    found = rows[zero]
+    return int(found[-1]) if len(found) else None
 
 
 def encode_append(
@@ -131,15 +175,17 @@ def encode_append(
     embeddings: npt.NDArray[Any],
     *,
     metadata: dict[str, Any] | None,
+    vectorless: Sequence[bool] | None = None,
 ) -> bytearray:
     """``base`` with ``chunks`` appended, copying its sections as bytes.
 
     The cost is a memory copy of the old file plus the work for the new chunks: existing
     chunks are never decoded. Existing strings, records, relationships and rows keep their
     ids, offsets and order; kinds and authors already in the dictionary are reused. New
-    vectors take the base's element type (int8 with the base's ``quant_scale``).
+    vectors take the base's element type (int8 with the base's ``quant_scale``). New chunks
+    flagged ``vectorless`` share a zero row (:func:`zero_row`, else one new row).
     """
-    return _assemble(_append_parts(base, chunks, embeddings, metadata))
+    return _assemble(_append_parts(base, chunks, embeddings, metadata, vectorless))
 
 
 def write_append(
@@ -149,6 +195,7 @@ def write_append(
     embeddings: npt.NDArray[Any],
     *,
     metadata: dict[str, Any] | None,
+    vectorless: Sequence[bool] | None = None,
 ) -> int:
     """Write the bytes :func:`encode_append` returns into the empty file ``fd``; return
     their count.
@@ -158,7 +205,8 @@ def write_append(
     chunks that buffer cost more than the write and fsync together (docs/architecture.md,
     "Appends").
     """
-    return _assemble_into(_append_parts(base, chunks, embeddings, metadata), _FileSink(fd))
+    return _assemble_into(_append_parts(base, chunks, embeddings, metadata, vectorless),
+                          _FileSink(fd))
 
 
 def _contains_any(haystack: npt.NDArray[Any], needles: npt.NDArray[np.int64]) -> int | None:
@@ -189,7 +237,8 @@ def _known_strings(base: LayerFile, records: npt.NDArray[Any], wanted: set[str]
 
 
 def _append_parts(base: LayerFile, chunks: Sequence[Chunk], embeddings: npt.NDArray[Any],
-                  metadata: dict[str, Any] | None) -> _Parts:
+                  metadata: dict[str, Any] | None,
+                  vectorless: Sequence[bool] | None = None) -> _Parts:
     n = len(chunks)
     emb = np.asarray(embeddings)
     if emb.ndim != 2 or emb.shape[0] != n or (n and emb.shape[1] != base.dim):
@@ -208,6 +257,11 @@ def _append_parts(base: LayerFile, chunks: Sequence[Chunk], embeddings: npt.NDAr
         data, _ = quantize(emb, base.quant_scale)
     else:
         data = np.ascontiguousarray(emb, dtype="<f4")
+    info = base.embedding_info
+    shared = zero_row(base) if vectorless is not None and any(vectorless) else None
+    rows, keep = _row_plan(data, vectorless, row_base=info.rows, zero_row=shared)
+    if keep is not None:
+        data = np.ascontiguousarray(data[keep])
     raw = base.raw_sections()
     known = _known_strings(base, raw.records, {c.kind for c in chunks} | {
         c.author for c in chunks})
@@ -215,12 +269,11 @@ def _append_parts(base: LayerFile, chunks: Sequence[Chunk], embeddings: npt.NDAr
                         row_base=base.embedding_info.rows, known=known,
                         blob_base=len(raw.blob))
     enc.add(chunks)
-    info = base.embedding_info
     return (_Parts(
         entries=[raw.entries, enc.entries()], blob=[raw.blob, enc.blob()],
-        records=[raw.records, enc.records(chunks)],
+        records=[raw.records, enc.records(chunks, rows)],
         rels=[raw.relationships, enc.relationships()],
-        matrix=[raw.matrix, _bytes_view(data)], rows=info.rows + n, dim=base.dim,
+        matrix=[raw.matrix, _bytes_view(data)], rows=info.rows + len(data), dim=base.dim,
         etype=info.element_type, scale=info.quant_scale, metadata=metadata))
 
 
@@ -281,7 +334,10 @@ class _ChunkEncoder:
     def blob(self) -> bytes:
         return b"".join(self._encoded())
 
-    def records(self, chunks: Sequence[Chunk]) -> np.ndarray:
+    def records(self, chunks: Sequence[Chunk],
+                rows: npt.NDArray[np.uint32] | None = None) -> np.ndarray:
+        """The chunk records; ``rows`` gives each chunk's 1-based embedding row when they do
+        not simply follow ``row_base`` one per chunk."""
         n = len(chunks)
         out = np.zeros(n, dtype=L.CHUNK_RECORD_DTYPE)
         if n:
@@ -291,8 +347,8 @@ class _ChunkEncoder:
             out["author"] = self.cols["author"]
             out["confidence"] = [c.confidence for c in chunks]
             out["created_at"] = [c.created_at_ms for c in chunks]
-            out["embedding_row"] = np.arange(self.row_base + 1, self.row_base + n + 1,
-                                             dtype=np.uint32)
+            out["embedding_row"] = rows if rows is not None else np.arange(
+                self.row_base + 1, self.row_base + n + 1, dtype=np.uint32)
             out["rel_start"] = self.cols["rs"]
             out["rel_count"] = self.cols["rc"]
         return out
