@@ -1,14 +1,22 @@
 """``python -m bench.memory_dedup``: precision and recall of the dedup decision.
 
-Each pair of ``bench.memory_pairs`` (213 pairs, written for this benchmark) is embedded
-with the default embedder; a pair is judged "same memory" when the cosine similarity
-reaches the threshold, or when the new text is a value swap of the old one at cosine
-``SWAP_FLOOR`` or above (``sediment.memory.correction.same_memory``, the service's own
-decision); the cosine-only decision is shown beside it. Same-memory pairs are paraphrases
-and corrections; different pairs are related facts about the same subject. The default
-threshold is the one with the best precision among those whose recall on same-memory
-pairs is at least 0.9. The correction
-signals (``sediment.memory.correction``) are scored on the pairs that would supersede.
+Each pair of ``bench.memory_pairs`` (333 pairs written for this benchmark: 111 originals,
+each with a paraphrase; 71 with a correction and a related fact, 40 everyday memories with
+two related facts) is embedded with the default embedder. Same-memory pairs are
+paraphrases and corrections; different pairs are related facts about the same subject.
+
+Two decisions are compared, per cosine threshold:
+
+- the old rule: cosine at the threshold, or a value swap at ``SWAP_FLOOR``;
+- the new rule (``sediment.memory.correction.same_memory``, the service's own): cosine at
+  the threshold with at most K content words changed, or cosine at ``NEAR_IDENTICAL``, or
+  a value swap at ``SWAP_FLOOR``.
+
+The new rule's two parameters (threshold and K) are fitted on the pairs of the even rows
+(``memory_pairs.GROUPS``): the best precision among the settings whose recall on
+same-memory pairs is at least 0.9, thresholds 0.75-0.95; ties go to the higher threshold,
+then the smaller K. The tables are reported on the odd rows, which the fit never saw, and
+on all pairs.
 """
 
 from __future__ import annotations
@@ -16,16 +24,57 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from bench.memory_pairs import PAIRS
+from bench.memory_pairs import GROUPS, PAIRS
 from bench.quality.__main__ import DEFAULT_CACHE, make_embedder
-from sediment.memory.correction import correction_signals, same_memory, value_swap
+from sediment.memory.correction import (
+    MAX_CHANGED_WORDS,
+    SWAP_FLOOR,
+    changed_words,
+    correction_signals,
+    same_memory,
+    value_swap,
+)
 
-THRESHOLDS = [round(0.60 + 0.01 * i, 2) for i in range(36)]
+THRESHOLDS = [round(0.70 + 0.01 * i, 2) for i in range(26)]
 RANGE = (0.75, 0.95)
 MIN_RECALL = 0.9
+KS = range(1, 7)
+
+Mask = npt.NDArray[np.bool_]
+
+
+def _score(pred: Mask, same: Mask, part: Mask) -> dict[str, float]:
+    tp = int((pred & same & part).sum())
+    fp = int((pred & ~same & part).sum())
+    return {"precision": tp / max(tp + fp, 1), "recall": tp / max(int((same & part).sum()), 1),
+            "false_merges": fp}
+
+
+def _table(title: str, old: dict[float, Mask], new: dict[float, Mask], same: Mask,
+           corr: Mask, part: Mask) -> list[dict[str, Any]]:
+    print(f"\n{title}: {int(part.sum())} pairs, {int((same & part).sum())} same "
+          f"({int((corr & part).sum())} corrections), {int((~same & part).sum())} different\n")
+    print("| threshold | old: precision | old: recall | old: different merged | "
+          "new: precision | new: recall | new: paraphrases kept | new: corrections kept | "
+          "new: different merged |\n|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    para = same & ~corr & part
+    for t in THRESHOLDS:
+        o, n = _score(old[t], same, part), _score(new[t], same, part)
+        row = {"threshold": t, "old": o, "new": n,
+               "paraphrase_recall": float((new[t] & para).sum() / max(int(para.sum()), 1)),
+               "correction_recall": float((new[t] & corr & part).sum()
+                                          / max(int((corr & part).sum()), 1))}
+        rows.append(row)
+        print(f"| {t:.2f} | {o['precision']:.3f} | {o['recall']:.3f} | {o['false_merges']} | "
+              f"{n['precision']:.3f} | {n['recall']:.3f} | {row['paraphrase_recall']:.3f} | "
+              f"{row['correction_recall']:.3f} | {n['false_merges']} |")
+    return rows
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -35,66 +84,66 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--json", type=Path, default=None)
     opts = p.parse_args(argv)
     embedder = make_embedder(opts.embedder, opts.cache)
-    old = embedder.embed([a for a, _, _, _ in PAIRS])
-    new = embedder.embed([b for _, b, _, _ in PAIRS])
-    cos = np.sum(old * new, axis=1) / (np.linalg.norm(old, axis=1) *
-                                       np.linalg.norm(new, axis=1))
+    a_vec = embedder.embed([a for a, _, _, _ in PAIRS])
+    b_vec = embedder.embed([b for _, b, _, _ in PAIRS])
+    cos = np.sum(a_vec * b_vec, axis=1) / (np.linalg.norm(a_vec, axis=1) *
+                                           np.linalg.norm(b_vec, axis=1))
     same = np.asarray([s for _, _, s, _ in PAIRS])
     corr = np.asarray([c for _, _, _, c in PAIRS])
-    rows = []
-    print(f"{len(PAIRS)} pairs: {int(same.sum())} same ({int(corr.sum())} corrections), "
-          f"{int((~same).sum())} different\n")
+    fit = np.asarray([g % 2 == 0 for g in GROUPS])
     swaps = np.asarray([value_swap(a, b) for a, b, _, _ in PAIRS])
-    print(f"value swaps: {int((swaps & corr).sum())} corrections, "
-          f"{int((swaps & same & ~corr).sum())} paraphrases, {int((swaps & ~same).sum())} "
-          "different\n")
-    print("| threshold | precision | recall | paraphrases kept | corrections kept | "
-          "different merged | cosine only: precision | recall |\n"
-          "|---|---|---|---|---|---|---|---|")
-    for t in THRESHOLDS:
-        pred = np.asarray([same_memory(a, b, float(x), t)
+    changed = np.asarray([changed_words(a, b) for a, b, _, _ in PAIRS])
+
+    def new_rule(t: float, k: int) -> Mask:
+        return np.asarray([same_memory(a, b, float(x), t, k)
                            for (a, b, _, _), x in zip(PAIRS, cos, strict=True)])
-        plain = cos >= t
-        plain_tp = int((plain & same).sum())
-        plain_p = plain_tp / max(int(plain.sum()), 1)
-        tp = int((pred & same).sum())
-        fp = int((pred & ~same).sum())
-        precision = tp / max(tp + fp, 1)
-        recall = tp / max(int(same.sum()), 1)
-        para = same & ~corr
-        rows.append({"threshold": t, "precision": precision, "recall": recall,
-                     "paraphrase_recall": float((pred & para).sum() / para.sum()),
-                     "correction_recall": float((pred & corr).sum() / corr.sum()),
-                     "false_merges": fp})
-        r = rows[-1]
-        r["cosine_precision"] = plain_p
-        r["cosine_recall"] = plain_tp / max(int(same.sum()), 1)
-        print(f"| {t:.2f} | {precision:.3f} | {recall:.3f} | {r['paraphrase_recall']:.3f} | "
-              f"{r['correction_recall']:.3f} | {fp} | {plain_p:.3f} | "
-              f"{r['cosine_recall']:.3f} |")
-    ok = [r for r in rows if r["recall"] >= MIN_RECALL
-          and RANGE[0] <= r["threshold"] <= RANGE[1]]
-    chosen = max(ok, key=lambda r: (r["precision"], r["threshold"])) if ok else None
-    flagged = np.asarray([bool(correction_signals(a, b)) for a, b, _, _ in PAIRS])
-    sup = same
-    tp = int((flagged & corr & sup).sum())
-    print(f"\ncorrection signals on same-memory pairs: {tp}/{int(corr.sum())} corrections "
-          f"flagged, {int((flagged & ~corr & sup).sum())}/{int((~corr & sup).sum())} "
-          "paraphrases flagged")
+
+    fits = []
+    for k in KS:
+        for t in THRESHOLDS:
+            if RANGE[0] <= t <= RANGE[1]:
+                sc = _score(new_rule(t, k), same, fit)
+                if sc["recall"] >= MIN_RECALL:
+                    fits.append((sc["precision"], t, -k, sc))
+    chosen = max(fits, key=lambda f: f[:3]) if fits else None
+    k_best = -chosen[2] if chosen else MAX_CHANGED_WORDS
+    print(f"{len(PAIRS)} pairs; fit half (even rows) {int(fit.sum())}, report half (odd rows) "
+          f"{int((~fit).sum())}")
+    if chosen is not None:
+        print(f"fitted on the even rows: threshold {chosen[1]:.2f}, K {k_best} (precision "
+              f"{chosen[0]:.3f}, recall {chosen[3]['recall']:.3f}); the service's K is "
+              f"{MAX_CHANGED_WORDS}")
+    old = {t: (cos >= t) | (swaps & (cos >= SWAP_FLOOR)) for t in THRESHOLDS}
+    new = {t: new_rule(t, k_best) for t in THRESHOLDS}
+    report = _table("report half (odd rows, not fitted on)", old, new, same, corr, ~fit)
+    every = _table("all pairs", old, new, same, corr, np.ones_like(fit))
+    for name, rows in (("report half", report), ("all pairs", every)):
+        for rule in ("old", "new"):
+            ok = [r for r in rows if r[rule]["recall"] >= MIN_RECALL
+                  and RANGE[0] <= r["threshold"] <= RANGE[1]]
+            best = max(ok, key=lambda r: (r[rule]["precision"], r["threshold"])) if ok \
+                else None
+            print(f"{name}, {rule} rule: " + (
+                f"best precision at recall >= {MIN_RECALL}: {best[rule]['precision']:.3f} "
+                f"at {best['threshold']:.2f} (recall {best[rule]['recall']:.3f})" if best
+                else f"no threshold in 0.75-0.95 reaches recall {MIN_RECALL}"))
+    print(f"\nvalue swaps: {int((swaps & corr).sum())} corrections, "
+          f"{int((swaps & same & ~corr).sum())} paraphrases, {int((swaps & ~same).sum())} "
+          "different")
     for label, mask in (("paraphrase", same & ~corr), ("correction", corr),
                         ("different", ~same)):
         v = cos[mask]
-        print(f"cosine of {label} pairs: median {np.median(v):.3f}, "
-              f"min {v.min():.3f}, max {v.max():.3f}")
-    if chosen is None:
-        best = max(rows, key=lambda r: r["recall"])
-        print(f"\nno threshold in 0.75-0.95 reaches recall {MIN_RECALL}; the best recall in "
-              f"the whole sweep is {best['recall']:.3f} at {best['threshold']:.2f}")
-    else:
-        print(f"\nchosen: {chosen['threshold']:.2f} (precision {chosen['precision']:.3f}, "
-              f"recall {chosen['recall']:.3f})")
+        print(f"{label} pairs: cosine median {np.median(v):.3f}, min {v.min():.3f}, max "
+              f"{v.max():.3f}; content words changed: "
+              f"{np.bincount(changed[mask], minlength=7).tolist()} (0, 1, 2, ...)")
+    flagged = np.asarray([bool(correction_signals(a, b)) for a, b, _, _ in PAIRS])
+    print(f"correction signals: {int((flagged & corr).sum())}/{int(corr.sum())} corrections "
+          f"flagged, {int((flagged & same & ~corr).sum())}/{int((same & ~corr).sum())} "
+          "paraphrases flagged")
     if opts.json:
-        opts.json.write_text(json.dumps({"rows": rows, "chosen": chosen}, indent=2))
+        opts.json.write_text(json.dumps({
+            "fitted": {"threshold": chosen[1], "k": k_best} if chosen else None,
+            "report_half": report, "all": every}, indent=2))
 
 
 if __name__ == "__main__":

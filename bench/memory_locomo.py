@@ -26,6 +26,7 @@ from bench.quality.__main__ import DEFAULT_CACHE, make_embedder
 from bench.quality.metrics import Scores
 from sediment.embed import Embedder
 from sediment.memory import DEFAULT_DEDUP_THRESHOLD, FileMemoryStore, MemoryService
+from sediment.memory.correction import MAX_CHANGED_WORDS
 from sediment.ops import run_search
 from sediment.search import SearchRequest
 from sediment.store import LayerSet
@@ -34,12 +35,14 @@ STYLE: locomo.MemoryText = "speaker"
 
 
 def _memory_run(conv: locomo.Conversation, embedder: Embedder, threshold: float,
-                root: Path) -> tuple[Scores, int, float, float]:
+                root: Path, max_changed: int | None = MAX_CHANGED_WORDS
+                ) -> tuple[Scores, int, float, float]:
     (root / "project").mkdir(parents=True)
     store = FileMemoryStore(LayerSet.from_directory(root / "project"), root / "data",
                             profile=embedder.profile.to_dict(), dim=embedder.profile.dim,
                             embedder_metadata=embedder.metadata())
-    svc = MemoryService(store, embedder, dedup_threshold=threshold)
+    svc = MemoryService(store, embedder, dedup_threshold=threshold,
+                        max_changed_words=max_changed)
     actor = "locomo"
     label: dict[str, str] = {}
     supersessions = 0
@@ -68,11 +71,27 @@ def _plain_run(conv: locomo.Conversation, embedder: Embedder, root: Path) -> Sco
     return scores
 
 
+Setting = tuple[float, int | None]
+
+
+def _setting(text: str) -> Setting:
+    threshold, _, k = text.strip().partition("/")
+    if not k:
+        return float(threshold), MAX_CHANGED_WORDS
+    return float(threshold), None if k == "any" else int(k)
+
+
+def _label(s: Setting) -> str:
+    return f"{s[0]:.2f}, cosine alone" if s[1] is None else f"{s[0]:.2f}, K {s[1]}"
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.memory_locomo", description=__doc__)
     p.add_argument("--conversations", type=int, default=None, help="only the first N")
     p.add_argument("--thresholds", default=str(DEFAULT_DEDUP_THRESHOLD),
-                   help="comma-separated dedup thresholds, one memory run each")
+                   help="comma-separated dedup settings, one memory run each: a threshold "
+                   "(the service's rule), or THRESHOLD/K (at most K content words changed) "
+                   "or THRESHOLD/any (cosine alone above the threshold: the old rule)")
     p.add_argument("--no-baselines", action="store_true",
                    help="skip plain search and the dedup-off run")
     p.add_argument("--embedder", default="minilm", choices=("minilm", "hash"))
@@ -80,9 +99,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--json", type=Path, default=None)
     opts = p.parse_args(argv)
     embedder = make_embedder(opts.embedder, opts.cache)
-    thresholds = [float(x) for x in opts.thresholds.split(",")]
+    thresholds = [_setting(x) for x in opts.thresholds.split(",")]
     names = [] if opts.no_baselines else ["plain search", "memory, dedup off"]
-    names += [f"memory, dedup {t:.2f}" for t in thresholds]
+    names += [f"memory, dedup {_label(t)}" for t in thresholds]
     totals: dict[str, Scores] = {name: Scores() for name in names}
     saves = 0
     supersessions = dict.fromkeys(thresholds, 0)
@@ -97,11 +116,12 @@ def main(argv: list[str] | None = None) -> None:
                 runs["plain search"] = _plain_run(conv, embedder, root / "plain")
                 runs["memory, dedup off"] = _memory_run(conv, embedder, 1.0, root / "off")[0]
             sups = []
-            for t in thresholds:
-                on, sup, s_save, s_recall = _memory_run(conv, embedder, t, root / f"t{t}")
-                runs[f"memory, dedup {t:.2f}"] = on
+            for n, t in enumerate(thresholds):
+                on, sup, s_save, s_recall = _memory_run(conv, embedder, t[0],
+                                                        root / f"t{n}", t[1])
+                runs[f"memory, dedup {_label(t)}"] = on
                 supersessions[t] += sup
-                sups.append(f"{sup} at {t:.2f}")
+                sups.append(f"{sup} at {_label(t)}")
                 seconds["save"] += s_save
                 seconds["recall"] += s_recall
         for name, sc in runs.items():
@@ -118,12 +138,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| {name} | {row['recall@5']:.3f} | {row['recall@10']:.3f} |")
     runs_n = saves * len(thresholds)
     print(f"\nsaves {saves} per run; supersessions: " + ", ".join(
-        f"{n} ({n / max(saves, 1):.1%}) at {t:.2f}" for t, n in supersessions.items())
+        f"{n} ({n / max(saves, 1):.1%}) at {_label(t)}" for t, n in supersessions.items())
         + f"; save {seconds['save'] / max(runs_n, 1) * 1e3:.1f} ms per turn; questions "
         f"{next(iter(totals.values())).n}")
     if opts.json:
         opts.json.write_text(json.dumps({"rows": rows, "saves": saves,
-                                         "supersessions": {str(t): n for t, n in
+                                         "supersessions": {_label(t): n for t, n in
                                                            supersessions.items()}},
                                         indent=2))
 

@@ -3,8 +3,6 @@ nothing private, while global memories and their use counts are everyone's."""
 
 from __future__ import annotations
 
-import pytest
-
 from sediment.memory import MemoryRef, MemoryService, MemoryStore, Scope
 
 
@@ -27,13 +25,8 @@ def test_the_store_returns_nothing_private_of_another_actor(
     assert {s.ref for s in memory_store.memories("bob", tuple(Scope))} == set(refs)
 
 
-def test_purge_never_removes_another_actors_memories(request: pytest.FixtureRequest,
-                                                     service: MemoryService,
+def test_purge_never_removes_another_actors_memories(service: MemoryService,
                                                      memory_store: MemoryStore) -> None:
-    if request.node.callspec.params["memory_store"] == "files":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "FileMemoryStore.purge removes any project chunk it is given (the service only "
-            "passes the caller's own)")))
     refs = [MemoryRef.parse(service.save("bob", text, "fact", scope=scope)["id"])
             for text, scope in (("Bob's vault code is 4711", "user"),
                                 ("Bob's service listens on 9000", "project"))]
@@ -41,13 +34,8 @@ def test_purge_never_removes_another_actors_memories(request: pytest.FixtureRequ
     assert {s.ref for s in memory_store.memories("bob", tuple(Scope))} == set(refs)
 
 
-def test_no_event_of_another_actor_is_returned(request: pytest.FixtureRequest,
-                                              service: MemoryService,
+def test_no_event_of_another_actor_is_returned(service: MemoryService,
                                               memory_store: MemoryStore) -> None:
-    if request.node.callspec.params["memory_store"] == "files":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "FileMemoryStore.events returns every event of the project's layers, other "
-            "actors' project saves and contexts included (the service filters them)")))
     service.save("bob", "Bob's service listens on 9000", "fact", scope="project",
                  context="ops")
     service.set_context("bob", "ops", scope="project", description="bob's own")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,12 @@ from mcp.client.stdio import StdioServerParameters
 
 from mcp import Client
 from sediment.embed import HashEmbedder
-from sediment.memory import FileMemoryStore, MemoryService
+from sediment.format import LayerFile
+from sediment.memory import FileMemoryStore, MemoryRef, MemoryService
 from sediment.ops.service import ContextService
 from sediment.server import build_server
 from sediment.store import LayerSet
+from tests.conftest import Runner
 from tests.mcp.conftest import SEDIMENT, make_store
 
 TIMEOUT = 60
@@ -163,3 +166,46 @@ def test_stdio_acts_as_sediment_actor_and_flushes_uses_on_exit(
         LayerSet.from_directory(store), Path(os.environ["SEDIMENT_DATA_DIR"]),
         profile=emb.profile.to_dict(), dim=emb.profile.dim), emb)
     assert memory.show("dana", mid)["memory"]["use_count"] == 1
+
+
+def test_a_superseded_proposal_leaves_the_review_queue(
+        store: Path, monkeypatch: pytest.MonkeyPatch, sediment: Runner) -> None:
+    server = server_for(store, "alice", monkeypatch)
+
+    async def main() -> tuple[str, str]:
+        with anyio.fail_after(TIMEOUT):
+            async with Client(server) as client:
+                args = {"content": "Releases are cut on Mondays", "category": "convention",
+                        "scope": "global"}
+                first = (await client.call_tool("save_memory", args)).structured_content
+                again = (await client.call_tool("save_memory", args)).structured_content
+                assert (first["status"], again["status"]) == ("proposed", "proposed")
+                assert again["superseded_id"] == first["id"]
+                return str(first["id"]), str(again["id"])
+
+    old, new = (MemoryRef.parse(i).id for i in anyio.run(main))
+    r = sediment("proposals", "list", "--json", "--dir", str(store))
+    assert r.code == 0, r.err
+    status = {p["context_id"]: p["status"] for p in json.loads(r.out)}
+    assert status == {old: "superseded", new: "pending"}
+    r = sediment("proposals", "list", "--status", "pending", "--json", "--dir", str(store))
+    assert [p["context_id"] for p in json.loads(r.out)] == [new]
+    pid = next(p["proposal_id"] for p in json.loads(
+        sediment("proposals", "list", "--json", "--dir", str(store)).out)
+        if p["context_id"] == old)
+    r = sediment("proposals", "accept", str(pid), "--dir", str(store))
+    assert r.code == 1 and "superseded" in r.err, (r.out, r.err)
+    assert not (store / "AGENTS.user.db").exists() or old not in {
+        c.id for c in LayerFile.open(store / "AGENTS.user.db").chunks()}
+
+    async def withdraw() -> None:
+        with anyio.fail_after(TIMEOUT):
+            async with Client(server_for(store, "alice", monkeypatch)) as client:
+                r = await client.call_tool("manage_memory", {"action": "delete",
+                                                             "memory_id": f"p{new}"})
+                assert not r.is_error, text_of(r)
+
+    anyio.run(withdraw)
+    r = sediment("proposals", "list", "--json", "--dir", str(store))
+    assert {p["context_id"]: p["status"] for p in json.loads(r.out)} == {
+        old: "superseded", new: "withdrawn"}

@@ -6,7 +6,13 @@ import pytest
 
 from sediment.errors import NotFoundError, PermissionDeniedError, ValidationError
 from sediment.memory import MemoryService, MemoryStore, Scope
-from sediment.memory.correction import correction_signals, same_memory, value_swap
+from sediment.memory.correction import (
+    changed_words,
+    content_words,
+    correction_signals,
+    same_memory,
+    value_swap,
+)
 
 
 def ids(result: dict[str, object]) -> list[str]:
@@ -73,6 +79,31 @@ def test_the_dedup_decision() -> None:
     assert not same_memory(react, svelte, 0.50, 0.85)
     assert not same_memory(react, svelte, 0.60, 1.0)  # dedup off: swaps too
     assert same_memory("Deploys happen nightly", "Nightly deploys happen", 0.90, 0.85)
+    planned = "Jordan is thinking about adopting a second rescue dog from the city shelter soon"
+    adopted = "Jordan adopted a rescue dog last spring"
+    assert changed_words(adopted, planned) == 5
+    assert not same_memory(adopted, planned, 0.90, 0.85)  # a related fact, not a restatement
+    assert same_memory(adopted, planned, 0.90, 0.85, max_changed=5)
+    assert same_memory(adopted, planned, 0.95, 0.85)  # near-identical whatever the words
+    assert not same_memory(adopted, planned, 0.97, 1.0)
+    assert same_memory(adopted, adopted, 1.0, 1.0)
+    assert content_words("The user's dogs were adopted in spring") == {"dog", "adopt",
+                                                                         "spring"}
+
+
+def test_a_related_statement_is_saved_beside_the_old_one(memory_store: MemoryStore,
+                                                         embedder: object) -> None:
+    old = "Caroline went to a support group meeting yesterday and found it powerful"
+    new = "Caroline wants to study counselling to help young people find a support group"
+    words = MemoryService(memory_store, embedder, dedup_threshold=0.2)  # type: ignore[arg-type]
+    first = words.save("alice", old, "fact")
+    assert words.save("alice", new, "fact")["status"] == "created"
+    cosine_alone = MemoryService(memory_store, embedder,  # type: ignore[arg-type]
+                                 dedup_threshold=0.2, max_changed_words=None)
+    got = cosine_alone.save("bob", old, "fact")
+    again = cosine_alone.save("bob", new, "fact")
+    assert first["status"] == got["status"] == "created"
+    assert again["status"] == "updated" and again["superseded_id"] == got["id"]
 
 
 def test_a_value_swap_supersedes_below_the_threshold(service: MemoryService) -> None:

@@ -1,4 +1,4 @@
-"""Does a near-duplicate look like a correction rather than a paraphrase?
+"""Is a new memory the same memory as an old one, and does it look like a correction?
 
 Cosine similarity cannot tell "lives in Berlin" from "lives in Munich": both are close to
 the old memory. A supersession therefore records which of three cheap signals differ
@@ -12,6 +12,11 @@ from __future__ import annotations
 import difflib
 import re
 
+NEAR_IDENTICAL = 0.95
+"""The cosine at which two memories are the same whatever words changed (a restatement)."""
+MAX_CHANGED_WORDS = 4
+"""Below ``NEAR_IDENTICAL``, the most content words one side may have that the other lacks
+(fitted on half of bench/memory_pairs.py, see docs/memory.md)."""
 SWAP_FLOOR = 0.55
 """The least cosine at which a value swap (:func:`value_swap`) counts as the same memory."""
 MAX_SWAP_WORDS = 3
@@ -19,6 +24,17 @@ _TOKEN = re.compile(r"[\w'-]+(?:\.\w+)*")
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'_-]*")
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
+_LOWER_WORD = re.compile(r"[a-z0-9]+")
+_STOP_TEXT = """
+a an the and or but of to in on at for with by from as is are was were be been being it its
+this that these those i you he she we they me him her us them my your his our their user
+users s do does did has have had will would can could should may might must not no so very
+just also than then there here what which who whom whose when where why how all any each
+every some more most other such only own same too about into over after before up down out
+off again further once
+"""
+STOPWORDS = frozenset(_STOP_TEXT.split())
+"""Function words (and "user", the subject of most memories) that say nothing of a fact."""
 NEGATIONS = frozenset({
     "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "cannot",
     "instead", "anymore", "longer", "stopped", "without", "avoid", "don't", "doesn't",
@@ -81,9 +97,42 @@ def value_swap(old: str, new: str) -> bool:
             and len(a) - (i2 - i1) >= 2)
 
 
-def same_memory(old: str, new: str, cosine: float, threshold: float) -> bool:
-    """The dedup decision: cosine at the threshold, or a value swap at ``SWAP_FLOOR``
-    (dedup is off at a threshold of 1.0, swaps included)."""
-    if cosine >= threshold:
+def _stem(word: str) -> str:
+    for suffix, rest in (("ing", 4), ("ed", 4), ("es", 3), ("s", 3)):
+        if word.endswith(suffix) and len(word) - len(suffix) >= rest:
+            return word[:-len(suffix)]
+    return word
+
+
+def content_words(text: str) -> set[str]:
+    """The text's words that carry its facts: lower case, crudely stemmed, function words
+    left out."""
+    return {_stem(w) for w in _LOWER_WORD.findall(text.lower().replace("'s", ""))
+            if w not in STOPWORDS}
+
+
+def changed_words(old: str, new: str) -> int:
+    """How many content words one text has that the other lacks (the larger side)."""
+    a, b = content_words(old), content_words(new)
+    return max(len(a - b), len(b - a))
+
+
+def same_memory(old: str, new: str, cosine: float, threshold: float,
+                max_changed: int = MAX_CHANGED_WORDS) -> bool:
+    """The dedup decision. Cosine is the gate, and says too little alone: two statements
+    about the same person and subject score as high as a paraphrase. So a new memory is the
+    same memory as the old one when
+
+    - the cosine reaches the threshold and at most ``max_changed`` content words differ
+      (a restatement rewords a few words; a related statement brings its own), or
+    - the cosine reaches ``NEAR_IDENTICAL`` (the threshold, if higher), or
+    - it is a value swap at ``SWAP_FLOOR`` or above (a correction of one value).
+
+    A threshold of 1.0 turns dedup off (only identical text is the same memory)."""
+    if cosine >= max(threshold, NEAR_IDENTICAL):
         return True
-    return threshold < 1.0 and cosine >= SWAP_FLOOR and value_swap(old, new)
+    if threshold >= 1.0:
+        return False
+    if cosine >= threshold and changed_words(old, new) <= max_changed:
+        return True
+    return cosine >= SWAP_FLOOR and value_swap(old, new)

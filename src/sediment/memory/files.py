@@ -19,6 +19,7 @@ import json
 import weakref
 from collections.abc import Hashable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ import numpy.typing as npt
 from sediment.errors import SchemaMismatchError
 from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.format.profile import describe_profile, profile_differences
-from sediment.memory.events import MEMORY_EVENT_KINDS, StoredEvent
+from sediment.memory.events import MEMORY_EVENT_KINDS, USE, StoredEvent
 from sediment.memory.model import CATEGORIES, MemoryRef, Scope, actor_kinds, parse_kind
 from sediment.memory.store import (
     Candidate,
@@ -52,8 +53,8 @@ _WHERE = {Place.USER: ("u", LayerName.USER), Place.PROJECT: ("p", LayerName.LOCA
 _GLOBAL_LAYERS = (LayerName.USER, LayerName.BASE)
 _Parsed = tuple[int, str, int, dict[str, Any], tuple[int | str, ...]]
 _EVENTS: weakref.WeakKeyDictionary[LayerFile, list[_Parsed]] = weakref.WeakKeyDictionary()
-_STORED: weakref.WeakKeyDictionary[LayerFile, dict[tuple[str, str], list[StoredEvent]]] = \
-    weakref.WeakKeyDictionary()
+_PerFile = dict[tuple[Hashable, ...], list[StoredEvent]]
+_STORED: weakref.WeakKeyDictionary[LayerFile, _PerFile] = weakref.WeakKeyDictionary()
 _PARSED: dict[tuple[str, int, int], _Parsed | None] = {}
 """(file path, chunk id, created_at_ms) -> parsed event: events never change, so a new
 version of a file only parses the events it added. Bounded by ``_PARSED_MAX``."""
@@ -170,12 +171,25 @@ class FileMemoryStore:
                      for la in ls.layers())
 
     def events(self, actor: str) -> list[StoredEvent]:
+        """The events ``actor`` may read: all of their own store's; of the project's, the
+        global layers' (everyone's) and, in the local and delta layers, their own and
+        those no actor wrote. Another actor's use counts there are kept only for global
+        memories (everyone sees a global memory's uses), as the PostgreSQL store does."""
         out: list[StoredEvent] = []
-        for store, ls in (("u", self.actor_set(actor)), ("p", self.project)):
-            for la in ls.layers():
-                if not la.file.chunk_count:
-                    continue
-                out.extend(_stored_events(la.file, store, la.name.value))
+        for la in self.actor_set(actor).layers():
+            if la.file.chunk_count:
+                out.extend(_stored_events(la.file, "u", la.name.value))
+        shared: set[int] | None = None
+        for la in self.project.layers():
+            if not la.file.chunk_count:
+                continue
+            if la.name in _GLOBAL_LAYERS:
+                out.extend(_stored_events(la.file, "p", la.name.value))
+                continue
+            if shared is None:
+                shared = {int(i) for g in self.project.layers(_GLOBAL_LAYERS)
+                          for i in g.file.ids.tolist()}
+            out.extend(_own_events(la.file, la.name.value, actor, frozenset(shared)))
         return out
 
     def _chunks(self, ls: LayerSet, name: LayerName, kinds: Sequence[str] | None,
@@ -279,6 +293,9 @@ class FileMemoryStore:
 
     # -- purge -----------------------------------------------------------------------
     def purge(self, actor: str, refs: Sequence[MemoryRef]) -> int:
+        """Remove the content of ``refs`` that are ``actor``'s own memory chunks (never
+        an event, another actor's memory, or the base layer): the store binds the actor
+        itself, whatever the caller passes."""
         removed = 0
         for store in ("u", "p"):
             drop = {r.id for r in refs if r.store == store}
@@ -289,8 +306,42 @@ class FileMemoryStore:
                 for la in ls.layers():
                     if la.name is LayerName.BASE:
                         continue
-                    removed += _rewrite_without(la.file, la.path, drop)
+                    removed += _rewrite_without(la.file, la.path, _owned(la.file, drop, actor))
         return removed
+
+
+def _own_events(f: LayerFile, layer: str, actor: str, shared: frozenset[int]
+                ) -> list[StoredEvent]:
+    """The events of a project layer ``actor`` may read (see ``FileMemoryStore.events``),
+    built once per file version and actor."""
+    per_file = _STORED.get(f)
+    if per_file is None:
+        per_file = _STORED[f] = {}
+    key = ("p", layer, actor, shared)
+    got = per_file.get(key)
+    if got is not None:
+        return got
+    if len(per_file) > 64:
+        per_file.clear()
+    got = []
+    for e in _stored_events(f, "p", layer):
+        who = e.data.get("actor")
+        if not isinstance(who, str) or who == actor:
+            got.append(e)
+        elif e.kind == USE and isinstance(uses := e.data.get("uses"), dict):
+            mine = {k: v for k, v in uses.items()
+                    if isinstance(k, str) and k.isdigit() and int(k) in shared}
+            if mine:
+                got.append(replace(e, data={**e.data, "uses": mine},
+                                   sources=tuple(int(k) for k in mine)))
+    per_file[key] = got
+    return got
+
+
+def _owned(f: LayerFile, ids: set[int], actor: str) -> set[int]:
+    """Those of ``ids`` that name a memory chunk of ``actor`` in ``f``."""
+    return {i for i in ids if (c := f.get(i)) is not None
+            and (p := parse_kind(c.kind)) is not None and p[1] == actor}
 
 
 def _rewrite_without(f: LayerFile, path: Path, drop: set[int]) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -26,7 +27,12 @@ import numpy as np
 from sediment.credentials import refuse_credentials
 from sediment.embed import Embedder
 from sediment.errors import NotFoundError, PermissionDeniedError, ValidationError
-from sediment.memory.correction import SWAP_FLOOR, correction_signals, same_memory
+from sediment.memory.correction import (
+    MAX_CHANGED_WORDS,
+    SWAP_FLOOR,
+    correction_signals,
+    same_memory,
+)
 from sediment.memory.events import (
     CONTEXT,
     DEFAULT_PRIORITY,
@@ -65,7 +71,7 @@ from sediment.memory.usage import Flusher, UsageBuffer
 from sediment.search.fusion import ConvexFusion, Pool
 from sediment.store.events import FORGET, PROPOSAL, SUPERSEDE
 
-DEFAULT_DEDUP_THRESHOLD = 0.83
+DEFAULT_DEDUP_THRESHOLD = 0.81
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 DEFAULT_LIST_LIMIT = 20
@@ -137,6 +143,7 @@ class MemoryService:
 
     def __init__(self, store: MemoryStore, embedder: Embedder, *,
                  dedup_threshold: float = DEFAULT_DEDUP_THRESHOLD,
+                 max_changed_words: int | None = MAX_CHANGED_WORDS,
                  chunk_exists: Callable[[int], bool] | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         if not 0.0 < dedup_threshold <= 1.0:
@@ -145,6 +152,8 @@ class MemoryService:
         self.store = store
         self.embedder = embedder
         self.dedup_threshold = dedup_threshold
+        self.max_changed_words = max_changed_words
+        """None: cosine alone decides above the threshold (the rule before the word check)."""
         self.chunk_exists = chunk_exists
         self.usage = UsageBuffer()
         self._clock = clock
@@ -311,6 +320,11 @@ class MemoryService:
                         "correction_signals": correction_signals(known.content, text)})
         return out
 
+    def _same(self, old: str, new: str, cosine: float) -> bool:
+        most = self.max_changed_words
+        return same_memory(old, new, cosine, self.dedup_threshold,
+                           most if most is not None else sys.maxsize)
+
     def _nearest(self, actor: str, scope: Scope, text: str, vec: np.ndarray, *,
                  anyone: bool = False) -> tuple[Memory | None, float]:
         """The actor's (``anyone``: anybody's) most similar active memory in ``scope`` at
@@ -323,8 +337,8 @@ class MemoryService:
             if stored is None:
                 continue
             memory = self._view(actor, stored, self._fold(actor).memories.get(cand.ref))
-            if memory.active and (anyone or memory.actor == actor) and same_memory(
-                    memory.content, text, cand.vector_score, self.dedup_threshold):
+            if memory.active and (anyone or memory.actor == actor) and self._same(
+                    memory.content, text, cand.vector_score):
                 return memory, cand.vector_score
         return None, 0.0
 
@@ -346,7 +360,7 @@ class MemoryService:
             other = self._embed(m.content)
             norm = float(np.linalg.norm(other) * np.linalg.norm(vec)) or 1.0
             score = float(np.dot(other, vec)) / norm
-            if score > top and same_memory(m.content, text, score, self.dedup_threshold):
+            if score > top and self._same(m.content, text, score):
                 best, top = m, score
         return best, top
 

@@ -27,6 +27,7 @@ from sediment.format import Chunk
 from sediment.review._common import is_event, require_present, set_dim
 from sediment.store import HUMAN_WRITABLE, LayerName, LayerStore, NewChunk
 from sediment.store.events import (
+    CLOSED_BY,
     VERDICTS,
     Event,
     ProposalState,
@@ -34,7 +35,7 @@ from sediment.store.events import (
     pending_by_chunk,
 )
 
-STATUSES = ("pending", "accepted", "rejected")
+STATUSES = ("pending", "accepted", "rejected", "superseded", "withdrawn")
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +248,11 @@ def _decide_locked(layerset: LayerStore, proposal_ids: Sequence[int], verdict: s
             plan.outcomes.append(Outcome(state.context_id, action, False, pid,
                                          decided_by=_first_decider(state)))
             continue
+        if state.status in CLOSED_BY.values():
+            raise ValidationError(
+                f"proposal {pid} (chunk {state.context_id}) was {state.status} by its author "
+                "(a newer proposal replaced it, or the chunk was forgotten): there is nothing "
+                "to decide; nothing was written")
         if state.status == opposite:
             first = next((d for d in state.decisions
                           if d.data.get("event") in ("accept", "reject")), None)

@@ -46,6 +46,8 @@ SUPERSEDE = META_PREFIX + "supersede"
 FORGET = META_PREFIX + "forget"
 EVENT_KINDS = (PROPOSAL, DECISION, SUPERSEDE, FORGET)
 VERDICTS = {"accept": "accepted", "reject": "rejected"}
+CLOSED_BY = {SUPERSEDE: "superseded", FORGET: "withdrawn"}
+"""What a pending proposal becomes when its author supersedes or forgets its chunk."""
 
 
 def is_meta_kind(kind: str) -> bool:
@@ -98,7 +100,7 @@ class Event:
 class ProposalState:
     proposal: Event
     context_id: int
-    status: str = "pending"  # pending | accepted | rejected
+    status: str = "pending"  # pending | accepted | rejected | superseded | withdrawn
     decisions: list[Event] = field(default_factory=list)
     recorded: bool = True
     """False when accepted only by its copy in user (the decision commit did not happen)."""
@@ -152,11 +154,18 @@ def fold_proposals(events: Iterable[Event], *,
     """Proposal id -> its state after every decision so far (the first decision sticks).
 
     ``copied_to_user(context_id)`` tells whether user holds the accepted copy of a chunk; a
-    pending proposal whose copy is there is accepted, not yet ``recorded``.
+    pending proposal whose copy is there is accepted, not yet ``recorded``. A pending
+    proposal whose chunk its author superseded (a newer proposal replaced it) or forgot is
+    ``superseded`` or ``withdrawn``: nothing is left to decide.
     """
     out: dict[int, ProposalState] = {}
+    closed: dict[int, str] = {}
     for e in events:
-        if e.kind == PROPOSAL:
+        if e.kind in CLOSED_BY:
+            cid = _subject(e, "old_id" if e.kind == SUPERSEDE else "context_id", 0)
+            if cid is not None:
+                closed.setdefault(cid, CLOSED_BY[e.kind])
+        elif e.kind == PROPOSAL:
             cid = _subject(e, "context_id", 0)
             if cid is not None:
                 out[e.chunk.id] = ProposalState(e, cid)
@@ -172,6 +181,9 @@ def fold_proposals(events: Iterable[Event], *,
         for state in out.values():
             if state.status == "pending" and copied_to_user(state.context_id):
                 state.status, state.recorded = "accepted", False
+    for state in out.values():
+        if state.status == "pending" and state.context_id in closed:
+            state.status = closed[state.context_id]
     return out
 
 
