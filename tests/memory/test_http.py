@@ -149,6 +149,11 @@ def test_lifecycle_for_two_actors_at_once_and_isolation(
                                                 "memory_id": ids["alice"]["project2"]})
                 got = await call(a, "recall_memories", {"query": "service port"})
                 assert ids["alice"]["project2"] not in [m["id"] for m in got["memories"]]
+                # a relationship must name a chunk of the project's layers
+                text = await call(a, "save_memory", {
+                    "content": "The parser is in src/p.py", "category": "fact",
+                    "scope": "project", "related_to": [987654321]}, ok=False)
+                assert "chunk 987654321 does not exist" in text
                 # reader role: recall yes, save and change no
                 await call(c, "recall_memories", {"query": "anything"})
                 text = await call(c, "save_memory", {"content": "x", "category": "fact"},

@@ -45,10 +45,9 @@ class Team:
     embedder: Embedder
 
     def chunk_exists(self, chunk_id: int) -> bool:
-        from sediment.pg.store import PgStore
+        from sediment.pg.team import chunk_exists
 
-        with PgStore(self.database.url) as store:
-            return store.get(chunk_id) is not None
+        return chunk_exists(self.database, chunk_id)
 
 
 @contextmanager
