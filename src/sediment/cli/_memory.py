@@ -2,7 +2,8 @@
 
 Commands act as ``--actor`` (or ``SEDIMENT_ACTOR``, else the OS user) and as a human: a
 global save writes the global memory directly, and global memories can be changed. Memory
-text is untrusted: it is printed literally, with control characters escaped.
+text is untrusted: it is printed literally, with control characters escaped. With
+``--store URL`` the same commands work on a PostgreSQL store's memories (cli/_team.py).
 """
 
 from __future__ import annotations

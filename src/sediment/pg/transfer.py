@@ -12,6 +12,9 @@ adapters allow to reviewers only.
 
 A pull writes each of the project's layers as an RFC layer file (atomically), refusing to
 overwrite a file that exists unless told to.
+
+Memories travel too, as rows of their own table on the server
+(:mod:`sediment.pg.memory_transfer`).
 """
 
 from __future__ import annotations
