@@ -132,3 +132,16 @@ def test_user_memories_move_only_when_asked_and_only_once(
                  env={"SEDIMENT_ACTOR": "alice"})
     assert r.code == 1 and "already has" in r.err and "own memory rows" in r.err, r.err
     assert os.environ["SEDIMENT_DATA_DIR"]
+
+
+def test_a_push_never_replaces_another_projects_memory_under_its_id(
+        sediment: Runner, pg_url: str, tmp_path: Path) -> None:
+    for name, text in (("a", "The build takes 4 minutes"), ("b", "Lunch is at noon")):
+        (tmp_path / name).mkdir()
+        _mem(sediment, ["--dir", str(tmp_path / name)], "alice", "save", text, "--category",
+             "fact", "--scope", "project")
+    assert sediment("push", "--store", pg_url, "--dir", str(tmp_path / "a")).code == 0
+    r = sediment("push", "--store", pg_url, "--dir", str(tmp_path / "b"))
+    assert r.code == 1 and "already holds other chunks under the memory ids" in r.err, r.err
+    listed = _mem(sediment, ["--store", pg_url], "alice", "list")["memories"]
+    assert [m["content"] for m in listed] == ["The build takes 4 minutes"]

@@ -125,10 +125,10 @@ def _fresh_ids(store: PgStore, n: int) -> list[int]:
         return sorted(int(r[0]) for r in cur.fetchall())
 
 
-def _values(store: PgStore, project: str, kind: str, row: MemoryRow, owner: str,
-            shared: bool, hidden: bool) -> tuple[Any, ...]:
+def _values(project: str, prefix: str, row: MemoryRow, owner: str, shared: bool,
+            hidden: bool) -> tuple[Any, ...]:
     c = row.chunk
-    return (project, kind, c.id, row.layer, owner, shared, row.is_event, c.kind, c.content,
+    return (project, prefix, c.id, row.layer, owner, shared, row.is_event, c.kind, c.content,
             c.author, float(c.confidence), c.created_at_ms, Jsonb(list(c.sources)),
             Jsonb(row.data) if row.data is not None else None,
             row.vector if row.vector is not None else None, hidden)
@@ -165,7 +165,7 @@ def push_project(store: PgStore, rows: list[MemoryRow]) -> int:
                 and any(k in {str(g) for g in glob} for k in uses):
             splits.append((r, _owner(r)))
             continue
-        out.append(_values(store, store.project, "p", r, _owner(r), shared,
+        out.append(_values(store.project, "p", r, _owner(r), shared,
                            r.data is None and r.chunk.id in hidden))
     out.extend(_split_uses(store, splits, {str(g) for g in glob}))
     with store.cursor() as cur:
@@ -189,11 +189,10 @@ def _split_uses(store: PgStore, splits: list[tuple[MemoryRow, str]], glob: set[s
                 continue
             data = {**r.data, "uses": part}
             c = r.chunk
-            chunk = Chunk(cid, c.kind, event_content(**data),
-                          c.author, c.confidence, c.created_at_ms,
-                          tuple(sorted(int(k) for k in part)))
-            out.append(_values(store, store.project, "p",
-                               MemoryRow(r.layer, chunk, None, data), owner, shared, False))
+            chunk = Chunk(cid, c.kind, event_content(**data), c.author, c.confidence,
+                          c.created_at_ms, tuple(sorted(int(k) for k in part if k.isdigit())))
+            out.append(_values(store.project, "p", MemoryRow(r.layer, chunk, None, data),
+                               owner, shared, False))
     return out
 
 
@@ -239,7 +238,7 @@ def push_actor(store: PgStore, actor: str, rows: list[MemoryRow]) -> int:
         chunk = Chunk(new[c.id], c.kind, content, c.author, c.confidence, c.created_at_ms,
                       sources)
         moved = MemoryRow(r.layer, chunk, r.vector, data)
-        out.append(_values(store, "", "u", moved, actor, False,
+        out.append(_values("", "u", moved, actor, False,
                            data is None and chunk.id in hidden))
     with store.cursor() as cur:
         cur.executemany(_INSERT, out)
