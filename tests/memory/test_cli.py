@@ -17,11 +17,13 @@ from tests.memory.conftest import BACKENDS
 Where = Path | str
 
 
-def _where(store: Where) -> list[str]:
+def _where(store: Where | None) -> list[str]:
+    if store is None:
+        return []
     return ["--dir", str(store)] if isinstance(store, Path) else ["--store", store]
 
 
-def mem(sediment: Runner, store: Where, actor: str, *args: str, code: int = 0) -> dict:
+def mem(sediment: Runner, store: Where | None, actor: str, *args: str, code: int = 0) -> dict:
     r = sediment("memory", *args, *_where(store), "--json", env={"SEDIMENT_ACTOR": actor})
     assert r.code == code, (args, r.out, r.err)
     return json.loads(r.out) if code == 0 else {"err": r.err}
@@ -122,3 +124,20 @@ def test_tokens_create_list_revoke(sediment: Runner, tmp_path: Path) -> None:
     assert gone["revoked"]["actor"] == "alice"
     assert sediment("token", "list", "--json").json()["tokens"] == []
     assert sediment("token", "revoke", "nope").code == 1
+
+
+def test_the_configured_store_is_used_when_no_directory_is_named(
+        sediment: Runner, pg_url: str, tmp_path: Path) -> None:
+    (tmp_path / "sediment.toml").write_text(f'store = "{pg_url}"\n')
+    saved = mem(sediment, None, "alice", "save", "Alice deploys on Fridays", "--category",
+                "fact", "--scope", "project")
+    assert [m["id"] for m in mem(sediment, pg_url, "alice", "list")["memories"]] == [
+        saved["id"]]
+    r = sediment("context", "store", "Pin the toolchain", "--type", "skill", "--json",
+                 env={"SEDIMENT_ACTOR": "alice"})
+    assert r.code == 0, r.err
+    stats = sediment("context", "stats", "--store", pg_url, "--json",
+                     env={"SEDIMENT_ACTOR": "alice"}).json()
+    assert stats["by_type"] == {"skill": 1}
+    both = sediment("memory", "list", "--store", pg_url, "--dir", str(tmp_path))
+    assert both.code == 2 and "name two stores" in both.err, both.err
