@@ -7,13 +7,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sediment.context.skills import (
     read_ace,
     read_agent_skills,
     write_ace,
     write_agent_skills,
 )
-from tests.context.conftest import make_loop
+from tests.context.conftest import BACKENDS, make_loop
 
 
 def _json(run: Any) -> Any:
@@ -21,32 +23,39 @@ def _json(run: Any) -> Any:
     return json.loads(run.out)
 
 
-def test_cli_loop(sediment: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cli_loop(sediment: Any, tmp_path: Path, backend: str,
+                  request: pytest.FixtureRequest) -> None:
+    where = ["--dir", str(tmp_path)] if backend == "files" else \
+        ["--store", request.getfixturevalue("pg_url")]
     sediment("context", "store", "Always pin the toolchain version.", "--type", "skill",
-             "--tag", "build", "--dir", str(tmp_path))
+             "--tag", "build", *where)
     for i in range(1, 4):
-        sediment("context", "iteration", str(i), f"Built target {i}.", "--dir", str(tmp_path))
+        sediment("context", "iteration", str(i), f"Built target {i}.", *where)
     failed = _json(sediment("context", "iteration", "4", "Linker failed.", "--failed",
                             "--error", "undefined reference to main", "--json",
-                            "--dir", str(tmp_path)))
+                            *where))
     got = _json(sediment("context", "relevant", "linker undefined reference", "--min-score",
-                         "0", "--json", "--dir", str(tmp_path)))
+                         "0", "--json", *where))
     assert got["items"][0]["id"] == failed["error_id"]
     block = sediment("context", "inject", "linker undefined reference", "--max-tokens", "60",
-                     "--min-score", "0", "--dir", str(tmp_path))
+                     "--min-score", "0", *where)
     assert block.code == 0 and block.out.startswith(
         "## Relevant Context from Previous Iterations")
     assert "### [ERROR]" in block.out
     marked = _json(sediment("context", "mark", failed["error_id"], "--helpful", "--json",
-                            "--dir", str(tmp_path)))
+                            *where))
     assert marked["usefulness"] == 0.6
-    stats = _json(sediment("context", "stats", "--json", "--dir", str(tmp_path)))
+    stats = _json(sediment("context", "stats", "--json", *where))
     assert stats["by_type"] == {"skill": 1, "iteration": 4, "error": 1}
     history = _json(sediment("context", "history", "--last", "2", "--json",
-                             "--dir", str(tmp_path)))
+                             *where))
     assert [h["iteration"] for h in history["iterations"]] == [4, 3]
-    bad = sediment("context", "mark", "c999", "--helpful", "--dir", str(tmp_path))
+    bad = sediment("context", "mark", "c999", "--helpful", *where)
     assert bad.code == 1 and bad.err.startswith("Error:")
+    other = _json(sediment("context", "stats", "--json", *where,
+                           env={"SEDIMENT_ACTOR": "someone-else"}))
+    assert other["total"] == 0  # each actor's context is their own, on either backend
 
 
 def test_config_prints_values_and_origins(sediment: Any, tmp_path: Path) -> None:

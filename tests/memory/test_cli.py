@@ -1,5 +1,5 @@
 """``sediment memory`` and ``sediment token`` as people use them: the real command, real
-files, two actors."""
+files or a real PostgreSQL store (``--store``), two actors."""
 
 from __future__ import annotations
 
@@ -7,20 +7,41 @@ import json
 import os
 from pathlib import Path
 
+import psycopg
+import pytest
+
 from sediment.format import LayerFile
 from tests.conftest import Runner
+from tests.memory.conftest import BACKENDS
+
+Where = Path | str
 
 
-def mem(sediment: Runner, store: Path, actor: str, *args: str, code: int = 0) -> dict:
-    r = sediment("memory", *args, "--dir", str(store), "--json",
-                 env={"SEDIMENT_ACTOR": actor})
+def _where(store: Where | None) -> list[str]:
+    if store is None:
+        return []
+    return ["--dir", str(store)] if isinstance(store, Path) else ["--store", store]
+
+
+def mem(sediment: Runner, store: Where | None, actor: str, *args: str, code: int = 0) -> dict:
+    r = sediment("memory", *args, *_where(store), "--json", env={"SEDIMENT_ACTOR": actor})
     assert r.code == code, (args, r.out, r.err)
     return json.loads(r.out) if code == 0 else {"err": r.err}
 
 
-def test_two_actors_every_command(sediment: Runner, tmp_path: Path) -> None:
+@pytest.fixture(params=BACKENDS)
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> Where:
+    """A layer directory, or the URL of a fresh PostgreSQL store."""
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("pg_url")
+        return url
     store = tmp_path / "store"
     store.mkdir()
+    return store
+
+
+def test_two_actors_every_command(sediment: Runner, where: Where) -> None:
+    store = where
     a_user = mem(sediment, store, "alice", "save", "Alice reviews code in the morning",
                  "--category", "pattern", "--context", "habits")["id"]
     a_proj = mem(sediment, store, "alice", "save", "The queue worker restarts hourly",
@@ -49,6 +70,11 @@ def test_two_actors_every_command(sediment: Runner, tmp_path: Path) -> None:
     assert shown["related_to"] == ["docs/q.md:4"]
     assert mem(sediment, store, "alice", "forget", new["id"])["status"] == "deleted"
     assert mem(sediment, store, "alice", "purge")["purged"] == 2
+    if isinstance(store, str):
+        with psycopg.connect(store) as conn:
+            left = conn.execute("SELECT content FROM memories").fetchall()
+        assert all("queue worker" not in str(r[0]) for r in left), left
+        return
     local = LayerFile.open(store / "AGENTS.local.db")
     assert all("queue worker" not in c.content for c in local.chunks())
     assert local.validate() == []
@@ -67,13 +93,18 @@ def test_memory_text_is_printed_literally(sediment: Runner, tmp_path: Path) -> N
     assert "\x1b" not in r.out and "\x07" not in r.out
 
 
-def test_global_save_by_a_human_is_seen_by_everyone(sediment: Runner, tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    store.mkdir()
+def test_global_save_by_a_human_is_seen_by_everyone(sediment: Runner, where: Where) -> None:
+    store = where
     g = mem(sediment, store, "admin", "save", "All timestamps are UTC", "--category",
             "convention", "--scope", "global")
     assert g["status"] == "created"
     assert mem(sediment, store, "bob", "recall", "timestamps")["memories"][0]["id"] == g["id"]
+    if isinstance(store, str):
+        with psycopg.connect(store) as conn:
+            kinds = conn.execute("SELECT kind FROM memories WHERE NOT is_event AND layer = "
+                                 "'user' AND store = 'p'").fetchall()
+        assert [k for (k,) in kinds] == ["memory.convention.admin"]
+        return
     assert [c.kind for c in LayerFile.open(store / "AGENTS.user.db").chunks()] == [
         "memory.convention.admin"]
 
@@ -93,3 +124,20 @@ def test_tokens_create_list_revoke(sediment: Runner, tmp_path: Path) -> None:
     assert gone["revoked"]["actor"] == "alice"
     assert sediment("token", "list", "--json").json()["tokens"] == []
     assert sediment("token", "revoke", "nope").code == 1
+
+
+def test_the_configured_store_is_used_when_no_directory_is_named(
+        sediment: Runner, pg_url: str, tmp_path: Path) -> None:
+    (tmp_path / "sediment.toml").write_text(f'store = "{pg_url}"\n')
+    saved = mem(sediment, None, "alice", "save", "Alice deploys on Fridays", "--category",
+                "fact", "--scope", "project")
+    assert [m["id"] for m in mem(sediment, pg_url, "alice", "list")["memories"]] == [
+        saved["id"]]
+    r = sediment("context", "store", "Pin the toolchain", "--type", "skill", "--json",
+                 env={"SEDIMENT_ACTOR": "alice"})
+    assert r.code == 0, r.err
+    stats = sediment("context", "stats", "--store", pg_url, "--json",
+                     env={"SEDIMENT_ACTOR": "alice"}).json()
+    assert stats["by_type"] == {"skill": 1}
+    both = sediment("memory", "list", "--store", pg_url, "--dir", str(tmp_path))
+    assert both.code == 2 and "name two stores" in both.err, both.err

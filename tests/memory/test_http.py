@@ -1,5 +1,6 @@
-"""Two actors with two tokens against one real HTTP server: the seed's lifecycle for both
-at once, and isolation for every tool and action (official MCP SDK client)."""
+"""Two actors with two tokens against one real HTTP server, over the layer files and over a
+PostgreSQL store: the seed's lifecycle for both at once, and isolation for every tool and
+action (official MCP SDK client); then the CLI reads what the server wrote."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp import Client
 from tests.conftest import Runner
 from tests.mcp.conftest import HttpServer, make_store, start_http, stop
+from tests.memory.conftest import BACKENDS
+from tests.pg.team import seed_project, team_server
 
 TIMEOUT = 90
 
@@ -26,24 +29,40 @@ def text_of(result: Any) -> str:
     return "\n".join(getattr(c, "text", "") for c in result.content)
 
 
+@pytest.fixture(params=BACKENDS)
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> list[str]:
+    """The options naming the server's store: a layer directory, or a PostgreSQL store
+    (with one chunk, so ``serve`` has a schema)."""
+    if request.param == "files":
+        return ["--dir", str(make_store(tmp_path / "store"))]
+    url: str = request.getfixturevalue("pg_url")
+    seed_project(url, tmp_path)
+    return ["--store", url]
+
+
 @pytest.fixture
-def tokens(sediment: Runner) -> dict[str, str]:
+def tokens(sediment: Runner, where: list[str]) -> dict[str, str]:
+    on = where if where[0] == "--store" else []
     out = {}
     for actor, role in (("alice", "writer"), ("bob", "writer"), ("carol", "reader")):
-        r = sediment("token", "create", "--actor", actor, "--role", role, "--json")
+        r = sediment("token", "create", "--actor", actor, "--role", role, "--json", *on)
         assert r.code == 0, r.err
         out[actor] = r.json()["token"]
     return out
 
 
 @pytest.fixture
-def server(tmp_path: Path, tokens: dict[str, str],
+def server(tmp_path: Path, tokens: dict[str, str], where: list[str],
            monkeypatch: pytest.MonkeyPatch) -> Iterator[HttpServer]:
     monkeypatch.setenv("SEDIMENT_MEMORY_DEDUP", "0.7")
     monkeypatch.setenv("SEDIMENT_MEMORY_FLUSH_SECONDS", "3600")
-    srv = start_http(make_store(tmp_path / "store"), token=None)
-    yield srv
-    stop(srv.process)
+    if where[0] == "--dir":
+        srv = start_http(Path(where[1]), token=None)
+        yield srv
+        stop(srv.process)
+        return
+    with team_server(where[1], tmp_path) as team:
+        yield HttpServer(team.mcp, int(team.base.rsplit(":", 1)[1]), team.process)
 
 
 def client(url: str, token: str) -> tuple[Any, Client]:
@@ -67,7 +86,8 @@ def test_tokens_are_required_on_loopback_once_any_exists(server: HttpServer,
 
 
 def test_lifecycle_for_two_actors_at_once_and_isolation(
-        server: HttpServer, tokens: dict[str, str], sediment: Runner, tmp_path: Path) -> None:
+        server: HttpServer, tokens: dict[str, str], sediment: Runner, where: list[str]
+) -> None:
     ids: dict[str, dict[str, str]] = {"alice": {}, "bob": {}}
 
     async def main() -> None:
@@ -129,6 +149,11 @@ def test_lifecycle_for_two_actors_at_once_and_isolation(
                                                 "memory_id": ids["alice"]["project2"]})
                 got = await call(a, "recall_memories", {"query": "service port"})
                 assert ids["alice"]["project2"] not in [m["id"] for m in got["memories"]]
+                # a relationship must name a chunk of the project's layers
+                text = await call(a, "save_memory", {
+                    "content": "The parser is in src/p.py", "category": "fact",
+                    "scope": "project", "related_to": [987654321]}, ok=False)
+                assert "chunk 987654321 does not exist" in text
                 # reader role: recall yes, save and change no
                 await call(c, "recall_memories", {"query": "anything"})
                 text = await call(c, "save_memory", {"content": "x", "category": "fact"},
@@ -147,15 +172,14 @@ def test_lifecycle_for_two_actors_at_once_and_isolation(
 
     anyio.run(main)
     stop(server.process)  # flushes the use counts on exit
-    store = str(tmp_path / "store")
-    listed = sediment("memory", "list", "--actor", "alice", "--dir", store, "--json").json()
+    listed = sediment("memory", "list", "--actor", "alice", *where, "--json").json()
     (mine,) = listed["memories"]
     assert mine["id"] == ids["alice"]["second"]
     assert mine["use_count"] == 3  # alice's three recalls after the correction; bob's none
-    bob = sediment("memory", "list", "--actor", "bob", "--dir", store, "--json").json()
+    bob = sediment("memory", "list", "--actor", "bob", *where, "--json").json()
     assert bob["total"] == 0
-    shown = sediment("memory", "show", ids["alice"]["second"], "--actor", "alice", "--dir",
-                     store, "--json").json()
+    shown = sediment("memory", "show", ids["alice"]["second"], "--actor", "alice", *where,
+                     "--json").json()
     assert [v["id"] for v in shown["versions"]] == [ids["alice"]["second"],
                                                     ids["alice"]["first"]]
     assert json.dumps(shown).count("hijacked") == 0

@@ -16,10 +16,14 @@ from sediment.embed import HashEmbedder
 from sediment.format import LayerFile
 from sediment.memory import FileMemoryStore, MemoryRef, MemoryService
 from sediment.ops.service import ContextService
+from sediment.pg.database import Database
+from sediment.pg.team import team_services
 from sediment.server import build_server
 from sediment.store import LayerSet
 from tests.conftest import Runner
 from tests.mcp.conftest import SEDIMENT, make_store
+from tests.memory.conftest import BACKENDS
+from tests.pg.team import seed_project
 
 TIMEOUT = 60
 
@@ -28,9 +32,11 @@ def text_of(result: Any) -> str:
     return "\n".join(getattr(c, "text", "") for c in result.content)
 
 
-def server_for(store: Path, actor: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+def server_for(store: Path, actor: str, monkeypatch: pytest.MonkeyPatch,
+               memory: MemoryService | None = None) -> Any:
     monkeypatch.setenv("SEDIMENT_ACTOR", actor)
-    return build_server(ContextService(LayerSet.from_directory(store), HashEmbedder()))
+    return build_server(ContextService(LayerSet.from_directory(store), HashEmbedder()),
+                        memory=memory)
 
 
 def files_of(root: Path) -> dict[str, bytes]:
@@ -118,10 +124,17 @@ def test_bad_input_is_an_error_naming_the_field_and_writes_nothing(
     anyio.run(main)
 
 
-def test_another_actors_memory_is_not_found(store: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    alice = server_for(store, "alice", monkeypatch)
-    bob = server_for(store, "bob", monkeypatch)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_another_actors_memory_is_not_found(store: Path, monkeypatch: pytest.MonkeyPatch,
+                                            backend: str,
+                                            request: pytest.FixtureRequest) -> None:
+    memory = None
+    if backend == "postgres":
+        team = team_services(Database(request.getfixturevalue("pg_url")), HashEmbedder())
+        request.addfinalizer(team.close)
+        memory = team.memory
+    alice = server_for(store, "alice", monkeypatch, memory)
+    bob = server_for(store, "bob", monkeypatch, memory)
 
     async def main() -> None:
         with anyio.fail_after(TIMEOUT):
@@ -143,11 +156,18 @@ def test_another_actors_memory_is_not_found(store: Path,
     anyio.run(main)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_stdio_acts_as_sediment_actor_and_flushes_uses_on_exit(
-        store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        store: Path, monkeypatch: pytest.MonkeyPatch, backend: str, tmp_path: Path,
+        request: pytest.FixtureRequest, sediment: Runner) -> None:
     monkeypatch.setenv("SEDIMENT_ACTOR", "dana")
+    where = ["--dir", str(store)]
+    if backend == "postgres":
+        url: str = request.getfixturevalue("pg_url")
+        seed_project(url, tmp_path)
+        where = ["--store", url]
     params = StdioServerParameters(command=SEDIMENT, args=[
-        "serve", "--dir", str(store), "--embedder", "hash"], env=dict(os.environ))
+        "serve", *where, "--embedder", "hash"], env=dict(os.environ))
 
     async def main() -> str:
         with anyio.fail_after(TIMEOUT):
@@ -161,6 +181,11 @@ def test_stdio_acts_as_sediment_actor_and_flushes_uses_on_exit(
                 return str(m["id"])
 
     mid = anyio.run(main)
+    shown = sediment("memory", "show", mid, *where, "--json")
+    assert shown.code == 0, shown.err
+    assert shown.json()["memory"]["use_count"] == 1
+    if backend == "postgres":
+        return
     emb = HashEmbedder()
     memory = MemoryService(FileMemoryStore(
         LayerSet.from_directory(store), Path(os.environ["SEDIMENT_DATA_DIR"]),

@@ -15,8 +15,10 @@ from typing import Any
 import click
 
 from sediment.cli._app import cli
-from sediment.cli._options import build_embedder, get_config, json_option
+from sediment.cli._options import build_embedder, get_config, json_option, store_option
 from sediment.cli._output import emit_json, visible
+from sediment.cli._team import open_team, team_url
+from sediment.config import Config
 from sediment.context import CONTEXT_TYPES, ContextLoop, FileContextStore, resolve
 from sediment.context.place import context_dir
 from sediment.context.skills import (
@@ -30,19 +32,39 @@ from sediment.errors import ValidationError
 from sediment.server.principals import data_dir, default_actor
 
 
-def _loop(ctx: click.Context, layer_dir: Path | None, embedder_name: str | None
-          ) -> ContextLoop:
+def _loop(ctx: click.Context, store: str | None, layer_dir: Path | None,
+          embedder_name: str | None, actor: str | None) -> ContextLoop:
+    """The loop of the layer directory's context, or with ``--store`` the actor's context
+    in the PostgreSQL store (cli/_team.py); pending access counts are written when the
+    command ends."""
     cfg = get_config(ctx)
     settings, _ = resolve(cfg.context)
-    base = layer_dir or cfg.layer_dir
-    directory = context_dir(settings, base, data_dir(),
-                            os.environ.get("SEDIMENT_CONTEXT_SESSION", "cli"))
-    embedder = build_embedder(cfg, embedder_name)
-    profile = embedder.profile
-    store = FileContextStore(directory, profile=profile.to_dict(), dim=profile.dim,
-                             embedder_metadata=embedder.metadata())
-    return ContextLoop(store, embedder, settings, project=base.resolve().name,
-                       cache_dir=directory / "cache")
+    url = team_url(cfg, store, layer_dir, {})
+    if url is not None:
+        loop = _team_loop(ctx, cfg, url, embedder_name, actor or default_actor())
+    else:
+        base = layer_dir or cfg.layer_dir
+        directory = context_dir(settings, base, data_dir(),
+                                os.environ.get("SEDIMENT_CONTEXT_SESSION", "cli"))
+        embedder = build_embedder(cfg, embedder_name)
+        profile = embedder.profile
+        files = FileContextStore(directory, profile=profile.to_dict(), dim=profile.dim,
+                                 embedder_metadata=embedder.metadata())
+        loop = ContextLoop(files, embedder, settings, project=base.resolve().name,
+                           cache_dir=directory / "cache")
+    ctx.call_on_close(loop.flush)
+    return loop
+
+
+def _team_loop(ctx: click.Context, cfg: Config, url: str, embedder_name: str | None,
+               actor: str) -> ContextLoop:
+    """A loop over the store's context rows of ``actor`` alone (the SQL binds it)."""
+    from sediment.pg.context import PgContextStore
+
+    team = ctx.with_resource(open_team(cfg, url, embedder_name))
+    rows = PgContextStore(team.database, dim=team.embedder.profile.dim, actor=actor)
+    return ContextLoop(rows, team.embedder, resolve(cfg.context)[0],
+                       project=team.database.project)
 
 
 def _common(f: Any) -> Any:
@@ -50,6 +72,7 @@ def _common(f: Any) -> Any:
                      help="Act as this actor (default: the OS user).")(f)
     f = click.option("--embedder", "embedder_name", default=None,
                      help="Embedder (minilm, hash, openai); default from config.")(f)
+    f = store_option(f)
     f = click.option("--dir", "layer_dir", type=click.Path(path_type=Path), default=None,
                      help="The project's layer directory (default: from config).")(f)
     return click.pass_context(json_option(f))
@@ -87,9 +110,10 @@ def context() -> None:
 @_common
 def relevant_cmd(ctx: click.Context, /, query: str, max_items: int, types: tuple[str, ...],
                  min_score: float, run_id: str | None, archived: bool, actor: str | None,
-                 embedder_name: str | None, layer_dir: Path | None, as_json: bool) -> None:
+                 embedder_name: str | None,
+                 store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """The items most relevant to QUERY, each with its four ranking factors."""
-    out = _loop(ctx, layer_dir, embedder_name).get_relevant_context(
+    out = _loop(ctx, store, layer_dir, embedder_name, actor).get_relevant_context(
         actor or default_actor(), query, max_items, list(types) or None, min_score,
         None, run_id, archived)
     if as_json:
@@ -111,9 +135,9 @@ def relevant_cmd(ctx: click.Context, /, query: str, max_items: int, types: tuple
 def inject_cmd(ctx: click.Context, /, query: str, max_tokens: int | None,
                max_items: int | None, types: tuple[str, ...], min_score: float | None,
                run_id: str | None, actor: str | None, embedder_name: str | None,
-               layer_dir: Path | None, as_json: bool) -> None:
+               store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """Print the Markdown block to inject into the next iteration's prompt."""
-    loop = _loop(ctx, layer_dir, embedder_name)
+    loop = _loop(ctx, store, layer_dir, embedder_name, actor)
     s = loop.settings
     out = loop.get_relevant_context(
         actor or default_actor(), query, max_items or s.max_items_per_query,
@@ -135,7 +159,8 @@ def inject_cmd(ctx: click.Context, /, query: str, max_tokens: int | None,
 @_common
 def store_cmd(ctx: click.Context, /, content: str, context_type: str, tags: tuple[str, ...],
               metadata: str | None, run_id: str, actor: str | None,
-              embedder_name: str | None, layer_dir: Path | None, as_json: bool) -> None:
+              embedder_name: str | None,
+              store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """Store CONTENT as a context item (credentials are refused)."""
     meta = None
     if metadata is not None:
@@ -145,7 +170,7 @@ def store_cmd(ctx: click.Context, /, content: str, context_type: str, tags: tupl
             raise ValidationError(f"--metadata: not JSON: {exc}") from None
         if not isinstance(meta, dict):
             raise ValidationError("--metadata: must be a JSON object")
-    out = _loop(ctx, layer_dir, embedder_name).store_context(
+    out = _loop(ctx, store, layer_dir, embedder_name, actor).store_context(
         actor or default_actor(), content, context_type, tags, meta, run_id)
     if as_json:
         emit_json(out)
@@ -166,9 +191,9 @@ def store_cmd(ctx: click.Context, /, content: str, context_type: str, tags: tupl
 def iteration_cmd(ctx: click.Context, /, iteration: int, summary: str, failed: bool,
                   error: str | None, duration_ms: int, tokens_used: int, cost: float,
                   run_id: str, actor: str | None, embedder_name: str | None,
-                  layer_dir: Path | None, as_json: bool) -> None:
+                  store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """Record the result of ITERATION."""
-    out = _loop(ctx, layer_dir, embedder_name).store_iteration_result(
+    out = _loop(ctx, store, layer_dir, embedder_name, actor).store_iteration_result(
         actor or default_actor(), iteration, summary, not failed, duration_ms, tokens_used,
         cost, (), (), error, run_id)
     if as_json:
@@ -182,9 +207,10 @@ def iteration_cmd(ctx: click.Context, /, iteration: int, summary: str, failed: b
 @click.option("--run", "run_id", default="default", show_default=True)
 @_common
 def history_cmd(ctx: click.Context, /, last_n: int, run_id: str, actor: str | None,
-                embedder_name: str | None, layer_dir: Path | None, as_json: bool) -> None:
+                embedder_name: str | None,
+                store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """The last iterations of a run."""
-    out = _loop(ctx, layer_dir, embedder_name).get_iteration_history(
+    out = _loop(ctx, store, layer_dir, embedder_name, actor).get_iteration_history(
         actor or default_actor(), last_n, run_id)
     if as_json:
         emit_json(out)
@@ -198,10 +224,11 @@ def history_cmd(ctx: click.Context, /, last_n: int, run_id: str, actor: str | No
               help="Minimum usefulness.")
 @_common
 def skills_cmd(ctx: click.Context, /, tags: tuple[str, ...], min_score: float,
-               actor: str | None, embedder_name: str | None, layer_dir: Path | None,
+               actor: str | None, embedder_name: str | None,
+               store: str | None, layer_dir: Path | None,
                as_json: bool) -> None:
     """Skills, most useful first."""
-    out = _loop(ctx, layer_dir, embedder_name).get_skills(
+    out = _loop(ctx, store, layer_dir, embedder_name, actor).get_skills(
         actor or default_actor(), list(tags) or None, min_score)
     if as_json:
         emit_json(out)
@@ -215,10 +242,11 @@ def skills_cmd(ctx: click.Context, /, tags: tuple[str, ...], min_score: float,
 @click.option("--reason", default=None)
 @_common
 def mark_cmd(ctx: click.Context, /, item_id: str, helpful: bool, reason: str | None,
-             actor: str | None, embedder_name: str | None, layer_dir: Path | None,
+             actor: str | None, embedder_name: str | None,
+             store: str | None, layer_dir: Path | None,
              as_json: bool) -> None:
     """Record whether ITEM_ID helped."""
-    out = _loop(ctx, layer_dir, embedder_name).mark_useful(
+    out = _loop(ctx, store, layer_dir, embedder_name, actor).mark_useful(
         actor or default_actor(), item_id, helpful, reason)
     if as_json:
         emit_json(out)
@@ -231,9 +259,10 @@ def mark_cmd(ctx: click.Context, /, item_id: str, helpful: bool, reason: str | N
 @click.option("--run", "run_id", default=None)
 @_common
 def summarize_cmd(ctx: click.Context, /, older: int, run_id: str | None, actor: str | None,
-                  embedder_name: str | None, layer_dir: Path | None, as_json: bool) -> None:
+                  embedder_name: str | None,
+                  store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """Summarize items older than N iterations and archive the oldest."""
-    out = _loop(ctx, layer_dir, embedder_name).summarize_old_context(
+    out = _loop(ctx, store, layer_dir, embedder_name, actor).summarize_old_context(
         actor or default_actor(), older, run_id)
     if as_json:
         emit_json(out)
@@ -246,13 +275,15 @@ def summarize_cmd(ctx: click.Context, /, older: int, run_id: str | None, actor: 
 @click.option("--min-score", type=click.FloatRange(0, 1), default=0.3, show_default=True)
 @_common
 def prune_cmd(ctx: click.Context, /, min_score: float, actor: str | None,
-              embedder_name: str | None, layer_dir: Path | None, as_json: bool) -> None:
+              embedder_name: str | None,
+              store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """Forget low-value and expired items (never helpful skills).
 
     Low value: usefulness under --min-score. Expired: older than [context]
     prune_after_iterations and never marked helpful.
     """
-    out = _loop(ctx, layer_dir, embedder_name).prune(actor or default_actor(), min_score)
+    loop = _loop(ctx, store, layer_dir, embedder_name, actor)
+    out = loop.prune(actor or default_actor(), min_score)
     if as_json:
         emit_json(out)
         return
@@ -264,9 +295,9 @@ def prune_cmd(ctx: click.Context, /, min_score: float, actor: str | None,
 @context.command(name="stats")
 @_common
 def stats_cmd(ctx: click.Context, /, actor: str | None, embedder_name: str | None,
-              layer_dir: Path | None, as_json: bool) -> None:
+              store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """Counts by type and lifecycle state, feedback, runs and size."""
-    out = _loop(ctx, layer_dir, embedder_name).stats(actor or default_actor())
+    out = _loop(ctx, store, layer_dir, embedder_name, actor).stats(actor or default_actor())
     if as_json:
         emit_json(out)
         return
@@ -277,9 +308,9 @@ def stats_cmd(ctx: click.Context, /, actor: str | None, embedder_name: str | Non
 @context.command(name="health")
 @_common
 def health_cmd(ctx: click.Context, /, actor: str | None, embedder_name: str | None,
-               layer_dir: Path | None, as_json: bool) -> None:
+               store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """Whether the store, the embedder and the tokenizer work."""
-    out = _loop(ctx, layer_dir, embedder_name).health()
+    out = _loop(ctx, store, layer_dir, embedder_name, actor).health()
     if as_json:
         emit_json(out)
         return
@@ -307,10 +338,12 @@ def config_cmd(ctx: click.Context, /, as_json: bool) -> None:
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 @_common
 def import_cmd(ctx: click.Context, /, source: Path, actor: str | None,
-               embedder_name: str | None, layer_dir: Path | None, as_json: bool) -> None:
+               embedder_name: str | None,
+               store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """Import an ACE skillbook (a .json file) or an Agent Skills folder (*/SKILL.md)."""
     skills = read_agent_skills(source) if source.is_dir() else read_ace(source)
-    out = _loop(ctx, layer_dir, embedder_name).import_skills(actor or default_actor(), skills)
+    loop = _loop(ctx, store, layer_dir, embedder_name, actor)
+    out = loop.import_skills(actor or default_actor(), skills)
     if as_json:
         emit_json(out)
     else:
@@ -323,9 +356,10 @@ def import_cmd(ctx: click.Context, /, source: Path, actor: str | None,
               show_default=True)
 @_common
 def export_cmd(ctx: click.Context, /, target: Path, fmt: str, actor: str | None,
-               embedder_name: str | None, layer_dir: Path | None, as_json: bool) -> None:
+               embedder_name: str | None,
+               store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """Export your skills as an ACE skillbook file or an Agent Skills folder."""
-    rows = _loop(ctx, layer_dir, embedder_name).get_skills(actor or default_actor(),
+    rows = _loop(ctx, store, layer_dir, embedder_name, actor).get_skills(actor or default_actor(),
                                                             None, 0.0)["skills"]
     n = write_ace(target, rows) if fmt == "ace" else write_agent_skills(target, rows)
     if as_json:

@@ -2,7 +2,8 @@
 
 Commands act as ``--actor`` (or ``SEDIMENT_ACTOR``, else the OS user) and as a human: a
 global save writes the global memory directly, and global memories can be changed. Memory
-text is untrusted: it is printed literally, with control characters escaped.
+text is untrusted: it is printed literally, with control characters escaped. With
+``--store URL`` the same commands work on a PostgreSQL store's memories (cli/_team.py).
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from sediment.cli._options import (
     build_embedder,
     get_config,
     json_option,
-    layer_options,
     open_layerset,
+    store_layer_options,
 )
 from sediment.cli._output import emit_json, visible
+from sediment.cli._team import open_team, team_url
+from sediment.config import Config
 from sediment.memory import CATEGORIES, MAX_LIMIT, FileMemoryStore, MemoryService
 from sediment.server.principals import data_dir, default_actor, memory_threshold
 
@@ -47,15 +50,21 @@ def embedder_option(f: Any) -> Any:
 
 
 @contextmanager
-def _service(ctx: click.Context, layer_dir: Path | None, embedder_name: str | None,
-             paths: dict[str, Path | None]) -> Iterator[MemoryService]:
+def _service(ctx: click.Context, store: str | None, layer_dir: Path | None,
+             embedder_name: str | None, paths: dict[str, Path | None]
+             ) -> Iterator[MemoryService]:
     cfg = get_config(ctx)
+    url = team_url(cfg, store, layer_dir, paths)
+    if url is not None:
+        with _team_service(cfg, url, embedder_name) as service:
+            yield service
+        return
     layerset = open_layerset(cfg, layer_dir, **paths)
     embedder = build_embedder(cfg, embedder_name)
     profile = embedder.profile
-    store = FileMemoryStore(layerset, data_dir(), profile=profile.to_dict(), dim=profile.dim,
+    files = FileMemoryStore(layerset, data_dir(), profile=profile.to_dict(), dim=profile.dim,
                             embedder_metadata=embedder.metadata())
-    service = MemoryService(store, embedder, dedup_threshold=memory_threshold(),
+    service = MemoryService(files, embedder, dedup_threshold=memory_threshold(),
                             chunk_exists=lambda cid: layerset.get(cid) is not None)
     try:
         yield service
@@ -63,8 +72,25 @@ def _service(ctx: click.Context, layer_dir: Path | None, embedder_name: str | No
         service.close()
 
 
+@contextmanager
+def _team_service(cfg: Config, url: str, embedder_name: str | None
+                  ) -> Iterator[MemoryService]:
+    """The memories of a PostgreSQL store (``--store``): the project of the URL, and the
+    actor's own memories, which follow them across projects (cli/_team.py)."""
+    from sediment.pg.memory import PgMemoryStore
+
+    with open_team(cfg, url, embedder_name) as team:
+        store = PgMemoryStore(team.database, dim=team.embedder.profile.dim)
+        service = MemoryService(store, team.embedder, dedup_threshold=memory_threshold(),
+                                chunk_exists=team.chunk_exists)
+        try:
+            yield service
+        finally:
+            service.close()
+
+
 def _common(f: Any) -> Any:
-    for deco in (click.pass_context, json_option, layer_options, embedder_option,
+    for deco in (click.pass_context, json_option, store_layer_options, embedder_option,
                  actor_option):
         f = deco(f)
     return f
@@ -106,10 +132,10 @@ def memory() -> None:
 @_common
 def save_cmd(ctx: click.Context, /, content: str, category: str, source: str, scope: str,
              context_name: str | None, related: tuple[str, ...], actor: str | None,
-             embedder_name: str | None, layer_dir: Path | None, as_json: bool,
+             embedder_name: str | None, store: str | None, layer_dir: Path | None, as_json: bool,
              **paths: Path | None) -> None:
     """Save a memory (a near-duplicate of one of yours in the scope is superseded)."""
-    with _service(ctx, layer_dir, embedder_name, paths) as svc:
+    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
         out = svc.save(actor or default_actor(), content, category, source, scope,
                        context_name, list(related) or None, human=True)
     if as_json:
@@ -132,9 +158,10 @@ def save_cmd(ctx: click.Context, /, content: str, category: str, source: str, sc
 @_common
 def recall_cmd(ctx: click.Context, /, query: str, category: str | None, scope: str | None,
                limit: int, actor: str | None, embedder_name: str | None,
-               layer_dir: Path | None, as_json: bool, **paths: Path | None) -> None:
+               store: str | None, layer_dir: Path | None, as_json: bool,
+               **paths: Path | None) -> None:
     """Find your memories relevant to QUERY (counts a use of each one shown)."""
-    with _service(ctx, layer_dir, embedder_name, paths) as svc:
+    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
         out = svc.recall(actor or default_actor(), query, category, scope, limit)
     if as_json:
         emit_json(out)
@@ -151,10 +178,10 @@ def recall_cmd(ctx: click.Context, /, query: str, category: str | None, scope: s
 @click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
 @_common
 def list_cmd(ctx: click.Context, /, category: str | None, scope: str | None, limit: int,
-             actor: str | None, embedder_name: str | None, layer_dir: Path | None,
-             as_json: bool, **paths: Path | None) -> None:
+             actor: str | None, embedder_name: str | None, store: str | None,
+             layer_dir: Path | None, as_json: bool, **paths: Path | None) -> None:
     """List your active memories, most used first, then newest."""
-    with _service(ctx, layer_dir, embedder_name, paths) as svc:
+    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
         out = svc.list_memories(actor or default_actor(), category, limit, scope)
     if as_json:
         emit_json(out)
@@ -169,11 +196,11 @@ def list_cmd(ctx: click.Context, /, category: str | None, scope: str | None, lim
 @click.argument("memory_id")
 @_common
 def show_cmd(ctx: click.Context, /, memory_id: str, actor: str | None,
-             embedder_name: str | None, layer_dir: Path | None, as_json: bool,
+             embedder_name: str | None, store: str | None, layer_dir: Path | None, as_json: bool,
              **paths: Path | None) -> None:
     """Show a memory, its versions (the supersession chain), context, relationships and
     use history."""
-    with _service(ctx, layer_dir, embedder_name, paths) as svc:
+    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
         out = svc.show(actor or default_actor(), memory_id)
     if as_json:
         emit_json(out)
@@ -208,12 +235,12 @@ def show_cmd(ctx: click.Context, /, memory_id: str, actor: str | None,
 @_common
 def update_cmd(ctx: click.Context, /, memory_id: str, content: str | None,
                category: str | None, confidence: float | None, actor: str | None,
-               embedder_name: str | None, layer_dir: Path | None, as_json: bool,
+               embedder_name: str | None, store: str | None, layer_dir: Path | None, as_json: bool,
                **paths: Path | None) -> None:
     """Write a new version of a memory (it keeps its context and relationships)."""
     updates = {k: v for k, v in (("content", content), ("category", category),
                                  ("confidence", confidence)) if v is not None}
-    with _service(ctx, layer_dir, embedder_name, paths) as svc:
+    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
         out = svc.update(actor or default_actor(), memory_id, updates, human=True)
     if as_json:
         emit_json(out)
@@ -225,11 +252,11 @@ def update_cmd(ctx: click.Context, /, memory_id: str, content: str | None,
 @click.argument("memory_id")
 @_common
 def forget_cmd(ctx: click.Context, /, memory_id: str, actor: str | None,
-               embedder_name: str | None, layer_dir: Path | None, as_json: bool,
+               embedder_name: str | None, store: str | None, layer_dir: Path | None, as_json: bool,
                **paths: Path | None) -> None:
     """Forget a memory: gone from recall, lists and search at once (purge removes the
     text from disk)."""
-    with _service(ctx, layer_dir, embedder_name, paths) as svc:
+    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
         out = svc.delete(actor or default_actor(), memory_id, human=True)
     if as_json:
         emit_json(out)
@@ -244,10 +271,10 @@ def forget_cmd(ctx: click.Context, /, memory_id: str, actor: str | None,
 @click.option("--purge", is_flag=True, help="Then remove the forgotten text from disk.")
 @_common
 def forget_all_cmd(ctx: click.Context, /, confirm: bool, scope: str | None, purge: bool,
-                   actor: str | None, embedder_name: str | None, layer_dir: Path | None,
-                   as_json: bool, **paths: Path | None) -> None:
+                   actor: str | None, embedder_name: str | None, store: str | None,
+                   layer_dir: Path | None, as_json: bool, **paths: Path | None) -> None:
     """Forget all your memories (user and project scope here); needs --yes."""
-    with _service(ctx, layer_dir, embedder_name, paths) as svc:
+    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
         out = svc.forget_all(actor or default_actor(), confirm, scope, human=True,
                              purge=purge)
     if as_json:
@@ -267,11 +294,12 @@ def forget_all_cmd(ctx: click.Context, /, confirm: bool, scope: str | None, purg
 @_common
 def contexts_cmd(ctx: click.Context, /, name: str | None, description: str | None,
                  priority: float | None, scope: str, actor: str | None,
-                 embedder_name: str | None, layer_dir: Path | None, as_json: bool,
+                 embedder_name: str | None, store: str | None, layer_dir: Path | None,
+                 as_json: bool,
                  **paths: Path | None) -> None:
     """List your memory contexts; with NAME and options, describe or re-prioritise one."""
     who = actor or default_actor()
-    with _service(ctx, layer_dir, embedder_name, paths) as svc:
+    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
         if name is not None:
             svc.set_context(who, name, scope, description, priority)
         out = svc.contexts(who)
@@ -288,10 +316,11 @@ def contexts_cmd(ctx: click.Context, /, name: str | None, description: str | Non
 @memory.command(name="purge")
 @_common
 def purge_cmd(ctx: click.Context, /, actor: str | None, embedder_name: str | None,
-              layer_dir: Path | None, as_json: bool, **paths: Path | None) -> None:
+              store: str | None, layer_dir: Path | None,
+              as_json: bool, **paths: Path | None) -> None:
     """Remove your forgotten memories' text (and the versions they replaced) from disk,
     by rewriting the layers that hold them."""
-    with _service(ctx, layer_dir, embedder_name, paths) as svc:
+    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
         out = svc.purge(actor or default_actor())
     if as_json:
         emit_json(out)

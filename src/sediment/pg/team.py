@@ -20,7 +20,7 @@ from sediment.context.state import DEFAULT_RUN
 from sediment.embed import Embedder
 from sediment.memory import DEFAULT_DEDUP_THRESHOLD, MemoryService
 from sediment.pg.context import PgContextStore
-from sediment.pg.database import Database
+from sediment.pg.database import Database, row
 from sediment.pg.memory import PgMemoryStore
 from sediment.pg.tokens import PgTokenStore
 
@@ -119,13 +119,22 @@ class TeamServices:
         self.database.close()
 
 
+def chunk_exists(database: Database, chunk_id: int) -> bool:
+    """Whether the project's layers hold ``chunk_id`` (a memory's ``related_to`` must name
+    one, as over the layer files)."""
+    with database.connection() as conn:
+        return row(conn, "SELECT 1 FROM chunks WHERE project = %s AND id = %s LIMIT 1",
+                   (database.project, chunk_id)) is not None
+
+
 def team_services(database: Database, embedder: Embedder, *,
                   settings: ContextSettings | None = None, cache_dir: Path | None = None,
                   dedup_threshold: float = DEFAULT_DEDUP_THRESHOLD) -> TeamServices:
     """The memory, context and token services of ``database``'s project."""
     dim = embedder.profile.dim
     memory = MemoryService(PgMemoryStore(database, dim=dim), embedder,
-                           dedup_threshold=dedup_threshold)
+                           dedup_threshold=dedup_threshold,
+                           chunk_exists=lambda cid: chunk_exists(database, cid))
     context = TeamContextLoop(PgContextStore(database, dim=dim), embedder, settings,
                               project=database.project, cache_dir=cache_dir)
     return TeamServices(database, memory, context, PgTokenStore(database))

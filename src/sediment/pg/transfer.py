@@ -12,6 +12,9 @@ adapters allow to reviewers only.
 
 A pull writes each of the project's layers as an RFC layer file (atomically), refusing to
 overwrite a file that exists unless told to.
+
+Memories travel too, as rows of their own table on the server
+(:mod:`sediment.pg.memory_transfer`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,17 @@ import numpy as np
 from sediment.errors import NotFoundError, PermissionDeniedError, SchemaMismatchError
 from sediment.format import Chunk, encode_layer
 from sediment.format.profile import check_compatible
+from sediment.pg.memory_transfer import (
+    MemoryRow,
+    actor_rows,
+    is_memory_row,
+    memory_ids,
+    memory_row,
+    merged,
+    push_actor,
+    push_project,
+    stored_rows,
+)
 from sediment.pg.search import ensure_vector_index
 from sediment.pg.store import PgStore
 from sediment.store import PRECEDENCE, LayerName, LayerSet
@@ -42,9 +56,12 @@ class Transfer:
     layers: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    memories: dict[str, int] = field(default_factory=dict)
+    """Memory rows moved: ``project`` (the project's), ``user`` (one actor's own)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"layers": self.layers, "skipped": self.skipped, "files": self.files}
+        return {"layers": self.layers, "skipped": self.skipped, "files": self.files,
+                "memories": self.memories}
 
 
 def _ids(ids: list[int]) -> str:
@@ -72,11 +89,14 @@ def _replace_base(store: PgStore) -> None:
 
 
 def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
-         on_layer: Callable[[str, int], None] | None = None) -> Transfer:
-    """Upload the present layers of ``files`` into ``store``'s project (module docstring).
+         on_layer: Callable[[str, int], None] | None = None,
+         actor_files: tuple[str, LayerSet] | None = None) -> Transfer:
+    """Upload the present layers of ``files`` into ``store``'s project (module docstring);
+    their memories become memory rows (:mod:`sediment.pg.memory_transfer`).
 
     ``replace_base`` lets a new compiled base replace the project's base; the adapter
-    decides who may ask for it (a reviewer)."""
+    decides who may ask for it (a reviewer). ``actor_files`` (an actor and their own
+    memory files) uploads that actor's own memories too."""
     layers = files.layers()
     if not layers:
         raise NotFoundError("no layer files to push (looked for "
@@ -93,11 +113,17 @@ def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
                     f"project {store.project} already has a base layer; only a reviewer "
                     "replaces it, with a new compiled base (`sediment push --replace-base`)")
             _replace_base(store)
+        mem_ids = memory_ids(files)
+        memory: list[MemoryRow] = []
         for layer in layers:
             f = layer.file
-            chunks = list(f.chunks())
+            every = list(f.chunks())
+            plain = [i for i, c in enumerate(every) if not is_memory_row(c, mem_ids)]
+            memory.extend(memory_row(layer.name.value, every[i], f.vector(i))
+                          for i in sorted(set(range(len(every))) - set(plain)))
+            chunks = [every[i] for i in plain]
             keep = _new_chunks(store, layer.name, chunks)
-            rows = [i for i, c in enumerate(chunks) if c.id in keep]
+            rows = [i for i in plain if every[i].id in keep]
             vectors = (np.stack([f.vector(i) for i in rows]) if rows
                        else np.zeros((0, f.dim), dtype=np.float32))
             store.ensure_layer(layer.name, f.dim, f.element_type, f.embedding_profile,
@@ -106,14 +132,18 @@ def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
                                quant_scale=float(f.quant_scale) if f.element_type == "i8"
                                else None)
             if rows:
-                store.insert(layer.name, [chunks[i] for i in rows], vectors)
-            top = max([recorded_high_water(f.metadata), *(c.id for c in chunks)], default=0)
+                store.insert(layer.name, [every[i] for i in rows], vectors)
+            top = max([recorded_high_water(f.metadata), *(c.id for c in every)], default=0)
             if top:
                 store.note_ids(layer.name, top)
             out.layers[layer.name.value] = len(rows)
             out.skipped[layer.name.value] = len(chunks) - len(rows)
             if on_layer is not None:
                 on_layer(layer.name.value, len(rows))
+        out.memories["project"] = push_project(store, memory)
+        if actor_files is not None:
+            actor, own = actor_files
+            out.memories["user"] = push_actor(store, actor, actor_rows(actor, own))
     with store.cursor() as cur:
         cur.execute("ANALYZE chunks")  # the planner's row counts, for every query after
     schema = store.schema()
@@ -153,10 +183,13 @@ def _new_chunks(store: PgStore, name: LayerName, chunks: list[Chunk]) -> set[int
 
 
 def pull(store: PgStore, directory: Path, *, force: bool = False) -> Transfer:
-    """Write the project's layers as files in ``directory``; ``force`` overwrites."""
+    """Write the project's layers, its memory rows among them, as files in ``directory``;
+    ``force`` overwrites."""
     if not directory.is_dir():
         raise NotFoundError(f"--dir {directory}: no such directory")
-    names = store.present()
+    names = set(store.present())
+    memories = stored_rows(store)
+    names |= {n for n in LayerName if n.value in memories}
     if not names:
         raise NotFoundError(f"project {store.project} has no layers ({store.url.redacted})")
     targets = {n: directory / n.file_name for n in PRECEDENCE if n in names}
@@ -164,19 +197,36 @@ def pull(store: PgStore, directory: Path, *, force: bool = False) -> Transfer:
     if existing and not force:
         raise PermissionDeniedError(f"{', '.join(existing)} already exist; pass --force to "
                                     "overwrite them with the server's layers")
+    schema = store.schema()
     out = Transfer()
     for name, path in targets.items():
         summary = store.summary(name, max_ids=0)
-        assert summary is not None
-        pairs = list(store.chunks(name))
-        chunks = [c for c, _ in pairs]
-        vectors = (np.stack([v for _, v in pairs]) if pairs
-                   else np.zeros((0, summary.dim), dtype=np.float32))
+        dim = summary.dim if summary is not None and summary.dim else \
+            schema.dim if schema is not None else _memory_dim(memories)
+        element_type = summary.element_type if summary is not None else \
+            schema.element_type if schema is not None else "f32"
+        pairs = list(store.chunks(name)) if summary is not None else []
+        chunks, vectors = merged([c for c, _ in pairs],
+                                 np.stack([v for _, v in pairs]) if pairs
+                                 else np.zeros((0, dim), dtype=np.float32),
+                                 memories.get(name.value, []), dim)
         metadata = store.layer_metadata(name) or {}
-        data = encode_layer(chunks, vectors, dim=summary.dim,
-                            element_type=summary.element_type,
+        if summary is None:
+            metadata = {"v": 1, "tool_name": "sediment"}
+            if schema is not None and schema.profile is not None:
+                metadata["embedding_profile"] = schema.profile
+        if chunks:
+            metadata["id_high_water"] = max(recorded_high_water(metadata),
+                                            max(c.id for c in chunks))
+        data = encode_layer(chunks, vectors, dim=dim, element_type=element_type,
                             quant_scale=store.quant_scale(name), metadata=metadata)
         atomic_write(path, data)
-        out.layers[name.value] = len(chunks)
+        out.layers[name.value] = len(chunks) - len(memories.get(name.value, []))
         out.files.append(str(path))
+    out.memories["project"] = sum(len(v) for v in memories.values())
     return out
+
+
+def _memory_dim(memories: dict[str, list[tuple[Chunk, Any]]]) -> int:
+    return next((int(v.shape[0]) for rows in memories.values() for _, v in rows
+                 if v is not None), 0)
