@@ -22,7 +22,7 @@ def _memory(tmp_path: Path) -> MemoryService:
     ls = LayerSet.from_directory(make_store(tmp_path / "store"))
     store = FileMemoryStore(ls, tmp_path / "data", profile=emb.profile.to_dict(),
                             dim=emb.profile.dim)
-    return MemoryService(store, emb)
+    return MemoryService(store, emb, dedup_threshold=1.0)  # twelve notes, no dedup
 
 
 def test_memories_are_filtered_counted_and_paged(tmp_path: Path) -> None:
