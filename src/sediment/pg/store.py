@@ -282,6 +282,12 @@ class PgStore:
             raise StoreUnavailableError(f"store {self.url.redacted}: the connection failed "
                                         f"({exc})") from exc
 
+    def kind_counts(self, name: LayerName) -> dict[str, int]:
+        with self.cursor() as cur:
+            cur.execute("SELECT kind, count(*) FROM chunks WHERE project = %s AND layer = %s "
+                        "GROUP BY kind", (self.project, name.value))
+            return {str(k): int(n) for k, n in cur.fetchall()}
+
     def events(self, names: Iterable[LayerName] | None = None) -> list[Event]:
         wanted = [n.value for n in (PRECEDENCE if names is None else names)]
         with self.cursor() as cur:

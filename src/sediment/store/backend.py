@@ -75,6 +75,9 @@ class LayerStore(Protocol):
     def chunks(self, name: LayerName) -> Iterator[tuple[Chunk, npt.NDArray[np.float32]]]:
         """Every chunk of a layer with its vector, in the layer's order."""
 
+    def kind_counts(self, name: LayerName) -> dict[str, int]:
+        """How many chunks of each kind (events included) the layer holds; {} if absent."""
+
     def events(self, names: Iterable[LayerName] | None = None) -> list[Event]:
         """Every ``meta.*`` event of the present layers, in time order."""
 

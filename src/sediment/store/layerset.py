@@ -235,6 +235,15 @@ class LayerSet:
         for i in range(f.chunk_count):
             yield f.chunk_at(i), f.vector(i)
 
+    def kind_counts(self, name: LayerName) -> dict[str, int]:
+        layer = self.layer(name)
+        if layer is None or not layer.file.chunk_count:
+            return {}
+        f = layer.file
+        sids, counts = np.unique(f.records["kind"], return_counts=True)
+        return {f.string(int(i)): int(c)
+                for i, c in zip(sids.tolist(), counts.tolist(), strict=True)}
+
     def versions(self, chunk_id: int) -> list[tuple[LayerName, Chunk]]:
         """Every layer's version of ``chunk_id``, highest precedence first."""
         out = []
