@@ -4,13 +4,17 @@ roles, CSRF, every page, and decisions checked with the CLI against the same sto
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 import threading
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import Runner
+from tests.conftest import SEDIMENT, Runner
+from tests.pg.team import seed_project
 from tests.pg.web import PgSite, pg_site
 from tests.web.conftest import _close_clients, client, csrf_of, sign_in
 
@@ -157,3 +161,24 @@ def test_two_reviewers_at_once_over_the_team_server(pg_url: str, tmp_path: Path)
         assert len(lost) == 1, pages
         winner = "bob" if lost == ["alice"] else "alice"
         assert f"already decided by {winner}" in pages[lost[0]]
+
+
+def test_the_banner_names_the_page_over_the_team_server(pg_url: str, tmp_path: Path) -> None:
+    seed_project(pg_url, tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "SEDIMENT_TOKEN"}
+    proc = subprocess.Popen([str(SEDIMENT), "serve", "--transport", "http", "--port", "0",
+                             "--store", pg_url, "--embedder", "hash", "--no-warm-up"],
+                            env=env, cwd=tmp_path, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        while line and "serving MCP" not in line:
+            line = proc.stderr.readline()
+        m = re.search(r"the web page on (http://127\.0\.0\.1:\d+/ui) ", line)
+        assert m is not None, line
+        login = httpx.get(m.group(1) + "/login", timeout=30)
+        assert login.status_code == 200 and 'name="token"' in login.text
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
