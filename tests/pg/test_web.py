@@ -96,6 +96,14 @@ def test_roles_and_csrf_refuse_over_the_team_server(pg_url: str, tmp_path: Path,
         # A reader may not forget memories either (even their own would need writer).
         assert _post(rita, site, f"/ui/memories/{site.memories[0]}/forget",
                      {"csrf": token}).status_code == 403
+        # The writer forgets their own memory; the CSRF token is still required.
+        target = site.memories[1]
+        assert _post(walt, site, f"/ui/memories/{target}/forget", {}).status_code == 403
+        done = _post(walt, site, f"/ui/memories/{target}/forget", {"csrf": mine})
+        assert done.status_code == 303
+        listing = walt.get("/ui/memories").text
+        assert f"Forgot memory {target}." in listing and f'id="m-{target}"' not in listing
+        assert f'id="m-{site.memories[0]}"' in listing
 
         alice = sign_in(site.base, "ignored", site.tokens["alice"])
         form = csrf_of(alice.get("/ui/queue").text)
