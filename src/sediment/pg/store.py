@@ -288,6 +288,24 @@ class PgStore:
                         "GROUP BY kind", (self.project, name.value))
             return {str(k): int(n) for k, n in cur.fetchall()}
 
+    def nearest(self, name: LayerName, queries: npt.NDArray[np.float32],
+                exclude: Sequence[int], threshold: float, limit: int
+                ) -> list[list[tuple[float, Chunk]]]:
+        """One exact scan per query in the database (the cosine distance operator on the
+        column itself, which no HNSW index serves); only the matches travel."""
+        out: list[list[tuple[float, Chunk]]] = []
+        dim = queries.shape[1] if queries.ndim == 2 else 0
+        with self.cursor() as cur:
+            for q, skip in zip(np.asarray(queries, dtype=np.float32), exclude, strict=True):
+                cur.execute(f"SELECT {CHUNK_COLS}, 1 - (embedding <=> %s::vector) FROM chunks "
+                            "WHERE project = %s AND layer = %s AND kind NOT LIKE %s AND "
+                            "dim = %s AND id <> %s ORDER BY embedding <=> %s::vector, id LIMIT %s",
+                            (q, self.project, name.value, META_PREFIX + "%", dim, skip, q,
+                             limit))
+                out.append([(float(r[8]), chunk_of(r)) for r in cur.fetchall()
+                            if r[8] is not None and float(r[8]) >= threshold])
+        return out
+
     def events(self, names: Iterable[LayerName] | None = None) -> list[Event]:
         wanted = [n.value for n in (PRECEDENCE if names is None else names)]
         with self.cursor() as cur:

@@ -9,7 +9,6 @@ compared as stored, so no embedder is needed and nothing is re-embedded.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,15 +16,14 @@ import numpy as np
 import numpy.typing as npt
 
 from sediment.errors import ValidationError
-from sediment.format import Chunk, LayerFile
-from sediment.review._common import event_mask, is_event, require_layer, require_present
+from sediment.format import Chunk
+from sediment.review._common import is_event, require_layer, require_present
 from sediment.review.decisions import ProposalView, list_proposals
 from sediment.store import LayerName, LayerSet, LayerStore
 
 DEFAULT_THRESHOLD = 0.9
 MAX_MATCHES = 3
 """Near-duplicates reported per delta chunk (the most similar first)."""
-_BLOCK = 65_536
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,66 +87,18 @@ class DiffReport:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class _Block:
-    """Some context chunks of one layer: their ids, their unit vectors, and the chunks."""
-
-    ids: npt.NDArray[np.int64]
-    unit: npt.NDArray[np.float32]
-    chunk: Callable[[int], Chunk]
-    """The chunk at a row of this block."""
-
-
-def _unit(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    out: npt.NDArray[np.float32] = np.divide(rows, norms, out=np.zeros_like(rows),
-                                             where=norms > 0)
-    return out
-
-
-def _at(f: LayerFile, positions: npt.NDArray[np.int64]) -> Callable[[int], Chunk]:
-    return lambda j: f.chunk_at(int(positions[j]))
-
-
-def _file_blocks(f: LayerFile) -> Iterator[_Block]:
-    """A layer file's context chunks, read as arrays (no chunk is decoded until asked)."""
-    positions = np.flatnonzero(~event_mask(f)).astype(np.int64)
-    for start in range(0, len(positions), _BLOCK):
-        pos = positions[start:start + _BLOCK]
-        rows = np.asarray(f.embeddings[f.rows[pos]], dtype=np.float32)
-        if f.element_type == "i8":
-            rows = rows * np.float32(f.quant_scale)
-        yield _Block(f.ids[pos].astype(np.int64), _unit(rows), _at(f, pos))
-
-
-def _store_blocks(store: LayerStore, name: LayerName) -> Iterator[_Block]:
-    """Any backend's layer, streamed (``LayerStore.chunks``), one block in memory at once."""
+def _delta(store: LayerStore) -> tuple[list[Chunk], npt.NDArray[np.float32]]:
+    """The delta's context chunks and their vectors (the delta is what is reviewed: small
+    beside base)."""
     chunks: list[Chunk] = []
     vectors: list[npt.NDArray[np.float32]] = []
-
-    def block() -> _Block:
-        held = list(chunks)
-        return _Block(np.array([c.id for c in held], dtype=np.int64),
-                      _unit(np.vstack(vectors).astype(np.float32)), held.__getitem__)
-
-    for c, v in store.chunks(name):
-        if is_event(c):
-            continue
-        chunks.append(c)
-        vectors.append(v)
-        if len(chunks) == _BLOCK:
-            yield block()
-            chunks.clear()
-            vectors.clear()
-    if chunks:
-        yield block()
-
-
-def _blocks(store: LayerStore, name: LayerName) -> Iterator[_Block]:
-    if isinstance(store, LayerSet):
-        layer = store.layer(name)
-        return _file_blocks(layer.file) if layer is not None else iter(())
-    return _store_blocks(store, name)
+    for c, v in store.chunks(LayerName.DELTA):
+        if not is_event(c):
+            chunks.append(c)
+            vectors.append(v)
+    dim = len(vectors[0]) if vectors else 0
+    return chunks, (np.vstack(vectors).astype(np.float32) if vectors
+                    else np.zeros((0, dim), np.float32))
 
 
 def _where(store: LayerStore, present: list[LayerName]) -> dict[str, str | None]:
@@ -163,7 +113,8 @@ def _where(store: LayerStore, present: list[LayerName]) -> dict[str, str | None]
 
 def diff_layers(layerset: LayerStore, threshold: float = DEFAULT_THRESHOLD) -> DiffReport:
     """Compare the delta layer of ``layerset`` (either backend) with its base and user
-    layers. Only the delta is held in memory; base and user are compared block by block."""
+    layers. The delta is held in memory; each backend finds the near-duplicates in base
+    and user itself (``LayerStore.nearest``: arrays of the file, or a query)."""
     if not 0.0 < threshold <= 1.0:
         raise ValidationError(f"threshold {threshold} must be in (0, 1] (cosine similarity)")
     compared = [LayerName.BASE, LayerName.USER, LayerName.DELTA]
@@ -175,10 +126,7 @@ def diff_layers(layerset: LayerStore, threshold: float = DEFAULT_THRESHOLD) -> D
     present = layerset.present(compared)
     lower = [n for n in (LayerName.USER, LayerName.BASE) if n in present]
     statuses = {s.context_id: s.status for s in layerset.proposals().values()}
-    parts = list(_blocks(layerset, LayerName.DELTA))
-    delta = [p.chunk(j) for p in parts for j in range(len(p.ids))]
-    d_ids = np.concatenate([p.ids for p in parts]) if parts else np.zeros(0, np.int64)
-    d_unit = np.vstack([p.unit for p in parts]) if parts else np.zeros((0, 0), np.float32)
+    delta, d_vecs = _delta(layerset)
     entries: list[DeltaChunk] = []
     conflicts: list[Match] = []
     for c in delta:
@@ -194,20 +142,11 @@ def diff_layers(layerset: LayerStore, threshold: float = DEFAULT_THRESHOLD) -> D
         conflicts.extend(Match("same-id", c, n, v, None) for n, v in versions.items()
                          if v.content != c.content)
     duplicates: list[Match] = []
+    ids = [c.id for c in delta]  # the same id was compared above
     for name in lower:
-        per_delta: dict[int, list[tuple[float, int, Chunk]]] = {}
-        for b in (_blocks(layerset, name) if len(delta) else ()):
-            if b.unit.shape[1] != d_unit.shape[1]:
-                break
-            sims = d_unit @ b.unit.T
-            for i, j in zip(*np.nonzero(sims >= threshold), strict=True):
-                if int(b.ids[j]) != int(d_ids[i]):  # same id: compared above
-                    per_delta.setdefault(int(i), []).append(
-                        (float(sims[i, j]), int(b.ids[j]), b.chunk(int(j))))
-        for i, hits in per_delta.items():
-            c = delta[i]
-            hits.sort(key=lambda h: (-h[0], h[1]))
-            for sim, _, other in hits[:MAX_MATCHES]:
+        found = layerset.nearest(name, d_vecs, ids, threshold, MAX_MATCHES) if delta else []
+        for c, hits in zip(delta, found, strict=True):
+            for sim, other in hits:
                 kind = "duplicate" if other.content == c.content else "near-duplicate"
                 (duplicates if kind == "duplicate" else conflicts).append(
                     Match(kind, c, name, other, sim))
