@@ -97,7 +97,8 @@ class Schema:
 _NEAR_BLOCK = 65_536
 
 
-def _unit(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+def unit_rows(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Each row scaled to unit length (a zero row stays zero), for cosine similarity."""
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     out: npt.NDArray[np.float32] = np.divide(rows, norms, out=np.zeros_like(rows),
                                              where=norms > 0)
@@ -262,14 +263,14 @@ class LayerSet:
         f = layer.file if layer is not None else None
         if f is None or not f.chunk_count or not len(queries) or f.dim != queries.shape[1]:
             return [[] for _ in range(len(queries))]
-        q = _unit(np.asarray(queries, dtype=np.float32))
+        q = unit_rows(np.asarray(queries, dtype=np.float32))
         positions = np.flatnonzero(~kind_mask(f, is_meta_kind)).astype(np.int64)
         for start in range(0, len(positions), _NEAR_BLOCK):
             pos = positions[start:start + _NEAR_BLOCK]
             rows = np.asarray(f.embeddings[f.rows[pos]], dtype=np.float32)
             if f.element_type == "i8":
                 rows = rows * np.float32(f.quant_scale)
-            sims = q @ _unit(rows).T
+            sims = q @ unit_rows(rows).T
             for i, j in zip(*np.nonzero(sims >= threshold), strict=True):
                 cid = int(f.ids[pos[j]])
                 if cid != exclude[i]:
