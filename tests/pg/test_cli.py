@@ -150,6 +150,7 @@ def test_the_http_api_over_a_store(pg_url: str, tmp_path: Path) -> None:
             s = api.post("/tools/agents_search", json={"query": "written over HTTP", "k": 3})
             assert s.status_code == 200, s.text
             assert "Written over HTTP" in s.text
-            assert api.get("/ui").status_code == 404  # the web page is file-only for now
+            page = api.get("/ui/queue")  # the web page is served over a store too
+            assert page.status_code == 303 and page.headers["location"].startswith("/ui/login")
     finally:
         stop(proc)

@@ -62,11 +62,18 @@ class Site:
     """Ids of ``MEMORIES``, saved as the server's own actor (the shared token's)."""
 
 
-async def _propose(url: str) -> list[int]:
-    http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
-    out = []
+async def _propose(url: str, token: str = TOKEN) -> list[int]:
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    out: list[int] = []
     with anyio.fail_after(60):
         return await _write_and_propose(http, url, out)
+
+
+def write_and_propose(url: str, token: str) -> list[int]:
+    """Write ``PROPOSALS`` to delta and propose each, as the actor of ``token``; their
+    proposal ids."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, _propose, url, token).result(timeout=90)
 
 
 async def _write_and_propose(http: httpx.AsyncClient, url: str, out: list[int]) -> list[int]:
@@ -92,8 +99,7 @@ def start_site(tmp_path: Path) -> Site:
     server = start_http(store)
     try:
         # In a thread of its own: Playwright's sync client keeps a loop on this one.
-        with ThreadPoolExecutor(1) as pool:
-            ids = pool.submit(anyio.run, _propose, server.url).result(timeout=90)
+        ids = write_and_propose(server.url, TOKEN)
         saved = call_tools(server.url, TOKEN, [*MEMORIES, *CONTEXT])
     except BaseException:
         stop(server.process)

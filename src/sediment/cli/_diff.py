@@ -7,13 +7,17 @@ from pathlib import Path
 import click
 
 from sediment.cli._app import cli
-from sediment.cli._options import get_config, json_option, layer_options, open_layerset
+from sediment.cli._options import get_config, json_option, open_store, store_layer_options
 from sediment.cli._output import INDENT, emit_json, entry, print_entries, visible
 from sediment.review import DEFAULT_THRESHOLD, diff_layers
-from sediment.store import LayerName, LayerSet
+from sediment.store import LayerName, LayerSet, LayerStore
 
 
-def without_local(ls: LayerSet) -> LayerSet:
+def without_local(ls: LayerStore) -> LayerStore:
+    """The local layer is not compared (``diff_layers`` reads only base, user and delta of
+    any other backend)."""
+    if not isinstance(ls, LayerSet):
+        return ls
     paths: dict[LayerName, Path | None] = {n: p for n, p in ls.paths.items()
                                           if n is not LayerName.LOCAL}
     return LayerSet(paths)
@@ -24,14 +28,14 @@ def without_local(ls: LayerSet) -> LayerSet:
               default=DEFAULT_THRESHOLD, show_default=True,
               help="Cosine similarity at or above which different content is a near-duplicate "
                    "conflict.")
-@layer_options
+@store_layer_options
 @json_option
 @click.pass_context
-def diff(ctx: click.Context, /, threshold: float, as_json: bool, layer_dir: Path | None,
-         **paths: Path | None) -> None:
+def diff(ctx: click.Context, /, threshold: float, as_json: bool, store: str | None,
+         layer_dir: Path | None, **paths: Path | None) -> None:
     """What the delta layer adds, which ids it overrides, what conflicts with base or user,
     and which proposals are pending (RFC 12, 15.5). The local layer is not compared."""
-    ls = without_local(open_layerset(get_config(ctx), layer_dir, **paths))
+    ls = without_local(open_store(get_config(ctx), store, layer_dir, paths))
     report = diff_layers(ls, threshold)
     if as_json:
         emit_json(report.to_dict())

@@ -14,14 +14,12 @@ from sediment.cli._ids import CHUNK_ID
 from sediment.cli._options import (
     get_config,
     json_option,
-    layer_options,
-    open_layerset,
     open_store,
     store_layer_options,
 )
 from sediment.cli._output import emit_json, entry, visible
 from sediment.errors import ValidationError
-from sediment.review import Outcome, accept, get_proposal, inspect_chunk, list_proposals, reject
+from sediment.review import Outcome, accept, get_proposal, inspect_stored, list_proposals, reject
 from sediment.store import HUMAN_WRITABLE, LayerName
 
 
@@ -89,18 +87,17 @@ def proposals_list(ctx: click.Context, /, status: str, as_json: bool, store: str
 @click.argument("proposal_id", type=CHUNK_ID)
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Directory path:line sources are read from (default: the current one).")
-@layer_options
+@store_layer_options
 @json_option
 @click.pass_context
 def proposals_show(ctx: click.Context, /, proposal_id: int, root: Path | None, as_json: bool,
-                   layer_dir: Path | None, **paths: Path | None) -> None:
+                   store: str | None, layer_dir: Path | None, **paths: Path | None) -> None:
     """One proposal: its status, decisions, the chunk with its provenance and events."""
-    ls = open_layerset(get_config(ctx), layer_dir, **paths)
+    ls = open_store(get_config(ctx), store, layer_dir, paths)
     view = get_proposal(ls, proposal_id)
-    holder = next((la for n in (LayerName.DELTA, LayerName.LOCAL)
-                   if (la := ls.layer(n)) is not None and la.file.get(view.context_id)
-                   is not None), None)
-    report = (inspect_chunk(holder.path, view.context_id, layerset=ls, root=root)
+    holder = next((n for n in (LayerName.DELTA, LayerName.LOCAL)
+                   if ls.chunk(n, view.context_id) is not None), None)
+    report = (inspect_stored(ls, holder, view.context_id, root=root)
               if holder is not None else None)
     if as_json:
         emit_json({**view.to_dict(), "inspection": report.to_dict() if report else None})

@@ -127,7 +127,9 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
 
     mount_api(server, registry, context, host=host)
     ui = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host,
-               context=loop) if files else None
+               context=team.context if team else loop,
+               memory=team.memory if team else None,
+               tokens=team.tokens if team else None)
     app = build_http_app(server, host=host, token=token, path=http_path, ui=ui,
                          tokens=team.tokens if team else None)
     import uvicorn
@@ -138,8 +140,8 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     config = uvicorn.Config(app, host=host, port=bound, log_level="warning", lifespan="on")
     userver = uvicorn.Server(config)
     shown = f"[{host}]" if ":" in host else host
-    page = f" and the web page on http://{shown}:{bound}/ui" if files else ""
-    click.echo(f"sediment: serving MCP on http://{shown}:{bound}{http_path}{page} "
+    click.echo(f"sediment: serving MCP on http://{shown}:{bound}{http_path} and the web "
+               f"page on http://{shown}:{bound}/ui "
                f"(layers in {where}; pid {os.getpid()})",
                err=True)
     userver.run(sockets=[sock])

@@ -58,10 +58,13 @@ from sediment.store.events import (
     iter_events,
 )
 from sediment.store.ids import U32_MAX, WRITTEN_START, check_chosen_id, recorded_high_water
+from sediment.store.layerset import unit_rows
 
 Cursor = psycopg.Cursor[tuple[Any, ...]]
 CHUNK_COLS = "layer, id, kind, content, author, confidence, created_at_ms, sources"
 LOCK_CLASS = 0x5ED1
+NEAREST_PAGE = 10_000
+"""Rows of (id, vector) ``nearest`` holds at once."""
 IDLE_CHECK_S = 1.0
 """A thread's connection idle this long is checked before use (it may predate a restart
 of the database, and fail the first request that uses it)."""
@@ -281,6 +284,51 @@ class PgStore:
             self._local.conn = None
             raise StoreUnavailableError(f"store {self.url.redacted}: the connection failed "
                                         f"({exc})") from exc
+
+    def kind_counts(self, name: LayerName) -> dict[str, int]:
+        with self.cursor() as cur:
+            cur.execute("SELECT kind, count(*) FROM chunks WHERE project = %s AND layer = %s "
+                        "GROUP BY kind", (self.project, name.value))
+            return {str(k): int(n) for k, n in cur.fetchall()}
+
+    def nearest(self, name: LayerName, queries: npt.NDArray[np.float32],
+                exclude: Sequence[int], threshold: float, limit: int
+                ) -> list[list[tuple[float, Chunk]]]:
+        """Ids and vectors only are streamed (a server-side cursor, one page in memory at
+        once) and compared here, as the file store compares its arrays; then the matches'
+        chunks are read: one pass over the layer whatever the number of queries (an exact
+        scan per query in the database took 4.4 s against 1.2 s here for 50 queries over
+        20,000 rows; ``python -m bench.web_review``)."""
+        dim = queries.shape[1] if queries.ndim == 2 else 0
+        found: list[list[tuple[float, int]]] = [[] for _ in range(len(queries))]
+        if not len(queries) or not dim:
+            return [[] for _ in found]
+        q = unit_rows(np.asarray(queries, dtype=np.float32))
+        conn = self._connection()
+        try:
+            with conn.transaction(), conn.cursor(name="sediment_nearest") as cur:
+                cur.execute("SELECT id, embedding FROM chunks WHERE project = %s AND "
+                            "layer = %s AND kind NOT LIKE %s AND dim = %s",
+                            (self.project, name.value, META_PREFIX + "%", dim), binary=True)
+                while rows := cur.fetchmany(NEAREST_PAGE):
+                    ids = [int(r[0]) for r in rows]
+                    sims = q @ unit_rows(np.vstack([as_vector(r[1], dim) for r in rows])).T
+                    for i, j in zip(*np.nonzero(sims >= threshold), strict=True):
+                        if ids[j] != exclude[i]:
+                            found[i].append((float(sims[i, j]), ids[j]))
+        except psycopg.OperationalError as exc:
+            self._local.conn = None
+            raise StoreUnavailableError(f"store {self.url.redacted}: the connection failed "
+                                        f"({exc})") from exc
+        for hits in found:
+            hits.sort(key=lambda h: (-h[0], h[1]))
+            del hits[limit:]
+        wanted = sorted({cid for hits in found for _, cid in hits})
+        with self.cursor() as cur:
+            cur.execute(f"SELECT {CHUNK_COLS} FROM chunks WHERE project = %s AND layer = %s "
+                        "AND id = ANY(%s)", (self.project, name.value, wanted))
+            chunks = {c.id: c for c in map(chunk_of, cur.fetchall())}
+        return [[(sim, chunks[cid]) for sim, cid in hits] for hits in found]
 
     def events(self, names: Iterable[LayerName] | None = None) -> list[Event]:
         wanted = [n.value for n in (PRECEDENCE if names is None else names)]

@@ -29,7 +29,13 @@ from sediment.review.jsonl import (
     import_file,
     parse,
 )
-from sediment.review.provenance import ChunkReport, EventRecord, ResolvedSource, inspect_chunk
+from sediment.review.provenance import (
+    ChunkReport,
+    EventRecord,
+    ResolvedSource,
+    inspect_chunk,
+    inspect_stored,
+)
 from sediment.review.rotate import Rotation, archive_and_reset
 from sediment.review.signing import (
     keygen,
@@ -65,6 +71,7 @@ __all__ = [
     "get_proposal",
     "import_file",
     "inspect_chunk",
+    "inspect_stored",
     "keygen",
     "list_proposals",
     "merge",

@@ -16,15 +16,14 @@ import numpy as np
 import numpy.typing as npt
 
 from sediment.errors import ValidationError
-from sediment.format import Chunk, LayerFile
-from sediment.review._common import event_mask, require_layer
+from sediment.format import Chunk
+from sediment.review._common import is_event, require_layer, require_present
 from sediment.review.decisions import ProposalView, list_proposals
-from sediment.store import LayerName, LayerSet
+from sediment.store import LayerName, LayerSet, LayerStore
 
 DEFAULT_THRESHOLD = 0.9
 MAX_MATCHES = 3
 """Near-duplicates reported per delta chunk (the most similar first)."""
-_BLOCK = 65_536
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,52 +87,50 @@ class DiffReport:
         }
 
 
-def _unit_rows(f: LayerFile, positions: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
-    rows = np.asarray(f.embeddings[f.rows[positions]], dtype=np.float32)
-    if f.element_type == "i8":
-        rows = rows * np.float32(f.quant_scale)
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    out: npt.NDArray[np.float32] = np.divide(rows, norms, out=np.zeros_like(rows),
-                                             where=norms > 0)
-    return out
+def _delta(store: LayerStore) -> tuple[list[Chunk], npt.NDArray[np.float32]]:
+    """The delta's context chunks and their vectors (the delta is what is reviewed: small
+    beside base)."""
+    chunks: list[Chunk] = []
+    vectors: list[npt.NDArray[np.float32]] = []
+    for c, v in store.chunks(LayerName.DELTA):
+        if not is_event(c):
+            chunks.append(c)
+            vectors.append(v)
+    dim = len(vectors[0]) if vectors else 0
+    return chunks, (np.vstack(vectors).astype(np.float32) if vectors
+                    else np.zeros((0, dim), np.float32))
 
 
-def _context_positions(f: LayerFile) -> npt.NDArray[np.int64]:
-    """Chunk-table positions of every non-event chunk."""
-    return np.flatnonzero(~event_mask(f)).astype(np.int64)
+def _where(store: LayerStore, present: list[LayerName]) -> dict[str, str | None]:
+    """Where base, user and delta live (None: absent)."""
+    if isinstance(store, LayerSet):
+        return {n.value: str(p) if n in present else None
+                for n in (LayerName.BASE, LayerName.USER, LayerName.DELTA)
+                if (p := store.paths.get(n)) is not None}
+    return {n.value: store.location(n) if n in present else None
+            for n in (LayerName.BASE, LayerName.USER, LayerName.DELTA)}
 
 
-def _near(delta: LayerFile, d_pos: npt.NDArray[np.int64], other: LayerFile,
-          threshold: float) -> list[tuple[int, int, float]]:
-    """(delta position, other position, cosine) for pairs at or above ``threshold``."""
-    o_pos = _context_positions(other)
-    if not len(d_pos) or not len(o_pos) or delta.dim != other.dim:
-        return []
-    q = _unit_rows(delta, d_pos)
-    found: list[tuple[int, int, float]] = []
-    for start in range(0, len(o_pos), _BLOCK):
-        block = o_pos[start:start + _BLOCK]
-        sims = q @ _unit_rows(other, block).T
-        for i, j in zip(*np.nonzero(sims >= threshold), strict=True):
-            found.append((int(d_pos[i]), int(block[j]), float(sims[i, j])))
-    return found
-
-
-def diff_layers(layerset: LayerSet, threshold: float = DEFAULT_THRESHOLD) -> DiffReport:
-    """Compare the delta layer of ``layerset`` with its base and user layers."""
+def diff_layers(layerset: LayerStore, threshold: float = DEFAULT_THRESHOLD) -> DiffReport:
+    """Compare the delta layer of ``layerset`` (either backend) with its base and user
+    layers. The delta is held in memory; each backend finds the near-duplicates in base
+    and user itself (``LayerStore.nearest``: arrays of the file, or a query)."""
     if not 0.0 < threshold <= 1.0:
         raise ValidationError(f"threshold {threshold} must be in (0, 1] (cosine similarity)")
-    layerset.schema()  # layers compared together must share a schema (RFC 8.3)
-    delta = require_layer(layerset, LayerName.DELTA).file
-    lower = [(n, la.file) for n in (LayerName.USER, LayerName.BASE)
-             if (la := layerset.layer(n)) is not None]
+    compared = [LayerName.BASE, LayerName.USER, LayerName.DELTA]
+    layerset.schema(compared)  # layers compared together must share a schema (RFC 8.3)
+    if isinstance(layerset, LayerSet):
+        require_layer(layerset, LayerName.DELTA)
+    else:
+        require_present(layerset, LayerName.DELTA)
+    present = layerset.present(compared)
+    lower = [n for n in (LayerName.USER, LayerName.BASE) if n in present]
     statuses = {s.context_id: s.status for s in layerset.proposals().values()}
-    d_pos = _context_positions(delta)
+    delta, d_vecs = _delta(layerset)
     entries: list[DeltaChunk] = []
     conflicts: list[Match] = []
-    for pos in d_pos.tolist():
-        c = delta.chunk_at(pos)
-        versions = {n: v for n, f in lower if (v := f.get(c.id)) is not None}
+    for c in delta:
+        versions = {n: v for n in lower if (v := layerset.chunk(n, c.id)) is not None}
         user, base = versions.get(LayerName.USER), versions.get(LayerName.BASE)
         if user is not None:
             status = "accepted" if user.content == c.content else "conflicts-user"
@@ -145,22 +142,16 @@ def diff_layers(layerset: LayerSet, threshold: float = DEFAULT_THRESHOLD) -> Dif
         conflicts.extend(Match("same-id", c, n, v, None) for n, v in versions.items()
                          if v.content != c.content)
     duplicates: list[Match] = []
-    for name, f in lower:
-        per_delta: dict[int, list[tuple[float, int]]] = {}
-        for dp, op, sim in _near(delta, d_pos, f, threshold):
-            if int(f.ids[op]) != int(delta.ids[dp]):  # same id: compared above
-                per_delta.setdefault(dp, []).append((sim, op))
-        for dp, hits in per_delta.items():
-            c = delta.chunk_at(dp)
-            hits.sort(key=lambda h: (-h[0], h[1]))
-            for sim, op in hits[:MAX_MATCHES]:
-                other = f.chunk_at(op)
+    ids = [c.id for c in delta]  # the same id was compared above
+    for name in lower:
+        found = layerset.nearest(name, d_vecs, ids, threshold, MAX_MATCHES) if delta else []
+        for c, hits in zip(delta, found, strict=True):
+            for sim, other in hits:
                 kind = "duplicate" if other.content == c.content else "near-duplicate"
                 (duplicates if kind == "duplicate" else conflicts).append(
                     Match(kind, c, name, other, sim))
     pending = tuple(list_proposals(layerset, "pending"))
-    paths = {n.value: str(p) if layerset.layer(n) is not None else None
-             for n in (LayerName.BASE, LayerName.USER, LayerName.DELTA)
-             if (p := layerset.paths.get(n)) is not None}
-    return DiffReport(paths, threshold, tuple(entries), tuple(conflicts), tuple(duplicates),
-                      pending, delta.chunk_count - len(d_pos))
+    summary = layerset.summary(LayerName.DELTA, max_ids=0)
+    events = (summary.chunks if summary is not None else len(delta)) - len(delta)
+    return DiffReport(_where(layerset, present), threshold, tuple(entries), tuple(conflicts),
+                      tuple(duplicates), pending, events)

@@ -23,7 +23,7 @@ from sediment.errors import NotFoundError
 from sediment.format import Chunk, LayerFile, Source
 from sediment.format.ids import parse_source_ref
 from sediment.review._common import event_mask
-from sediment.store import PRECEDENCE, LayerName, LayerSet
+from sediment.store import PRECEDENCE, LayerName, LayerSet, LayerStore
 from sediment.store.events import fold_proposals, iter_events
 
 SUBJECT_KEYS = ("context_id", "proposal_id", "promoted_id", "old_id", "new_id")
@@ -135,8 +135,10 @@ def _read_line(root: Path, ref: str) -> ResolvedSource:
 
 
 class _Resolver:
-    def __init__(self, layerset: LayerSet, own: LayerFile, own_layer: LayerName | None,
-                 root: Path) -> None:
+    """``own`` is the inspected file when it is outside the store (else None)."""
+
+    def __init__(self, layerset: LayerStore, own: LayerFile | None,
+                 own_layer: LayerName | None, root: Path) -> None:
         self.layerset, self.own, self.own_layer, self.root = layerset, own, own_layer, root
 
     def chunk(self, ref: int, owner: int, owner_layer: LayerName | None,
@@ -149,7 +151,7 @@ class _Resolver:
                 if name.rank < rank:
                     return name.value, c, name
             return None, None, None
-        if from_own and self.own_layer is None:
+        if from_own and self.own is not None:
             mine = self.own.get(ref)
             if mine is not None:
                 return self.own.path, mine, None
@@ -177,7 +179,8 @@ class _Resolver:
             if key in seen:
                 note = "already shown above (cycle)"
             elif depth > 1:
-                nested = self.resolve(found, name, depth - 1, where == self.own.path,
+                nested = self.resolve(found, name, depth - 1,
+                                      self.own is not None and where == self.own.path,
                                       seen | {key})
             elif found.sources:
                 note = "its own sources are not expanded (depth limit)"
@@ -211,7 +214,8 @@ def inspect_chunk(path: str | os.PathLike[str], chunk_id: int, *,
     ls = layerset if layerset is not None else LayerSet.from_directory(p.parent or Path("."))
     own_layer = next((n for n in PRECEDENCE if (q := ls.paths.get(n)) is not None
                       and q.exists() and _same_file(q, p)), None)
-    resolver = _Resolver(ls, f, own_layer, Path(root) if root is not None else Path.cwd())
+    resolver = _Resolver(ls, f if own_layer is None else None, own_layer,
+                         Path(root) if root is not None else Path.cwd())
     sources = resolver.resolve(chunk, own_layer, max(depth, 1), True,
                                frozenset({(own_layer.value if own_layer else str(p), chunk_id)}))
     versions = tuple((n.value, c) for n, c in ls.versions(chunk_id))
@@ -229,3 +233,25 @@ def inspect_chunk(path: str | os.PathLike[str], chunk_id: int, *,
     proposals = tuple((s.id, s.status) for s in folded.values() if s.context_id == chunk_id)
     return ChunkReport(str(p), own_layer.value if own_layer else None, chunk, versions,
                        sources, tuple(ordered), proposals)
+
+
+def inspect_stored(store: LayerStore, name: LayerName, chunk_id: int, *,
+                   root: str | os.PathLike[str] | None = None,
+                   depth: int = DEFAULT_DEPTH) -> ChunkReport:
+    """:func:`inspect_chunk` for chunk ``chunk_id`` of layer ``name`` of any backend (the
+    layer files or the team server): the same report, its ``path`` the layer's location."""
+    chunk = store.chunk(name, chunk_id)
+    if chunk is None:
+        raise NotFoundError(f"{store.location(name)}: no chunk with id {chunk_id}")
+    resolver = _Resolver(store, None, name, Path(root) if root is not None else Path.cwd())
+    sources = resolver.resolve(chunk, name, max(depth, 1), True,
+                               frozenset({(name.value, chunk_id)}))
+    versions = tuple((n.value, c) for n, c in store.versions(chunk_id))
+    events = sorted(store.events(), key=lambda e: (e.chunk.created_at_ms, e.chunk.id))
+    ordered = [EventRecord(e.layer.value, e.chunk.id, e.kind, e.chunk.author,
+                           e.chunk.created_at_ms, e.data)
+               for e in events if _refers(e.data, e.chunk, chunk_id)]
+    proposals = tuple((s.id, s.status) for s in store.proposals().values()
+                      if s.context_id == chunk_id)
+    return ChunkReport(store.location(name), name.value, chunk, versions, sources,
+                       tuple(ordered), proposals)

@@ -75,6 +75,17 @@ class LayerStore(Protocol):
     def chunks(self, name: LayerName) -> Iterator[tuple[Chunk, npt.NDArray[np.float32]]]:
         """Every chunk of a layer with its vector, in the layer's order."""
 
+    def kind_counts(self, name: LayerName) -> dict[str, int]:
+        """How many chunks of each kind (events included) the layer holds; {} if absent."""
+
+    def nearest(self, name: LayerName, queries: npt.NDArray[np.float32],
+                exclude: Sequence[int], threshold: float, limit: int
+                ) -> list[list[tuple[float, Chunk]]]:
+        """For each row of ``queries``: up to ``limit`` context chunks (not events) of the
+        layer whose cosine similarity to it is at least ``threshold``, most similar first
+        (ties: lower id), leaving out id ``exclude[i]``. Exact (no approximate index), so
+        ``diff`` reports the same pairs on every backend."""
+
     def events(self, names: Iterable[LayerName] | None = None) -> list[Event]:
         """Every ``meta.*`` event of the present layers, in time order."""
 

@@ -94,6 +94,17 @@ class Schema:
     source: str = ""
 
 
+_NEAR_BLOCK = 65_536
+
+
+def unit_rows(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Each row scaled to unit length (a zero row stays zero), for cosine similarity."""
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    out: npt.NDArray[np.float32] = np.divide(rows, norms, out=np.zeros_like(rows),
+                                             where=norms > 0)
+    return out
+
+
 def _event_chunks(f: LayerFile) -> list[Chunk]:
     """The ``meta.*`` chunks of a file, found through its distinct kind ids, once per file."""
     return derived(f, "store.event_chunks", _find_event_chunks)
@@ -246,6 +257,41 @@ class LayerSet:
         f = layer.file
         for i in range(f.chunk_count):
             yield f.chunk_at(i), f.vector(i)
+
+    def kind_counts(self, name: LayerName) -> dict[str, int]:
+        layer = self.layer(name)
+        if layer is None or not layer.file.chunk_count:
+            return {}
+        f = layer.file
+        sids, counts = np.unique(f.records["kind"], return_counts=True)
+        return {f.string(int(i)): int(c)
+                for i, c in zip(sids.tolist(), counts.tolist(), strict=True)}
+
+    def nearest(self, name: LayerName, queries: npt.NDArray[np.float32],
+                exclude: Sequence[int], threshold: float, limit: int
+                ) -> list[list[tuple[float, Chunk]]]:
+        found: list[list[tuple[float, int, int]]] = [[] for _ in range(len(queries))]
+        layer = self.layer(name)
+        f = layer.file if layer is not None else None
+        if f is None or not f.chunk_count or not len(queries) or f.dim != queries.shape[1]:
+            return [[] for _ in range(len(queries))]
+        q = unit_rows(np.asarray(queries, dtype=np.float32))
+        positions = np.flatnonzero(~kind_mask(f, is_meta_kind)).astype(np.int64)
+        for start in range(0, len(positions), _NEAR_BLOCK):
+            pos = positions[start:start + _NEAR_BLOCK]
+            rows = np.asarray(f.embeddings[f.rows[pos]], dtype=np.float32)
+            if f.element_type == "i8":
+                rows = rows * np.float32(f.quant_scale)
+            sims = q @ unit_rows(rows).T
+            for i, j in zip(*np.nonzero(sims >= threshold), strict=True):
+                cid = int(f.ids[pos[j]])
+                if cid != exclude[i]:
+                    found[i].append((float(sims[i, j]), cid, int(pos[j])))
+        out = []
+        for hits in found:
+            hits.sort(key=lambda h: (-h[0], h[1]))
+            out.append([(sim, f.chunk_at(p)) for sim, _, p in hits[:limit]])
+        return out
 
     def versions(self, chunk_id: int) -> list[tuple[LayerName, Chunk]]:
         """Every layer's version of ``chunk_id``, highest precedence first."""

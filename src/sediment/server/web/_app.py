@@ -30,9 +30,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from sediment.auth import TokenStore
 from sediment.context import ContextLoop, ContextSettings
-from sediment.errors import SedimentError
+from sediment.errors import SedimentError, StoreUnavailableError
 from sediment.memory import MemoryService
 from sediment.ops.requests import SearchOptions, parse
 from sediment.ops.service import ContextService
@@ -51,6 +50,7 @@ from sediment.server.web._auth import (
     OriginPolicy,
     Session,
     Sessions,
+    Tokens,
     allowed,
     clean_name,
     csrf_ok,
@@ -90,7 +90,7 @@ class WebUI:
     """
 
     def __init__(self, service: ContextService, *, token: str | None, root: Path,
-                 host: str, pubkey: Path | None = None, tokens: TokenStore | None = None,
+                 host: str, pubkey: Path | None = None, tokens: Tokens | None = None,
                  actor: str | None = None, memory: MemoryService | None = None,
                  context: ContextLoop | None = None,
                  context_settings: ContextSettings | None = None) -> None:
@@ -171,6 +171,14 @@ class WebUI:
                 self._context = context_loop_for(self.service, self._context_settings)
             return self._context
 
+    def context_of(self, actor: str) -> ContextLoop:
+        """The context loop that reads ``actor``'s items: a team server's loop
+        (``sediment.pg.team.TeamContextLoop``) keeps one per actor, bound to that actor in
+        SQL; the file store's one loop holds everyone's, told apart by the events."""
+        loop = self.context
+        of = getattr(loop, "of", None)
+        return of(actor) if callable(of) else loop
+
     def sign_in_link(self, base_url: str, reviewer: str) -> str:
         return f"{base_url.rstrip('/')}{PREFIX}/signin/{self.sessions.issue_link(reviewer)}"
 
@@ -233,9 +241,15 @@ class WebUI:
         nonce = request.cookies.get(LOGIN_COOKIE, "")
         error = None
         session = None
-        got = self.sessions.authenticate(str(form.get("token", "")))
+        try:
+            got = await run_in_threadpool(self.sessions.authenticate,
+                                          str(form.get("token", "")))
+        except StoreUnavailableError as exc:
+            got, error = None, f"The store is unavailable: {exc}"
         name = clean_name(str(form.get("reviewer", "")))
-        if not nonce or not csrf_ok(nonce, form.get("csrf")):
+        if error is not None:
+            pass
+        elif not nonce or not csrf_ok(nonce, form.get("csrf")):
             error = "The sign-in form expired; please try again."
         elif got is None:
             error = "Wrong token."
@@ -286,7 +300,7 @@ class WebUI:
             return session
         page = views.page_number(request.query_params.get("page"))
         try:
-            items, pg = await run_in_threadpool(views.queue, self.service.layerset, self.root,
+            items, pg = await run_in_threadpool(views.queue, self.service.store, self.root,
                                                 page)
         except SedimentError as exc:
             return self._render(request, "error.html", session, 500, error=str(exc))
@@ -322,7 +336,7 @@ class WebUI:
         decide = accept if action == "accept" else reject
         try:
             outcomes: list[Outcome] = await run_in_threadpool(
-                lambda: decide(self.service.layerset, ids, reason, reviewer=session.reviewer))
+                lambda: decide(self.service.store, ids, reason, reviewer=session.reviewer))
         except AlreadyDecided as exc:
             session.flash.append(("error", f"Proposal {exc.proposal_id} was already decided "
                                            f"by {exc.decided_by} ({exc.status}); nothing "
@@ -344,7 +358,7 @@ class WebUI:
         if not isinstance(session, Session):
             return session
         page = views.page_number(request.query_params.get("page"))
-        ls = self.service.layerset
+        ls = self.service.store
         try:
             rows = await run_in_threadpool(views.layers, ls, self.pubkey)
             report = await run_in_threadpool(views.diff, ls)

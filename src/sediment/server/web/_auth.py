@@ -24,9 +24,11 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from sediment.auth import ROLES, Principal, TokenStore
-from sediment.errors import ConfigError
+from sediment.auth import ROLES, Principal
+from sediment.auth.tokens import TokenCheck, TokenInfo
+from sediment.errors import ConfigError, StoreUnavailableError
 
 COOKIE = "sediment_session"
 LOGIN_COOKIE = "sediment_login"
@@ -62,10 +64,17 @@ def clean_name(raw: str) -> str | None:
     return name
 
 
+class Tokens(TokenCheck, Protocol):
+    """What the page needs of a token store: the token file's or the team database's."""
+
+    def list(self) -> list[TokenInfo]:
+        ...
+
+
 class Sessions:
     """Sign-ins, sessions and one-time links for one server (thread-safe)."""
 
-    def __init__(self, token: str | None, tokens: TokenStore | None = None,
+    def __init__(self, token: str | None, tokens: Tokens | None = None,
                  actor: str = "user") -> None:
         self.token = token
         self.tokens = tokens
@@ -81,7 +90,7 @@ class Sessions:
             return True
         try:
             return self.tokens is not None and self.tokens.any()
-        except ConfigError:
+        except (ConfigError, StoreUnavailableError):
             return True
 
     def authenticate(self, token: str) -> tuple[Principal, str | None] | None:
@@ -107,6 +116,8 @@ class Sessions:
             return self.tokens is None or all(t.id != token_id for t in self.tokens.list())
         except ConfigError:
             return True
+        except StoreUnavailableError:
+            return False  # the database is down: the page's next read says so
 
     def open(self, principal: Principal, reviewer: str,
              token_id: str | None = None) -> Session:

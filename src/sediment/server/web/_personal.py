@@ -203,8 +203,9 @@ class Personal:
         state = q.get("state") if q.get("state") in progress.STATES else None
         page = views.page_number(q.get("page"))
         try:
-            got = await run_in_threadpool(progress.progress, self.ui.context, session.actor,
-                                          q.get("project"), state, page)
+            got = await run_in_threadpool(lambda: progress.progress(
+                self.ui.context_of(session.actor), session.actor, q.get("project"), state,
+                page))
         except SedimentError as exc:
             return self.ui._render(request, "error.html", session, 500, error=str(exc))
         keep = [(k, v) for k, v in (("project", got.project), ("state", state)) if v]

@@ -1,8 +1,9 @@
 """What each page shows, gathered from the same functions the CLI calls.
 
-The review queue is ``list_proposals`` + ``inspect_chunk`` + ``diff_layers`` (what
-``sediment proposals show`` and ``sediment diff`` print); decisions are ``accept`` and
-``reject``; search is ``ContextService.search`` with ``explain`` (``sediment search
+The review queue is ``list_proposals`` + ``inspect_stored`` + ``diff_layers`` (what
+``sediment proposals show`` and ``sediment diff`` print), all over the ``LayerStore``
+protocol, so the page reads the layer files and the team server alike; decisions are
+``accept`` and ``reject``; search is ``ContextService.search`` with ``explain`` (``sediment search
 --explain``). Nothing here decides anything: it selects, orders and pages.
 """
 
@@ -13,8 +14,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from sediment.errors import NotFoundError, SedimentError
 from sediment.review import (
     DEFAULT_THRESHOLD,
@@ -23,12 +22,12 @@ from sediment.review import (
     Match,
     ProposalView,
     diff_layers,
-    inspect_chunk,
+    inspect_stored,
     list_proposals,
     verify,
 )
 from sediment.review.signing import signature_path
-from sediment.store import PRECEDENCE, LayerName, LayerSet
+from sediment.store import PRECEDENCE, LayerName, LayerSet, LayerStore
 from sediment.store.events import is_meta_kind
 
 PER_PAGE = 10
@@ -69,8 +68,11 @@ def page_number(raw: str | None) -> int:
     return min(max(n, 1), MAX_PAGE)
 
 
-def without_local(ls: LayerSet) -> LayerSet:
-    """The set ``sediment diff`` compares: the local layer is not reviewed."""
+def without_local(ls: LayerStore) -> LayerStore:
+    """The set ``sediment diff`` compares: the local layer is not reviewed (``diff_layers``
+    compares only base, user and delta of any other backend)."""
+    if not isinstance(ls, LayerSet):
+        return ls
     paths: dict[LayerName, Path | None] = {n: p for n, p in ls.paths.items()
                                           if n is not LayerName.LOCAL}
     return LayerSet(paths)
@@ -84,15 +86,12 @@ class QueueItem:
     matches: list[Match]
 
 
-def _holder(ls: LayerSet, view: ProposalView) -> Path | None:
-    for name in (LayerName.DELTA, LayerName.LOCAL):
-        layer = ls.layer(name)
-        if layer is not None and layer.file.get(view.context_id) is not None:
-            return layer.path
-    return None
+def _holder(ls: LayerStore, view: ProposalView) -> LayerName | None:
+    return next((n for n in (LayerName.DELTA, LayerName.LOCAL)
+                 if ls.chunk(n, view.context_id) is not None), None)
 
 
-def queue(ls: LayerSet, root: Path, page: int, size: int = PER_PAGE
+def queue(ls: LayerStore, root: Path, page: int, size: int = PER_PAGE
           ) -> tuple[list[QueueItem], Page]:
     """Pending proposals, newest first, each with what ``proposals show`` and ``diff`` say."""
     pending = sorted(list_proposals(ls, "pending"),
@@ -100,12 +99,12 @@ def queue(ls: LayerSet, root: Path, page: int, size: int = PER_PAGE
     pg = Page(min(page, max(1, -(-len(pending) // size))), size, len(pending))
     shown = pg.slice(pending)
     diff: DiffReport | None = None
-    if shown and ls.layer(LayerName.DELTA) is not None:
+    if shown and ls.present([LayerName.DELTA]):
         diff = diff_layers(without_local(ls))
     items = []
     for v in shown:
-        path = _holder(ls, v)
-        report = inspect_chunk(path, v.context_id, layerset=ls, root=root) if path else None
+        name = _holder(ls, v)
+        report = inspect_stored(ls, name, v.context_id, root=root) if name else None
         overrides = [(n, c) for n, c in (report.versions if report else ())
                      if n in (LayerName.BASE.value, LayerName.USER.value)]
         matches = [m for m in (diff.conflicts + diff.duplicates if diff else ())
@@ -114,7 +113,16 @@ def queue(ls: LayerSet, root: Path, page: int, size: int = PER_PAGE
     return items, pg
 
 
-def _signature(path: Path, pubkey: Path | None) -> str:
+FILE_ONLY = ("not applicable: signatures are file-only (a signature covers the bytes of a "
+             "layer file; the team server's layers are rows, protected by the database's "
+             "access control and the tokens' roles)")
+
+
+def _signature(ls: LayerStore, name: LayerName, pubkey: Path | None) -> str:
+    if not isinstance(ls, LayerSet):
+        return FILE_ONLY
+    path = ls.paths[name]
+    assert path is not None
     sig = signature_path(path)
     if not sig.exists():
         return "unsigned"
@@ -126,33 +134,33 @@ def _signature(path: Path, pubkey: Path | None) -> str:
         return f"signature does NOT verify: {exc}"
 
 
-def layers(ls: LayerSet, pubkey: Path | None) -> list[dict[str, Any]]:
+def _bytes(ls: LayerStore, name: LayerName) -> int | None:
+    """A layer file's size; None on a backend whose layers are not files."""
+    layer = ls.layer(name) if isinstance(ls, LayerSet) else None
+    return layer.file.size if layer is not None else None
+
+
+def layers(ls: LayerStore, pubkey: Path | None) -> list[dict[str, Any]]:
     """Each layer in precedence order: counts by kind, events, profile, signature."""
     rows = []
     for name in PRECEDENCE:
-        path = ls.paths.get(name)
-        layer = ls.layer(name)
-        row: dict[str, Any] = {"name": name.value, "path": str(path) if path else None,
-                               "present": layer is not None}
-        if layer is not None:
-            f = layer.file
-            kinds: dict[str, int] = {}
-            if f.chunk_count:
-                sids, counts = np.unique(f.records["kind"], return_counts=True)
-                kinds = {f.string(int(i)): int(c)
-                         for i, c in zip(sids.tolist(), counts.tolist(), strict=True)}
-            row.update(chunks=f.chunk_count,
+        summary = ls.summary(name, max_ids=0)
+        row: dict[str, Any] = {"name": name.value, "path": ls.location(name),
+                               "present": summary is not None}
+        if summary is not None:
+            kinds = ls.kind_counts(name)
+            row.update(chunks=summary.chunks,
                        events=sum(c for k, c in kinds.items() if is_meta_kind(k)),
-                       kinds=sorted(kinds.items()), bytes=f.size,
-                       vectors=f"{f.dim} x {f.element_type}", profile=layer.profile,
-                       signature=_signature(layer.path, pubkey))
+                       kinds=sorted(kinds.items()), bytes=_bytes(ls, name),
+                       vectors=f"{summary.dim} x {summary.element_type}",
+                       profile=summary.profile, signature=_signature(ls, name, pubkey))
         rows.append(row)
     return rows
 
 
-def diff(ls: LayerSet, threshold: float = DEFAULT_THRESHOLD) -> DiffReport | None:
+def diff(ls: LayerStore, threshold: float = DEFAULT_THRESHOLD) -> DiffReport | None:
     """``sediment diff``, or None without a delta layer."""
-    if ls.layer(LayerName.DELTA) is None:
+    if not ls.present([LayerName.DELTA]):
         return None
     try:
         return diff_layers(without_local(ls), threshold)
