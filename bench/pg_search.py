@@ -29,9 +29,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -47,6 +49,7 @@ from bench.timing import interleaved
 from sediment.errors import SedimentError
 from sediment.format import LayerFile, encode_layer
 from sediment.ops import run_search
+from sediment.ops.query import unit_rows
 from sediment.pg import PgStore, parse_store_url, push
 from sediment.pg.search import index_name
 from sediment.search import SearchRequest
@@ -70,12 +73,41 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--workdir", type=Path, default=None,
                    help="keep the layer file, its index and the private server's data here "
                         "and reuse them (default: a temporary directory)")
-    p.add_argument("--build-only", action="store_true",
-                   help="load both backends and build their indexes, then stop")
+    p.add_argument("--build-only", nargs="?", const="both", choices=("both", "files", "pg"),
+                   help="load both backends (or one: two processes load them side by side) "
+                        "and build their indexes, then stop")
     p.add_argument("--no-pg-exact", dest="pg_exact", action="store_false",
                    help="leave out PostgreSQL's exact scans (seconds per query at 1M)")
+    p.add_argument("--before", metavar="REV", default=None,
+                   help="also run PostgreSQL's approximate searches with the search module "
+                        "(src/sediment/pg/search.py) of git revision REV, interleaved with "
+                        "today's: a before/after comparison under the same load")
     p.add_argument("--json", type=Path, default=None)
     return p.parse_args(argv)
+
+
+def module_at(rev: str, path: str = "src/sediment/pg/search.py") -> types.ModuleType:
+    """The module at ``path`` as of git revision ``rev`` (imports resolve to today's
+    package, which must still provide what it imports)."""
+    root = Path(__file__).resolve().parent.parent
+    source = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=root, check=True,
+                            capture_output=True, text=True).stdout
+    module = types.ModuleType(f"pg_search_at_{rev}")
+    exec(compile(source, f"{rev}:{path}", "exec"), module.__dict__)
+    return module
+
+
+class Before:
+    """A PostgreSQL store searched by an older search module, through the same service
+    path as today's (``ops.run_search``'s layer reads, then the module's ``run``)."""
+
+    def __init__(self, store: PgStore, module: types.ModuleType) -> None:
+        self.store, self.module = store, module
+
+    def search(self, request: SearchRequest, vec: F32) -> list[int]:
+        normalised = unit_rows(self.store, request.layers)
+        result = self.module.run(self.store, request, vec, normalised=normalised)
+        return [h.chunk.id for h in result.hits]
 
 
 def corpus(workload: str, rows: int, queries: int) -> tuple[F32, F32]:
@@ -99,7 +131,8 @@ def _file_rows(path: Path) -> int:
         return -1
 
 
-def build_files(base: Path, vectors: F32, rows: int, timings: dict[str, float]) -> LayerSet:
+def build_files(base: Path, vectors: F32, rows: int, timings: dict[str, float], *,
+                index: bool = True) -> LayerSet:
     if _file_rows(base) != rows:
         t = time.perf_counter()
         tmp = base.with_suffix(".tmp")
@@ -108,6 +141,8 @@ def build_files(base: Path, vectors: F32, rows: int, timings: dict[str, float]) 
         os.replace(tmp, base)
         timings["file_write_s"] = time.perf_counter() - t
         _log(f"layer file written in {timings['file_write_s']:.0f} s")
+    if not index:
+        return LayerSet({"base": base})
     t = time.perf_counter()
     ensure_index(base, min_rows=1)
     timings["file_hnsw_build_s"] = time.perf_counter() - t
@@ -144,7 +179,9 @@ def build_pg(pg: PgStore, files: LayerSet, rows: int, timings: dict[str, float])
     _log(f"PostgreSQL loaded and indexed in {timings['pg_push_and_hnsw_build_s']:.0f} s")
 
 
-def _search(store: LayerStore, request: SearchRequest, vec: F32) -> list[int]:
+def _search(store: LayerStore | Before, request: SearchRequest, vec: F32) -> list[int]:
+    if isinstance(store, Before):
+        return store.search(request, vec)
     return [h.chunk.id for h in run_search(store, request, query_vec=vec).hits]
 
 
@@ -158,15 +195,18 @@ def measure(opts: argparse.Namespace, files: LayerSet, pg: PgStore, queries: F32
             qtexts: list[str]) -> list[dict[str, Any]]:
     variants: dict[str, Callable[[int], Any]] = {}
     answers: dict[str, list[list[int]]] = {}
-    for name, store in (("files", files), ("pg", pg)):
+    stores: list[tuple[str, LayerStore | Before]] = [("files", files), ("pg", pg)]
+    if opts.before:
+        stores.append((f"pg@{opts.before}", Before(pg, module_at(opts.before))))
+    for name, store in stores:
         for label, request in REQUESTS:
-            if name == "pg" and "exact" in label and not opts.pg_exact:
+            if name != "files" and "exact" in label and not opts.pg_exact:
                 continue
             key = f"{name}: {label}"
             answers[key] = []
             request = replace(request, k=opts.k)
 
-            def run(i: int, store: LayerStore = store, request: SearchRequest = request,
+            def run(i: int, store: LayerStore | Before = store, request: SearchRequest = request,
                     key: str = key) -> object:
                 got = _search(store, replace(request, text=qtexts[i]) if request.mode
                               == "hybrid" else request, queries[i])
@@ -185,7 +225,7 @@ def measure(opts: argparse.Namespace, files: LayerSet, pg: PgStore, queries: F32
         row: dict[str, Any] = {"variant": key, "p50_ms": s.p50 * 1e3, "p99_ms": s.p99 * 1e3,
                                "recall": _recall(answers[key], answers[ref]),
                                "recall_against": ref}
-        if backend == "pg" and "exact" in label:
+        if backend != "files" and "exact" in label:
             row["same_as_files"] = _recall(answers[key], answers[f"files: {label}"])
         rows.append(row)
     return rows
@@ -208,14 +248,18 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="sediment-pg-bench-") as tmp:
         work = opts.workdir or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        files = build_files(work / LayerName.BASE.file_name, vectors, opts.rows, timings)
+        files = build_files(work / LayerName.BASE.file_name, vectors, opts.rows, timings,
+                            index=opts.build_only != "pg")
         del vectors
-        url = pg_server.store_url(opts.store, pgdata=work / "pgdata" if opts.workdir and
-                                  opts.store is None else None)
-        project = f"bench-{opts.workload}-{opts.rows}"
-        with PgStore(parse_store_url(url, project), statement_timeout_ms=0) as pg:
-            build_pg(pg, files, opts.rows, timings)
-            rows = [] if opts.build_only else measure(opts, files, pg, queries, qtexts)
+        rows: list[dict[str, Any]] = []
+        if opts.build_only != "files":
+            url = pg_server.store_url(opts.store, pgdata=work / "pgdata" if opts.workdir and
+                                      opts.store is None else None)
+            project = f"bench-{opts.workload}-{opts.rows}"
+            with PgStore(parse_store_url(url, project), statement_timeout_ms=0) as pg:
+                build_pg(pg, files, opts.rows, timings)
+                if not opts.build_only:
+                    rows = measure(opts, files, pg, queries, qtexts)
     machine.load_end = os.getloadavg()
     print(f"{opts.rows:,} chunks ({opts.workload}) x {data.DIM} dims, {opts.queries} queries, "
           f"k = {opts.k}, load average {machine.load_start[0]:.1f} -> {machine.load_end[0]:.1f}")
