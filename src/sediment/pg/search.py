@@ -13,6 +13,13 @@ ids dropped, filtered on the version shown, and re-ranked by the request's reran
 
 The lexical side uses the default (``english``) analyzer, the one the rows are indexed
 with; asking for another is an error naming it.
+
+Cost: a search is three round trips whatever the number of layers (:func:`run`), each
+statement reads through an index (the HNSW graph, the GIN index of terms, the events'
+partial index, the primary key), and the graph walk is as wide as the file store's
+(:func:`breadth`). ``hnsw.ef_search`` is set per session, once per connection, so a
+transaction-pooling proxy between the server and PostgreSQL would mix breadths between
+clients (results stay right, only their completeness varies).
 """
 
 from __future__ import annotations
