@@ -264,8 +264,10 @@ def _ranks(score: F32, valid: npt.NDArray[np.bool_], tiebreak: Sequence[I64]) ->
 def _hidden_query(project: str, names: Sequence[LayerName]) -> Query:
     # ``kind LIKE 'meta.%'`` is the predicate of the partial index chunks_events: without
     # it the planner cannot prove the index applies and reads the whole table every query.
+    # A literal, not a parameter, so a prepared statement's generic plan can prove it too
+    # (``%%`` is psycopg's escape for ``%``).
     return (sql.SQL(f"SELECT {CHUNK_COLS} FROM chunks WHERE project = %s AND layer = ANY(%s) "
-                    "AND kind LIKE 'meta.%%' AND kind = ANY(%s)"),
+                    "AND kind LIKE {} AND kind = ANY(%s)").format(sql.Literal(META_PREFIX + "%%")),
             [project, [x.value for x in names], [SUPERSEDE, FORGET]])
 
 
