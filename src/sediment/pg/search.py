@@ -13,23 +13,32 @@ ids dropped, filtered on the version shown, and re-ranked by the request's reran
 
 The lexical side uses the default (``english``) analyzer, the one the rows are indexed
 with; asking for another is an error naming it.
+
+Cost: a search is three round trips whatever the number of layers (:func:`run`), each
+statement reads through an index (the HNSW graph, the GIN index of terms, the events'
+partial index, the primary key), and the graph walk is as wide as the file store's
+(:func:`breadth`). ``hnsw.ef_search`` is set per session, once per connection, so a
+transaction-pooling proxy between the server and PostgreSQL would mix breadths between
+clients (results stay right, only their completeness varies).
 """
 
 from __future__ import annotations
 
 import math
 import time
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+import psycopg
 from psycopg import sql
 
 from sediment.errors import ValidationError
 from sediment.pg.store import CHUNK_COLS, as_vector, chunk_of
 from sediment.search.analysis import DEFAULT_ANALYZER, analyzer
-from sediment.search.ann import ANN_MIN_ROWS, MAX_FETCH
+from sediment.search.ann import ANN_MIN_ROWS, MAX_FETCH, default_breadth
 from sediment.search.engine import SearchRequest, SearchResult, check_schema
 from sediment.search.fusion import Pool
 from sediment.search.hits import HiddenVersion, Hit
@@ -72,9 +81,40 @@ def ensure_vector_index(store: PgStore, dim: int, *, dot: bool = True) -> str:
     return name
 
 
-def _has_index(cur: Cursor, name: str) -> bool:
+_indexes: weakref.WeakKeyDictionary[PgStore, set[str]] = weakref.WeakKeyDictionary()
+_breadths: weakref.WeakKeyDictionary[psycopg.Connection[Any], int] = (
+    weakref.WeakKeyDictionary())
+
+
+def _has_index(store: PgStore, cur: Cursor, name: str) -> bool:
+    """Whether the HNSW index ``name`` exists; once seen, remembered for the store's life
+    (a query written for the index stays right without it, only slower: the inner scan
+    then sorts every row)."""
+    known = _indexes.setdefault(store, set())
+    if name in known:
+        return True
     cur.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", (name,))
-    return cur.fetchone() is not None
+    if cur.fetchone() is None:
+        return False
+    known.add(name)
+    return True
+
+
+def _set_breadth(cur: Cursor, ef: int) -> None:
+    """``hnsw.ef_search = ef`` for this connection's next queries: set for the session and
+    remembered per connection, so a run of searches at one breadth pays no statement for
+    it. Inside a transaction (which might roll the setting back) it is set for that
+    transaction only and not remembered."""
+    conn = cur.connection
+    idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    if idle and _breadths.get(conn) == ef:
+        return
+    scope = "SESSION" if idle else "LOCAL"
+    cur.execute(sql.SQL("SET {} hnsw.ef_search = {}").format(sql.SQL(scope), sql.Literal(ef)))
+    if idle:
+        _breadths[conn] = ef
+    else:
+        _breadths.pop(conn, None)
 
 
 def _kind_filter(request: SearchRequest) -> tuple[sql.Composable, list[Any]]:
@@ -90,12 +130,17 @@ def _default_candidates(request: SearchRequest) -> int:
     return max(request.k * 5, 50) if request.mode == "hybrid" else max(request.k * 2, 20)
 
 
-class _Lexical:
-    """The query's BM25 statistics over the layers searched."""
+Query = tuple[sql.SQL | sql.Composed, list[Any]]
 
-    def __init__(self, cur: Cursor, project: str, layers: Sequence[LayerName],
-                 rows: Sequence[tuple[Any, ...]], request: SearchRequest) -> None:
+
+class _Lexical:
+    """The query's BM25 statistics over the layers searched: its terms first (before any
+    statement), then their document frequencies (:meth:`query`, sent with the first
+    statements) and the layers' counts (:meth:`load`)."""
+
+    def __init__(self, request: SearchRequest) -> None:
         self.k1, self.b = request.bm25.k1, request.bm25.b
+        self.wanted: list[str] = []
         self.terms: list[str] = []
         self.idf = np.zeros(0, dtype=np.float32)
         self.avg_len = 0.0
@@ -105,17 +150,26 @@ class _Lexical:
             raise ValidationError(f"the PostgreSQL store indexes text with the "
                                   f"{DEFAULT_ANALYZER!r} analyzer only, not "
                                   f"{request.bm25.analyzer!r}")
-        terms = analyzer(DEFAULT_ANALYZER)(request.text)
+        self.wanted = analyzer(DEFAULT_ANALYZER)(request.text)
+
+    def query(self, project: str, names: Sequence[LayerName]) -> Query | None:
+        """The statement reading the terms' document frequencies (None: no lexical side)."""
+        if not self.wanted:
+            return None
+        return (sql.SQL("SELECT term, sum(df) FROM lexicon WHERE project = %s AND "
+                        "layer = ANY(%s) AND term = ANY(%s) GROUP BY term"),
+                [project, [x.value for x in names], list(set(self.wanted))])
+
+    def load(self, rows: Sequence[tuple[Any, ...]], df_rows: Sequence[tuple[Any, ...]]) -> None:
+        """Statistics from the searched layers' rows (n_docs, total_len) and the
+        frequencies :meth:`query` read."""
         n = sum(int(r[1]) for r in rows)
         total = sum(int(r[2]) for r in rows)
-        if not terms or not n:
+        if not self.wanted or not n:
             return
-        cur.execute("SELECT term, sum(df) FROM lexicon WHERE project = %s AND layer = ANY(%s) "
-                    "AND term = ANY(%s) GROUP BY term",
-                    (project, [x.value for x in layers], list(set(terms))))
-        dfs = {str(t): int(d) for t, d in cur.fetchall()}
-        df = np.asarray([dfs.get(t, 0) for t in terms], dtype=np.float64)
-        self.terms = terms
+        dfs = {str(t): int(d) for t, d in df_rows}
+        df = np.asarray([dfs.get(t, 0) for t in self.wanted], dtype=np.float64)
+        self.terms = self.wanted
         self.idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
         self.avg_len = total / n
 
@@ -134,53 +188,57 @@ class _Lexical:
                          / (tf[has] + norm[has]))
         return out
 
-    def top(self, cur: Cursor, project: str, layer: LayerName, c: int,
-            kind_sql: sql.Composable, kind_args: list[Any]) -> list[int]:
-        """The ``c`` best ids of one layer by BM25 (computed in SQL)."""
+    def top(self, project: str, layer: LayerName, c: int, kind_sql: sql.Composable,
+            kind_args: list[Any]) -> Query | None:
+        """The statement for the ``c`` best ids of one layer by BM25 (computed in SQL)."""
         if not self.terms:
-            return []
+            return None
         query = sql.SQL(
             "SELECT c.id FROM chunks c, LATERAL (SELECT sum(q.idf * t.tf * %s / (t.tf + %s * "
             "(%s + %s * c.lex_len))) AS s FROM unnest(%s::text[], %s::float8[]) AS q(term, idf),"
             " LATERAL (SELECT (c.lex_tf ->> q.term)::float8 AS tf) AS t WHERE t.tf IS NOT NULL"
             ") AS x WHERE c.project = %s AND c.layer = %s AND c.lex_tf ?| %s AND {} "
             "ORDER BY x.s DESC, c.id LIMIT %s").format(kind_sql)
-        cur.execute(query, [self.k1 + 1.0, self.k1, 1.0 - self.b, self.b / self.avg_len,
-                            self.terms, [float(x) for x in self.idf], project, layer.value,
-                            sorted(set(self.terms)), *kind_args, c])
-        return [int(r[0]) for r in cur.fetchall()]
+        return query, [self.k1 + 1.0, self.k1, 1.0 - self.b, self.b / self.avg_len,
+                       self.terms, [float(x) for x in self.idf], project, layer.value,
+                       sorted(set(self.terms)), *kind_args, c]
 
 
-def _vector_top(store: PgStore, cur: Cursor, layer: LayerName, n_docs: int, dim: int,
-                q: F32, c: int, dot: bool, request: SearchRequest,
-                kind_sql: sql.Composable, kind_args: list[Any]) -> tuple[list[int], bool]:
-    """The ``c`` nearest ids of one layer, and whether an HNSW index proposed them."""
+MAX_BREADTH = 1000
+"""pgvector's largest ``hnsw.ef_search``."""
+
+
+def breadth(request: SearchRequest, c: int, rows: int) -> int:
+    """``hnsw.ef_search`` for a query wanting ``c`` candidates from a layer of ``rows``:
+    the request's ``ann_expansion``, else the file store's default breadth for a graph of
+    that size (:func:`~sediment.search.ann.default_breadth`: 96 at 100,000 rows, 256 at
+    1,000,000), so both backends' approximate answers are about equally complete; never
+    fewer than ``c`` (the walk yields at most ``ef_search`` rows)."""
+    wanted = request.ann_expansion or max(default_breadth(rows), c)
+    return min(wanted, MAX_FETCH, MAX_BREADTH)
+
+
+def _vector_query(store: PgStore, layer: LayerName, dim: int, q: F32, c: int, dot: bool,
+                  ef: int | None, kind_sql: sql.Composable, kind_args: list[Any]) -> Query:
+    """The statement for the ``c`` nearest ids of one layer: exact (a scan ordered by
+    distance; ``ef`` None) or through the HNSW index at breadth ``ef`` (which
+    :func:`_set_breadth` set)."""
     op = sql.SQL("<#>" if dot else "<=>")
     base = [store.project, layer.value, *kind_args]
-    if not request.exact and n_docs >= ANN_MIN_ROWS and _has_index(cur, index_name(dim, dot)):
-        ef = request.ann_expansion or min(max(c, 40), MAX_FETCH, 1000)
-        # The inner query carries only the index's own predicate, so the planner walks
-        # the HNSW graph; project, layer and kind filter its answer afterwards.
-        query = sql.SQL(
-            "SELECT c.id FROM (SELECT id, project, layer, kind, embedding FROM chunks WHERE "
-            "dim = {} ORDER BY embedding::vector({}) {} %s::vector({}) LIMIT %s) AS c "
-            "WHERE c.project = %s AND c.layer = %s AND {} "
-            "ORDER BY c.embedding::vector({}) {} %s::vector({}) LIMIT %s").format(
-            sql.Literal(dim), sql.Literal(dim), op, sql.Literal(dim), kind_sql,
-            sql.Literal(dim), op, sql.Literal(dim))
-        conn = cur.connection
-        with conn.transaction(), conn.cursor() as inner:
-            inner.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef)))
-            inner.execute(query, [q, ef, *base, q, c])
-            got = [int(r[0]) for r in inner.fetchall()]
-        if len(got) >= min(c, n_docs):
-            return got, True
-    query = sql.SQL(
-        "SELECT c.id FROM chunks c WHERE c.project = %s AND c.layer = %s AND {} AND "
-        "c.dim = {} ORDER BY c.embedding {} %s, c.id LIMIT %s").format(
-        kind_sql, sql.Literal(dim), op)
-    cur.execute(query, [*base, q, c])
-    return [int(r[0]) for r in cur.fetchall()], False
+    if ef is None:
+        return (sql.SQL("SELECT c.id FROM chunks c WHERE c.project = %s AND c.layer = %s AND {} "
+                        "AND c.dim = {} ORDER BY c.embedding {} %s, c.id LIMIT %s").format(
+                            kind_sql, sql.Literal(dim), op), [*base, q, c])
+    # The inner query carries only the index's own predicate, so the planner walks the HNSW
+    # graph (it yields at most hnsw.ef_search rows); project, layer and kind filter its
+    # answer afterwards.
+    return (sql.SQL(
+        "SELECT c.id FROM (SELECT id, project, layer, kind, embedding FROM chunks WHERE "
+        "dim = {} ORDER BY embedding::vector({}) {} %s::vector({}) LIMIT %s) AS c "
+        "WHERE c.project = %s AND c.layer = %s AND {} "
+        "ORDER BY c.embedding::vector({}) {} %s::vector({}) LIMIT %s").format(
+        sql.Literal(dim), sql.Literal(dim), op, sql.Literal(dim), kind_sql,
+        sql.Literal(dim), op, sql.Literal(dim)), [q, ef, *base, q, c])
 
 
 def _vector_scores(vectors: F32, q: F32, metric: str, normalised: bool) -> F32:
@@ -203,22 +261,57 @@ def _ranks(score: F32, valid: npt.NDArray[np.bool_], tiebreak: Sequence[I64]) ->
     return ranks
 
 
-def _hidden(cur: Cursor, project: str, layers: Sequence[LayerName]) -> set[int]:
-    cur.execute(f"SELECT {CHUNK_COLS} FROM chunks WHERE project = %s AND layer = ANY(%s) "
-                "AND kind = ANY(%s)", (project, [x.value for x in layers], [SUPERSEDE, FORGET]))
-    return hidden_ids(iter_events((LayerName(r[0]), chunk_of(r)) for r in cur.fetchall()))
+def _hidden_query(project: str, names: Sequence[LayerName]) -> Query:
+    # ``kind LIKE 'meta.%'`` is the predicate of the partial index chunks_events: without
+    # it the planner cannot prove the index applies and reads the whole table every query.
+    # A literal, not a parameter, so a prepared statement's generic plan can prove it too
+    # (``%%`` is psycopg's escape for ``%``).
+    return (sql.SQL(f"SELECT {CHUNK_COLS} FROM chunks WHERE project = %s AND layer = ANY(%s) "
+                    "AND kind LIKE {} AND kind = ANY(%s)").format(sql.Literal(META_PREFIX + "%%")),
+            [project, [x.value for x in names], [SUPERSEDE, FORGET]])
+
+
+def _hidden(rows: Sequence[tuple[Any, ...]]) -> set[int]:
+    return hidden_ids(iter_events((LayerName(r[0]), chunk_of(r)) for r in rows))
+
+
+def _send(conn: psycopg.Connection[Any], query: Query | None) -> Cursor | None:
+    """``query`` queued on a cursor of its own (in a pipeline: sent with the others)."""
+    if query is None:
+        return None
+    cur = conn.cursor()
+    cur.execute(query[0], query[1])
+    return cur
+
+
+def _ids(cur: Cursor | None) -> list[int]:
+    return [] if cur is None else [int(r[0]) for r in cur.fetchall()]
 
 
 def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
         normalised: bool = False) -> SearchResult:
-    """``request`` over ``store``'s project (see the module docstring)."""
+    """``request`` over ``store``'s project (see the module docstring).
+
+    Three round trips, whatever the number of layers: the layers' counts, the hidden ids
+    and the terms' frequencies, pipelined; every layer's candidates by both retrievers,
+    pipelined; the candidates' rows. An HNSW answer that the filters leave short costs one
+    more (the exact scan that replaces it)."""
     request.validate(query_vec is not None)
     t0 = time.perf_counter()
     names = request.layers if request.layers is not None else PRECEDENCE
+    lex = _Lexical(request)
+    timings: dict[str, float] = {}
     with store.cursor() as cur:
-        cur.execute("SELECT layer, n_docs, total_len, dim FROM layers WHERE project = %s AND "
-                    "layer = ANY(%s)", (store.project, [n.value for n in names]))
+        conn = cur.connection
+        with conn.pipeline():
+            cur.execute("SELECT layer, n_docs, total_len, dim FROM layers WHERE project = %s "
+                        "AND layer = ANY(%s)", (store.project, [n.value for n in names]))
+            events = _send(conn, _hidden_query(store.project, names))
+            dfs = _send(conn, lex.query(store.project, names))
+        # Read after the block: its end is the one wait for every answer.
         found = {LayerName(r[0]): r for r in cur.fetchall()}
+        hidden_rows = events.fetchall() if events is not None else []
+        df_rows = dfs.fetchall() if dfs is not None else []
     layers = [n for n in PRECEDENCE if n in found]
     if len(layers) > 1:
         check_schema(store, names, request)
@@ -229,30 +322,50 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
             if found[n][1] and found[n][3] != len(q):
                 raise ValidationError(f"query vector has {len(q)} dims but layer {n.value} "
                                       f"has {found[n][3]}")
+    lex.load([found[n] for n in layers], df_rows)
     c = request.candidates or _default_candidates(request)
     dot = normalised or request.metric == "dot"
     kind_sql, kind_args = _kind_filter(request)
-    timings: dict[str, float] = {}
+    searched = [n for n in layers if int(found[n][1])]
+    vector = [n for n in searched if q is not None and int(found[n][3])]
+    t = time.perf_counter()
     with store.cursor() as cur:
-        lex = _Lexical(cur, store.project, layers, [found[n] for n in layers], request)
+        conn = cur.connection
+        approx = {n: not request.exact and int(found[n][1]) >= ANN_MIN_ROWS
+                  and _has_index(store, cur, index_name(int(found[n][3]), dot))
+                  for n in vector}
+        ef = breadth(request, c, max([int(found[n][1]) for n in vector if approx[n]],
+                                     default=0))
+        if any(approx.values()):
+            _set_breadth(cur, ef)
+        assert q is not None or not vector
+        with conn.pipeline():
+            near = {n: _send(conn, _vector_query(store, n, int(found[n][3]), q, c, dot,
+                                                 ef if approx[n] else None, kind_sql,
+                                                 kind_args))
+                    for n in vector if q is not None}
+            best = {n: _send(conn, lex.top(store.project, n, c, kind_sql, kind_args))
+                    for n in searched}
+        got = {n: _ids(near[n]) for n in vector}
+        top = {n: _ids(best[n]) for n in searched}
+        timings["candidates"] = (time.perf_counter() - t) * 1e3
         picked: dict[tuple[LayerName, int], bool] = {}
-        for n in layers:
-            n_docs, dim = int(found[n][1]), int(found[n][3])
-            if not n_docs:
-                continue
-            if q is not None and dim:
-                t = time.perf_counter()
-                ids, approx = _vector_top(store, cur, n, n_docs, dim, q, c, dot, request,
-                                          kind_sql, kind_args)
-                for i in ids:
-                    picked[(n, i)] = approx
-                timings["vector"] = timings.get("vector", 0.0) + (time.perf_counter() - t) * 1e3
-            t = time.perf_counter()
-            for i in lex.top(cur, store.project, n, c, kind_sql, kind_args):
+        for n in searched:
+            if n in got:
+                if approx[n] and len(got[n]) < min(c, int(found[n][1])):
+                    assert q is not None
+                    t = time.perf_counter()
+                    got[n], approx[n] = _ids(_send(conn, _vector_query(
+                        store, n, int(found[n][3]), q, c, dot, None, kind_sql,
+                        kind_args))), False
+                    timings["candidates"] += (time.perf_counter() - t) * 1e3
+                for i in got[n]:
+                    picked[(n, i)] = approx[n]
+            for i in top[n]:
                 picked.setdefault((n, i), False)
-            timings["bm25"] = timings.get("bm25", 0.0) + (time.perf_counter() - t) * 1e3
         t = time.perf_counter()
-        hits = _resolve(store, cur, layers, picked, lex, q, request, normalised)
+        hits = _resolve(store, cur, layers, picked, lex, q, request, normalised,
+                        _hidden(hidden_rows))
     for rerank in request.rerankers:
         hits = rerank(hits)
     timings["fusion"] = (time.perf_counter() - t) * 1e3
@@ -260,28 +373,51 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
     return SearchResult(hits[: request.k], layers, timings)
 
 
+FETCH_COLS = "layer, id, kind, content, author, confidence::text, created_at_ms, sources"
+"""``CHUNK_COLS`` for a binary fetch: a ``real`` read in binary is the float32 value
+(0.699999988 for 0.7), its text the shortest decimal that reads back as it, which is what
+the text protocol gives every other read of a chunk."""
+ROW_NO, DIM, EMBEDDING, LEX_TF, LEX_LEN = range(8, 13)
+"""Positions, after ``FETCH_COLS``, of the columns :func:`_fetch` adds."""
+
+
+def _fetch(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
+           picked: dict[tuple[LayerName, int], bool], *, with_lexical: bool
+           ) -> tuple[list[tuple[Any, ...]], dict[int, dict[LayerName, tuple[Any, ...]]]]:
+    """The picked candidates' rows (what scoring reads), and every version of their ids in
+    the layers searched (what precedence reads), by one indexed query. The analysed terms
+    are fetched only when a lexical side scores them."""
+    lexical = "lex_tf, lex_len" if with_lexical else "NULL::jsonb, 0"
+    cur.execute(f"SELECT {FETCH_COLS}, row_no, dim, embedding, {lexical} FROM chunks "
+                "WHERE project = %s AND id = ANY(%s) AND layer = ANY(%s)",
+                (store.project, sorted({i for _, i in picked}), [x.value for x in layers]),
+                binary=True)
+    versions: dict[int, dict[LayerName, tuple[Any, ...]]] = {}
+    for r in cur.fetchall():
+        versions.setdefault(int(r[1]), {})[LayerName(r[0])] = r
+    rows = [versions[i][n] for n, i in picked if n in versions.get(i, {})]
+    return rows, versions
+
+
 def _resolve(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
              picked: dict[tuple[LayerName, int], bool], lex: _Lexical, q: F32 | None,
-             request: SearchRequest, normalised: bool) -> list[Hit]:
+             request: SearchRequest, normalised: bool, hidden: set[int]) -> list[Hit]:
     """Score the pool by both retrievers, fuse, and resolve precedence (engine semantics)."""
     if not picked:
         return []
-    keys = list(picked)
-    cur.execute("SELECT c.layer, c.id, c.row_no, c.embedding, c.dim, c.lex_tf, c.lex_len "
-                "FROM chunks c JOIN unnest(%s::text[], %s::bigint[]) AS k(layer, id) "
-                "ON c.layer = k.layer AND c.id = k.id WHERE c.project = %s",
-                ([k[0].value for k in keys], [k[1] for k in keys], store.project), binary=True)
-    rows = cur.fetchall()
+    rows, versions = _fetch(store, cur, layers, picked, with_lexical=bool(lex.terms))
+    if not rows:
+        return []
     layer_of = np.asarray([LayerName(r[0]).rank for r in rows], dtype=np.int64)
     ids = np.asarray([int(r[1]) for r in rows], dtype=np.int64)
-    pos = np.asarray([int(r[2]) for r in rows], dtype=np.int64)
+    pos = np.asarray([int(r[ROW_NO]) for r in rows], dtype=np.int64)
     if q is not None:
-        mat = np.stack([as_vector(r[3], len(q)) if r[4] else np.zeros(len(q), np.float32)
-                        for r in rows])
+        mat = np.stack([as_vector(r[EMBEDDING], len(q)) if r[DIM] else
+                        np.zeros(len(q), np.float32) for r in rows])
         vec = _vector_scores(mat, q, request.metric, normalised)
     else:
         vec = np.full(len(rows), np.nan, dtype=np.float32)
-    lexs = lex.scores([r[5] or {} for r in rows], [int(r[6]) for r in rows])
+    lexs = lex.scores([r[LEX_TF] or {} for r in rows], [int(r[LEX_LEN]) for r in rows])
     tie = [-layer_of, ids, pos]
     none = np.zeros(len(rows), dtype=np.int64)
     vrank = _ranks(vec, np.isfinite(vec), tie) if q is not None else none
@@ -297,13 +433,6 @@ def _resolve(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
     best = order[np.sort(first)]
     if request.mode == "lexical":
         best = best[lexs[best] > 0]
-    hidden = _hidden(cur, store.project, layers)
-    best_ids = [int(ids[b]) for b in best if int(ids[b]) not in hidden]
-    cur.execute(f"SELECT {CHUNK_COLS} FROM chunks WHERE project = %s AND id = ANY(%s) AND "
-                "layer = ANY(%s)", (store.project, best_ids, [x.value for x in layers]))
-    versions: dict[int, dict[LayerName, tuple[Any, ...]]] = {}
-    for r in cur.fetchall():
-        versions.setdefault(int(r[1]), {})[LayerName(r[0])] = r
     hits: list[Hit] = []
     for b in best.tolist():
         cid = int(ids[b])
@@ -331,7 +460,7 @@ def _resolve(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
                   matched_layer=matched, hidden=shadowed,
                   approximate=picked.get((matched, cid), False))
         if top_name != matched and q is not None:
-            tv = store.vector(top_name, cid)
+            tv = as_vector(top_row[EMBEDDING], int(top_row[DIM]))
             hit.vector_score = float(_vector_scores(tv[None, :], q, request.metric,
                                                     normalised)[0])
         hits.append(hit)

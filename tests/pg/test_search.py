@@ -1,0 +1,130 @@
+"""PostgreSQL search's statements: the approximate query walks the HNSW index, the hidden
+ids are read through the events index, the walk's breadth is set once per connection (and
+never leaks out of a transaction), and a chunk reads back as written. Layers are made
+"large" by lowering the threshold for an index, so a few hundred rows exercise the path
+100,000 would."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sediment.format import Chunk, encode_layer
+from sediment.pg import PgStore
+from sediment.pg import search as pg_search
+from sediment.pg.transfer import push
+from sediment.search import SearchRequest
+from sediment.store import LayerName, LayerSet, NewChunk
+from sediment.store.events import FORGET
+
+ROWS = 400
+DIM = 16
+PROFILE = {"backend": "test", "model": "random-unit", "revision": "1", "dim": DIM,
+           "output_norm": "l2"}
+
+
+def _unit(n: int, seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+    out: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return out
+
+
+@pytest.fixture
+def store(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PgStore]:
+    """A project whose base of ROWS unit vectors counts as large enough for HNSW."""
+    monkeypatch.setattr(pg_search, "ANN_MIN_ROWS", 100)
+    chunks = [Chunk(i, "note", f"note {i} about topic{i % 7}", "human", 0.7, 1000 + i)
+              for i in range(1, ROWS + 1)]
+    (tmp_path / "AGENTS.db").write_bytes(encode_layer(
+        chunks, _unit(ROWS, 1), dim=DIM, metadata={"v": 1, "embedding_profile": PROFILE}))
+    s = PgStore(pg_url)
+    push(s, LayerSet.from_directory(tmp_path))
+    yield s
+    s.close()
+
+
+def _explain(store: PgStore, query: pg_search.Query, *settings: str) -> str:
+    with store.cursor() as cur:
+        for setting in settings:
+            cur.execute(setting)
+        cur.execute(b"EXPLAIN " + query[0].as_bytes(cur), query[1])
+        return "\n".join(str(r[0]) for r in cur.fetchall())
+
+
+def _search(store: PgStore, q: np.ndarray, **kw: object) -> list[tuple[int, bool]]:
+    request = SearchRequest(k=10, mode="vector", **kw)  # type: ignore[arg-type]
+    return [(h.chunk.id, h.approximate)
+            for h in store.search(request, q, normalised=True).hits]
+
+
+def test_the_approximate_query_walks_the_hnsw_index(store: PgStore) -> None:
+    q = _unit(1, 2)[0]
+    kinds, args = pg_search._kind_filter(SearchRequest(k=10, mode="vector"))
+    plan = _explain(store, pg_search._vector_query(store, LayerName.BASE, DIM, q, 20, True,
+                                                   96, kinds, args))
+    assert f"Index Scan using {pg_search.index_name(DIM, True)}" in plan
+    approx = _search(store, q)
+    exact = _search(store, q, exact=True)
+    assert all(a for _, a in approx) and not any(a for _, a in exact)
+    assert [i for i, _ in approx] == [i for i, _ in exact]  # a 400-node graph at breadth 96
+
+
+def test_hidden_ids_are_read_through_the_events_index(store: PgStore) -> None:
+    """Without ``kind LIKE 'meta.%'`` the planner could not use chunks_events and read the
+    whole table on every search (seq scans off: only a usable index avoids one)."""
+    plan = _explain(store, pg_search._hidden_query(store.project, [LayerName.BASE]),
+                    "SET enable_seqscan = off")
+    assert "chunks_events" in plan and "Seq Scan" not in plan
+
+
+def test_a_forget_from_another_connection_hides_the_chunk_at_once(
+        store: PgStore, pg_url: str) -> None:
+    q = _unit(1, 3)[0]
+    first = _search(store, q)[0][0]
+    with PgStore(pg_url) as other:
+        other.append(LayerName.LOCAL, [NewChunk(FORGET, f"forget {first}", "human", 1.0,
+                                                sources=(first,))],
+                     np.zeros((1, DIM), dtype=np.float32), profile=PROFILE)
+    assert first not in [i for i, _ in _search(store, q)]
+
+
+def _ef(store: PgStore) -> str:
+    with store.cursor() as cur:
+        cur.execute("SHOW hnsw.ef_search")
+        row = cur.fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_the_breadth_is_set_per_connection_and_not_kept_from_a_transaction(
+        store: PgStore) -> None:
+    q = _unit(1, 4)[0]
+    _search(store, q, ann_expansion=50)
+    assert _ef(store) == "50"
+    with store.transaction():
+        _search(store, q, ann_expansion=70)
+        assert _ef(store) == "70"
+    assert _ef(store) == "50"  # SET LOCAL ended with the transaction
+    _search(store, q, ann_expansion=70)
+    assert _ef(store) == "70"  # so it is set again, for the session this time
+    _search(store, q)
+    assert _ef(store) == str(pg_search.breadth(SearchRequest(k=10), 20, ROWS))
+
+
+def test_the_default_breadth_is_the_file_stores() -> None:
+    request = SearchRequest(k=10, mode="vector")
+    assert pg_search.breadth(request, 20, 100_000) == 96
+    assert pg_search.breadth(request, 20, 1_000_000) == 256
+    assert pg_search.breadth(request, 500, 100_000) == 500
+    assert pg_search.breadth(SearchRequest(k=10, ann_expansion=4000), 20, 100) == 1000
+
+
+def test_a_hit_reads_back_as_written(store: PgStore) -> None:
+    """Candidates are fetched in binary; a ``real`` read so would be 0.699999988."""
+    hit = store.search(SearchRequest(k=1, mode="vector"), _unit(1, 5)[0],
+                       normalised=True).hits[0]
+    assert hit.chunk.confidence == 0.7
+    assert hit.chunk == store.chunk(LayerName.BASE, hit.chunk.id)
