@@ -11,8 +11,8 @@ evidence turns is measured for three retrievers:
   statistics, so asking later would shift both sides a little);
 - ``feedback``: the same after ``mark_useful(helpful, query=<that question>)`` on the
   evidence items of the conversation's *earlier* questions only (never the question being
-  measured), once per ``--feedback-similarity`` value (``feedback@<value>``; the votes
-  are the same, only the ranking's threshold differs).
+  measured), once per ``--feedback-similarity`` x ``--feedback-gain`` pair
+  (``feedback@<similarity>,<gain>``; the votes are the same, only the ranking differs).
 
 Prints each recall@5 and the differences with 95% bootstrap intervals (over questions,
 2,000 resamples), as JSON. The data stays in ../shared (measurement only).
@@ -62,17 +62,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--feedback-similarity", type=float, nargs="+",
                     default=[ContextSettings().feedback_similarity],
                     help="[context] feedback_similarity value(s) for the feedback run.")
-    ap.add_argument("--usefulness-weight", type=float, nargs="+",
-                    default=[ContextSettings().usefulness_weight],
-                    help="[context] usefulness_weight value(s) for the feedback run.")
+    ap.add_argument("--feedback-gain", type=float, nargs="+",
+                    default=[ContextSettings().feedback_gain],
+                    help="[context] feedback_gain value(s) for the feedback run.")
     ap.add_argument("--embedder", choices=["minilm", "hash"], default="minilm")
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     args = ap.parse_args(argv)
     embedder = make_embedder(args.embedder, args.cache)
     started = time.perf_counter()
-    variants = [(t, u) for u in args.usefulness_weight for t in args.feedback_similarity]
-    arms = [f"feedback@{t:g}" + (f",u{u:g}" if len(args.usefulness_weight) > 1 else "")
-            for t, u in variants]
+    variants = [(t, g) for g in args.feedback_gain for t in args.feedback_similarity]
+    arms = [f"feedback@{t:g},{g:g}" for t, g in variants]
     hits: dict[str, list[float]] = {"plain": [], "ranked": [], **{a: [] for a in arms}}
     settings = ContextSettings(recency_decay=args.recency_decay,
                                feedback_reach=args.feedback_reach)
@@ -108,9 +107,8 @@ def main(argv: list[str] | None = None) -> int:
                 hits["ranked"].append(_recall(loop, q.text, dia_of, q.evidence))
             # ... then each question after feedback on the earlier questions' evidence
             for q in qs:
-                for arm, (t, u) in zip(arms, variants, strict=True):
-                    loop.settings = replace(settings, feedback_similarity=t,
-                                            usefulness_weight=u)
+                for arm, (t, g) in zip(arms, variants, strict=True):
+                    loop.settings = replace(settings, feedback_similarity=t, feedback_gain=g)
                     hits[arm].append(_recall(loop, q.text, dia_of, q.evidence))
                 for d in q.evidence:
                     if d in id_of:
