@@ -350,11 +350,11 @@ class ContextLoop:
             if mat is not None:
                 sims = np.maximum(sims, mat @ qv)
         tau = self.settings.feedback_similarity
-        for t, sim in zip(texts, sims.tolist(), strict=True):
-            w = ranking.query_weight(sim, tau)
+        for j in np.flatnonzero(sims >= tau).tolist():
+            w = ranking.query_weight(float(sims[j]), tau)
             if w <= 0.0:
                 continue
-            for cid, helpful in f.votes[t]:
+            for cid, helpful in f.votes[texts[j]]:
                 side = good if helpful else bad
                 side[cid] = side.get(cid, 0.0) + w
         return good, bad
