@@ -99,3 +99,17 @@ def test_feedback_degrades_to_the_same_query_text_without_an_embedder(
     lexical = ContextLoop(loop.store, None, SETTINGS, project="demo")
     assert target in _ids(lexical, MARKED, 2)
     assert target not in _ids(lexical, SIMILAR, 2)
+
+
+def test_a_vote_moves_with_its_item_into_the_archive(tmp_path: Path,
+                                                     context_backend: str) -> None:
+    loop = make_loop(tmp_path, SETTINGS)
+    target = _seed(loop)
+    loop.mark_useful("al", target, True, query=MARKED)
+    assert loop.store.archive([int(target[1:])], "2026-01-02") == 1
+    again = make_loop(tmp_path, SETTINGS)
+    got = again.get_relevant_context("al", SIMILAR, max_items=2, min_score=0.0,
+                                     include_archived=True)["items"]
+    assert target in [d["id"] for d in got]
+    assert next(d for d in got if d["id"] == target)["state"] == "archived"
+    assert target not in _ids(again, SIMILAR, 2)

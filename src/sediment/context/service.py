@@ -437,8 +437,9 @@ class ContextLoop:
                                    for r in head + [r for r in rows[max_items:]
                                                     if r[0].id in good]],
                                   max_items, s)
+        taken = {r[0].id for r in head}
         chosen = head + [r for r in rows[max_items:]
-                         if r[0].helpful > r[0].queried and r not in head]
+                         if r[0].helpful > r[0].queried and r[0].id not in taken]
         scored = []
         for st, item, cos, lex in chosen:
             fac = ranking.Factors(

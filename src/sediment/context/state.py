@@ -45,7 +45,8 @@ class ItemState:
     summary_of: list[int]
     helpful: int = 0
     unhelpful: int = 0
-    """Every vote, with or without a query (prune, skills and stats count them all)."""
+    """``helpful`` and ``unhelpful`` count every vote, with or without a query (prune,
+    skills and stats count them all)."""
     queried: int = 0
     """How many of the helpful votes named a query."""
     unqueried_bad: int = 0
