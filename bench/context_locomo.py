@@ -9,8 +9,10 @@ evidence turns is measured for three retrievers:
 - ``ranked``: ``get_relevant_context`` (multi-factor ranking) with no feedback, asked of
   the same file as ``plain`` (before any feedback event: events count in the file's BM25
   statistics, so asking later would shift both sides a little);
-- ``feedback``: the same after ``mark_useful(helpful)`` on the evidence items of the
-  conversation's *earlier* questions only (never the question being measured).
+- ``feedback``: the same after ``mark_useful(helpful, query=<that question>)`` on the
+  evidence items of the conversation's *earlier* questions only (never the question being
+  measured), once per ``--feedback-similarity`` x ``--feedback-gain`` pair
+  (``feedback@<similarity>,<gain>``; the votes are the same, only the ranking differs).
 
 Prints each recall@5 and the differences with 95% bootstrap intervals (over questions,
 2,000 resamples), as JSON. The data stays in ../shared (measurement only).
@@ -22,6 +24,7 @@ import argparse
 import json
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +59,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="[context] recency_decay for the ranked retrievers.")
     ap.add_argument("--feedback-reach", type=int, default=ContextSettings().feedback_reach,
                     help="[context] feedback_reach for the ranked retrievers.")
+    ap.add_argument("--feedback-similarity", type=float, nargs="+",
+                    default=[ContextSettings().feedback_similarity],
+                    help="[context] feedback_similarity value(s) for the feedback run.")
+    ap.add_argument("--feedback-gain", type=float, nargs="+",
+                    default=[ContextSettings().feedback_gain],
+                    help="[context] feedback_gain value(s) for the feedback run.")
     ap.add_argument("--embedder", choices=["minilm", "hash"], default="minilm")
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     args = ap.parse_args(argv)
     embedder = make_embedder(args.embedder, args.cache)
     started = time.perf_counter()
-    hits: dict[str, list[float]] = {"plain": [], "ranked": [], "feedback": []}
+    variants = [(t, g) for g in args.feedback_gain for t in args.feedback_similarity]
+    arms = [f"feedback@{t:g},{g:g}" for t, g in variants]
+    hits: dict[str, list[float]] = {"plain": [], "ranked": [], **{a: [] for a in arms}}
     settings = ContextSettings(recency_decay=args.recency_decay,
                                feedback_reach=args.feedback_reach)
     convs = load()[args.offset:]
@@ -96,10 +107,13 @@ def main(argv: list[str] | None = None) -> int:
                 hits["ranked"].append(_recall(loop, q.text, dia_of, q.evidence))
             # ... then each question after feedback on the earlier questions' evidence
             for q in qs:
-                hits["feedback"].append(_recall(loop, q.text, dia_of, q.evidence))
+                for arm, (t, g) in zip(arms, variants, strict=True):
+                    loop.settings = replace(settings, feedback_similarity=t, feedback_gain=g)
+                    hits[arm].append(_recall(loop, q.text, dia_of, q.evidence))
                 for d in q.evidence:
                     if d in id_of:
-                        loop.mark_useful("bench", f"c{id_of[d]}", True)
+                        loop.mark_useful("bench", f"c{id_of[d]}", True,
+                                         query=q.text)
     rng = np.random.default_rng(17)
     arr = {k: np.asarray(v) for k, v in hits.items()}
     out: dict[str, Any] = {"questions": len(arr["plain"]), "k": K, "args": vars(args) | {
@@ -108,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     for k, v in arr.items():
         out[f"recall@5 {k}"] = {"mean": round(float(v.mean()) * 100, 2),
                                 "ci95": _interval(v, rng)}
-    for a, b in (("ranked", "plain"), ("feedback", "ranked"), ("feedback", "plain")):
+    pairs = [("ranked", "plain")] + [(a, b) for a in arms for b in ("ranked", "plain")]
+    for a, b in pairs:
         d = arr[a] - arr[b]
         out[f"{a} - {b}"] = {"mean": round(float(d.mean()) * 100, 2),
                              "ci95": _interval(d, rng)}

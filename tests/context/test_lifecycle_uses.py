@@ -109,8 +109,10 @@ def test_feedback_reach_lets_a_helpful_item_in_from_further_down(tmp_path: Path)
             "al", "cache key", max_items=6, min_score=0.0)["items"]]
         low = ranked[4]  # fifth by relevance: outside a max_items of 2
         assert low in ids
+        # another process: it did not return the item, so the votes name no query
+        other = make_loop(tmp_path / str(reach), ContextSettings(feedback_reach=reach))
         for _ in range(5):
-            loop.mark_useful("al", low, True)
-        got = [d["id"] for d in loop.get_relevant_context("al", "cache key", max_items=2,
-                                                          min_score=0.0)["items"]]
+            assert other.mark_useful("al", low, True)["query"] is None
+        got = [d["id"] for d in other.get_relevant_context("al", "cache key", max_items=2,
+                                                           min_score=0.0)["items"]]
         assert (low in got) is expect_in

@@ -18,6 +18,14 @@ from sediment.pg.team import team_services
 from sediment.server import build_server
 from sediment.store import LayerSet
 from tests.context.conftest import BACKENDS
+from tests.context.test_query_feedback import (
+    DISTRACTORS,
+    MARKED,
+    OTHERS,
+    SIMILAR,
+    TARGET,
+    UNRELATED,
+)
 from tests.mcp.conftest import make_store
 
 TIMEOUT = 120
@@ -127,6 +135,7 @@ def test_sixty_iteration_loop(server: Any) -> None:
     ("store_context", {"content": "x", "context_type": "note"}, "context_type"),
     ("store_context", {"content": "x", "context_type": "task", "extra": 1}, "extra"),
     ("mark_useful", {"item_id": "c1"}, "helpful"),
+    ("mark_useful", {"item_id": "c1", "helpful": True, "query": "x" * 10_001}, "query"),
     ("get_skills", {"min_score": -0.1}, "min_score"),
     ("prune_low_value_context", {"min_score": 2}, "min_score"),
 ])
@@ -151,5 +160,41 @@ def test_store_context_refuses_credentials(server: Any) -> None:
                 assert r.is_error and "credential" in text_of(r)
                 stats = await call(client, "get_context_stats", {})
                 assert stats["total"] == 0
+
+    anyio.run(main)
+
+
+def test_feedback_counts_for_similar_queries_only(server: Any) -> None:
+    """mark_useful after get_relevant_context records that query; the vote lifts the item
+    for a similar question and leaves an unrelated one's ranking alone."""
+    async def ask(client: Client, query: str, k: int) -> list[dict[str, Any]]:
+        got = await call(client, "get_relevant_context",
+                         {"query": query, "max_items": k, "min_score": 0.0})
+        items: list[dict[str, Any]] = got["items"]
+        return items
+
+    async def main() -> None:
+        with anyio.fail_after(TIMEOUT):
+            async with Client(server) as client:
+                ids = [(await call(client, "store_context", {
+                    "content": t, "context_type": "output"}))["id"]
+                       for t in [*DISTRACTORS, TARGET, *OTHERS]]
+                target = ids[len(DISTRACTORS)]
+                assert target not in [d["id"] for d in await ask(client, SIMILAR, 2)]
+                before = await ask(client, UNRELATED, 4)
+                assert target in [d["id"] for d in await ask(client, MARKED, 10)]
+                out = await call(client, "mark_useful", {"item_id": target, "helpful": True})
+                assert out["query"] == MARKED
+                lifted = await ask(client, SIMILAR, 2)
+                assert target in [d["id"] for d in lifted]
+                after = await ask(client, UNRELATED, 4)
+                assert ([(d["id"], d["score"]) for d in after]
+                        == [(d["id"], d["score"]) for d in before])
+                other = ids[-1]
+                out = await call(client, "mark_useful", {
+                    "item_id": other, "helpful": True, "query": UNRELATED})
+                assert out["query"] == UNRELATED
+                stats = await call(client, "get_context_stats", {})
+                assert stats["feedback"] == {"helpful": 2, "not_helpful": 0}
 
     anyio.run(main)

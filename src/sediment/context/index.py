@@ -88,9 +88,11 @@ class ItemIndex:
             start = end - last.n_docs - prev.n_docs
             self._segments.append(Postings.build(self._texts[start:end], self.params.analyzer))
 
-    def search(self, text: str, vector: F32 | None, allowed: Mask, k: int) -> Scored:
+    def search(self, text: str, vector: F32 | None, allowed: Mask, k: int,
+               extra: I64 | None = None) -> Scored:
         """The pool of ``k`` over the ``allowed`` positions, as plain search builds it:
-        each retriever's best ``max(5k, 50)``, fused by the default convex fusion."""
+        each retriever's best ``max(5k, 50)``, fused by the default convex fusion; then
+        the ``extra`` positions (allowed ones) not among them, scored the same way."""
         n = len(self.items)
         empty = Scored(np.zeros(0, np.int64), np.zeros(0, np.float32),
                        np.zeros(0, np.float32), np.zeros(0, np.float32))
@@ -107,8 +109,20 @@ class ItemIndex:
             ok = (lex > 0) & allowed
             if ok.any():
                 pools.append(top_k(np.where(ok, lex, -np.inf).astype(np.float32), c))
-        if not pools:
-            return empty
+        out = self._fuse(pools, vec, lex, allowed, k) if pools else empty
+        if extra is None or not len(extra):
+            return out
+        more = np.setdiff1d(np.asarray(extra, dtype=np.int64), out.pos)
+        more = more[allowed[more]]
+        return Scored(np.concatenate([out.pos, more]),
+                      np.concatenate([out.fused, np.zeros(len(more), np.float32)]),
+                      np.concatenate([out.cosine, vec[more] if vec is not None
+                                      else np.full(len(more), np.nan, np.float32)]),
+                      np.concatenate([out.lexical, lex[more] if lex is not None
+                                      else np.zeros(len(more), np.float32)]))
+
+    def _fuse(self, pools: list[I64], vec: F32 | None, lex: F32 | None, allowed: Mask,
+              k: int) -> Scored:
         pos = np.unique(np.concatenate(pools)).astype(np.int64)
         pos = pos[allowed[pos]]
         v = vec[pos] if vec is not None else np.full(len(pos), np.nan, dtype=np.float32)

@@ -12,14 +12,20 @@ weights from the settings (0.40 / 0.25 / 0.20 / 0.15 by default).
   terms matched). With no vector side (the embedder failed, or the item was stored
   without one) semantic is the lexical part alone.
 - recency: ``exp(-decay * iterations since stored)``, decay 0.1 (0.05 for skills).
-- usefulness: 0.5, +0.1 per helpful vote, -0.15 per unhelpful one, clamped to 0-1.
+- usefulness: 0.5, +0.1 per helpful vote, -0.15 per unhelpful one, clamped to 0-1. A vote
+  that names the query it helped with counts ``query_weight`` of a vote: nothing when the
+  embedding cosine between the current query and that one is under
+  ``feedback_similarity``, rising linearly to a whole vote for the same query, so evidence
+  marked for one question does not crowd out another's.
 - type match: 1.0 when the item's type was asked for, else 0.5 (1.0 when no type was).
 
 Which items are ranked is decided by relevance first (``service.ContextLoop._rank``): the
-hybrid search's best ``max_items``, plus items marked helpful within its best
-``feedback_reach x max_items`` (1 by default: none); the factors then order that set and
-``min_score`` filters it. So with no feedback the items returned are the ones plain search
-returns, in another order.
+``max_items`` best of the hybrid search's best ``max_items`` and every item marked helpful
+for a query similar enough to this one (wherever it ranks), by ``semantic +
+feedback_gain x weighted votes`` (:func:`select`); plus items marked helpful with no query
+within the search's best ``feedback_reach x max_items`` (1 by default: none). The factors
+then order that set and ``min_score`` filters it. So with no feedback the items returned
+are the ones plain search returns, in another order.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sediment.context.settings import ContextSettings
 
@@ -34,6 +41,7 @@ COSINE_FLOOR = 0.1
 COSINE_CEIL = 0.7
 LEXICAL_HALF = 5.0
 LEXICAL_SHARE = 0.5
+T = TypeVar("T")
 
 
 def semantic(cosine: float | None, lexical: float | None) -> float:
@@ -51,14 +59,34 @@ def recency(age: int, is_skill: bool, s: ContextSettings) -> float:
     return math.exp(-decay * max(0, age))
 
 
-def usefulness(helpful: int, unhelpful: int) -> float:
+def usefulness(helpful: float, unhelpful: float) -> float:
     return max(0.0, min(1.0, 0.5 + 0.1 * helpful - 0.15 * unhelpful))
+
+
+def query_weight(similarity: float, threshold: float) -> float:
+    """How much of a vote given for an earlier query counts for this one: 0 below
+    ``threshold`` (an unrelated question's evidence is not this one's), rising linearly
+    to a whole vote for the same query."""
+    if not math.isfinite(similarity) or similarity < threshold:
+        return 0.0
+    if threshold >= 1.0:
+        return 1.0
+    return min(1.0, (similarity - threshold) / (1.0 - threshold))
 
 
 def type_match(item_type: str, wanted: Sequence[str] | None) -> float:
     if not wanted:
         return 1.0
     return 1.0 if item_type in wanted else 0.5
+
+
+def select(rows: Sequence[tuple[T, float, float]], k: int, s: ContextSettings) -> list[T]:
+    """The ``k`` best of ``(row, semantic, weighted helpful votes for similar queries)`` by
+    ``semantic + feedback_gain x votes``: evidence marked for a similar question displaces
+    the least relevant of the search's best, while with no votes the set is the search's."""
+    order = sorted(range(len(rows)),
+                   key=lambda i: (-(rows[i][1] + s.feedback_gain * rows[i][2]), i))
+    return [rows[i][0] for i in sorted(order[:k])]
 
 
 @dataclass(frozen=True, slots=True)

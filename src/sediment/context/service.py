@@ -47,6 +47,8 @@ from sediment.store.events import FORGET, SUPERSEDE
 
 QUERY_CHARS = 500
 QUERY_CACHE = 64
+REMEMBERED = 4096
+"""How many (actor, item) -> last query that returned it ``mark_useful`` remembers."""
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 _MB = 1024 * 1024
 
@@ -159,6 +161,10 @@ class ContextLoop:
         self._hidden: tuple[Any, npt.NDArray[np.int64]] | None = None
         self.uses = UseBuffer()
         self._queries: dict[str, npt.NDArray[np.float32]] = {}
+        self._returned: dict[tuple[str, int], str] = {}
+        self._votes_lock = threading.Lock()
+        self._vote_rows: dict[str, int] = {}
+        self._vote_vecs = np.zeros((0, self._dim()), dtype=np.float32)
 
     # -- state ------------------------------------------------------------------------
     def _folded_state(self) -> Fold:
@@ -298,18 +304,79 @@ class ContextLoop:
         return out
 
     def mark_useful(self, actor: str, item_id: str, helpful: bool,
-                    reason: str | None = None) -> dict[str, Any]:
+                    reason: str | None = None, query: str | None = None) -> dict[str, Any]:
+        """Record a vote for the request it answers: ``query``, or else the query of the
+        last ``get_relevant_context`` that returned the item to this actor (remembered in
+        memory); with neither, the vote counts for every query (see ``ranking``)."""
         cid = parse_ref(item_id)
         f, _ = self._state(archived=True)
         st = f.items.get(cid)
         if st is None or st.actor != actor:
             raise NotFoundError(f"item_id: no context item {item_id} of actor {actor!r}")
-        self._commit([], [NewEvent(FEEDBACK_EVENT, {
-            "event": "feedback", "item": cid, "actor": actor, "helpful": helpful,
-            "reason": reason or ""}, (cid,))])
+        with self._votes_lock:
+            remembered = self._returned.get((actor, cid), "")
+        asked = (query if query and query.strip() else remembered)[:QUERY_CHARS]
+        data: dict[str, Any] = {"event": "feedback", "item": cid, "actor": actor,
+                                "helpful": helpful, "reason": reason or ""}
+        if asked:
+            data["query"] = asked
+        self._commit([], [NewEvent(FEEDBACK_EVENT, data, (cid,))])
         h, u = st.helpful + helpful, st.unhelpful + (not helpful)
-        return {"id": item_ref(cid), "helpful": helpful,
+        return {"id": item_ref(cid), "helpful": helpful, "query": asked or None,
                 "usefulness": round(ranking.usefulness(h, u), 4)}
+
+    def _remember(self, actor: str, cid: int, query: str) -> None:
+        key = (actor, cid)
+        with self._votes_lock:
+            self._returned.pop(key, None)
+            self._returned[key] = query
+            while len(self._returned) > REMEMBERED:
+                del self._returned[next(iter(self._returned))]
+
+    def _query_votes(self, f: Fold, query: str, qv: npt.NDArray[np.float32] | None
+                     ) -> tuple[dict[int, float], dict[int, float]]:
+        """Item -> the weighted helpful and unhelpful votes given for queries like
+        ``query`` (``ranking.query_weight``). Without vectors only the same query text
+        counts."""
+        good: dict[int, float] = {}
+        bad: dict[int, float] = {}
+        if not f.votes:
+            return good, bad
+        texts = list(f.votes)
+        sims = np.asarray([1.0 if t == query else 0.0 for t in texts], dtype=np.float32)
+        if qv is not None:
+            with self._votes_lock:
+                mat = self._vote_matrix(texts)
+            if mat is not None:
+                sims = np.maximum(sims, mat @ qv)
+        tau = self.settings.feedback_similarity
+        for j in np.flatnonzero(sims >= tau).tolist():
+            w = ranking.query_weight(float(sims[j]), tau)
+            if w <= 0.0:
+                continue
+            for cid, helpful in f.votes[texts[j]]:
+                side = good if helpful else bad
+                side[cid] = side.get(cid, 0.0) + w
+        return good, bad
+
+    def _vote_matrix(self, texts: list[str]) -> npt.NDArray[np.float32] | None:
+        """The vectors of the queries votes named, embedded once per process (those asked
+        already come from the query cache); None when the embedder fails."""
+        missing = [t for t in texts if t not in self._vote_rows]
+        if missing:
+            cached = [self._queries.get(t) for t in missing]
+            todo = [t for t, v in zip(missing, cached, strict=True) if v is None]
+            got = self._embed(todo) if todo else np.zeros((0, self._dim()), np.float32)
+            if got is None:
+                return None
+            fresh = iter(got)
+            rows = [v[0] if v is not None else next(fresh) for v in cached]
+            start = len(self._vote_vecs)
+            self._vote_vecs = np.vstack([self._vote_vecs,
+                                         np.asarray(rows, dtype=np.float32)])
+            for i, t in enumerate(missing, start):
+                self._vote_rows[t] = i
+        return self._vote_vecs[[self._vote_rows[t] for t in texts]]
 
     # -- reading ----------------------------------------------------------------------
     def _describe(self, st: ItemState, item: StoredItem, f: Fold) -> dict[str, Any]:
@@ -333,8 +400,9 @@ class ContextLoop:
               max_items: int, run_id: str | None, archived: bool,
               warnings: list[str]) -> tuple[list[dict[str, Any]], int, str]:
         """Relevance selects, the factors order (see :mod:`ranking`): the hybrid pool's
-        best ``max_items`` of this actor (and run), plus those marked helpful within its
-        best ``feedback_reach x max_items``, ordered by the multi-factor score."""
+        best ``max_items`` of this actor (and run), plus those marked helpful (with no
+        query) within its best ``feedback_reach x max_items``, plus those marked helpful
+        for a similar query, ordered by the multi-factor score."""
         s = self.settings
         f = self._folded_state()
         q = query[:QUERY_CHARS]
@@ -351,7 +419,10 @@ class ContextLoop:
         if run_id is not None:
             allowed &= (meta.run == meta.code(run_id)) | meta.skill
         reach = max_items * max(1, s.feedback_reach)
-        pool = index.search(q, qv[0] if qv is not None else None, allowed, reach)
+        good, bad = self._query_votes(f, q, qv[0] if qv is not None else None)
+        extra = np.flatnonzero(np.isin(meta.ids, np.fromiter(good, np.int64, len(good)))
+                               & allowed) if good else None
+        pool = index.search(q, qv[0] if qv is not None else None, allowed, reach, extra)
         rows = []
         for p, cos, lex in zip(pool.pos.tolist(), pool.cosine.tolist(), pool.lexical.tolist(),
                                strict=True):
@@ -359,14 +430,24 @@ class ContextLoop:
             st = f.items.get(item.chunk.id)
             if st is not None:
                 rows.append((st, item, None if cos != cos else cos, lex or None))
-        chosen = rows[:max_items] + [r for r in rows[max_items:] if r[0].helpful > 0]
+        head = rows[:max_items]
+        if good:
+            head = ranking.select([(r, ranking.semantic(r[2] if r[0].embedded else None, r[3]),
+                                    good.get(r[0].id, 0.0))
+                                   for r in head + [r for r in rows[max_items:]
+                                                    if r[0].id in good]],
+                                  max_items, s)
+        taken = {r[0].id for r in head}
+        chosen = head + [r for r in rows[max_items:]
+                         if r[0].helpful > r[0].queried and r[0].id not in taken]
         scored = []
         for st, item, cos, lex in chosen:
             fac = ranking.Factors(
                 ranking.semantic(cos if st.embedded else None, lex),
                 ranking.recency(f.current(st.actor, st.run_id) - st.iteration,
                                 st.type == "skill", s),
-                ranking.usefulness(st.helpful, st.unhelpful),
+                ranking.usefulness(st.helpful - st.queried + good.get(st.id, 0.0),
+                                   st.unqueried_bad + bad.get(st.id, 0.0)),
                 ranking.type_match(st.type, types))
             scored.append((round(fac.score(s), 4), st, item, fac))
         scored.sort(key=lambda x: (-x[0], -x[1].id))
@@ -375,6 +456,7 @@ class ContextLoop:
             if score < min_score:
                 break
             self.uses.add(st.id)
+            self._remember(actor, st.id, q)
             d = self._describe(st, item, f)
             d["score"] = score
             d["factors"] = fac.explain(s)

@@ -42,6 +42,12 @@ class ContextSettings:
     feedback_reach: int = 1
     """Items marked helpful join the ranked set from the hybrid search's best
     ``feedback_reach x max_items`` (1: feedback only reorders; see ``ranking``)."""
+    feedback_similarity: float = 0.8
+    """A vote given for a query counts for a later query whose embedding cosine with it
+    reaches this (a part growing with the cosine); see ``ranking.query_weight``."""
+    feedback_gain: float = 0.6
+    """How far such a vote lifts an item into the set the factors rank: its selection
+    key is semantic + feedback_gain x the weighted votes (``ranking.select``)."""
 
 
 PRESETS: dict[str, dict[str, Any]] = {

@@ -6,7 +6,10 @@ Event kinds (``files.EVENT_PREFIX`` + suffix) and their JSON content:
   "item": N, "actor", "project", "run_id", "iteration", "type", "tags", "metadata",
   "embedded", "summary_of": [ids]}``; sources ``[N]``.
 - ``meta.context_feedback``: ``{"event": "feedback", "item": N, "actor", "helpful",
-  "reason"}``; sources ``[N]``.
+  "reason", "query"}``; sources ``[N]``. ``query`` (optional, up to 500 characters) is the
+  request the item helped with: such a vote counts, at ranking, in proportion to how
+  similar the current query is to it (``ranking.query_weight``); without one it counts
+  for every query.
 - ``meta.context_use``: access counts since the last write: ``{"event": "use",
   "uses": {"<id>": [count, last accessed ms]}}``; sources the ids (``uses.py``).
 - ``meta.supersede`` (shared): a summary replaces an original: ``{"old_id", "new_id",
@@ -42,6 +45,12 @@ class ItemState:
     summary_of: list[int]
     helpful: int = 0
     unhelpful: int = 0
+    """``helpful`` and ``unhelpful`` count every vote, with or without a query (prune,
+    skills and stats count them all)."""
+    queried: int = 0
+    """How many of the helpful votes named a query."""
+    unqueried_bad: int = 0
+    """How many of the unhelpful votes named no query."""
     hidden: str = ""
     """Why search leaves it out: ``superseded`` (summarised) or ``forgotten`` (pruned)."""
     access_count: int = 0
@@ -55,6 +64,8 @@ class Fold:
     """(actor, run_id) -> the latest iteration seen."""
     hidden: set[int] = field(default_factory=set)
     """Ids of the items superseded or forgotten."""
+    votes: dict[str, list[tuple[int, bool]]] = field(default_factory=dict)
+    """Query -> the (item, helpful) votes that named it, in commit order."""
 
     def current(self, actor: str, run_id: str) -> int:
         return self.runs.get((actor, run_id), 0)
@@ -85,7 +96,14 @@ def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
         elif e.kind == FEEDBACK_EVENT:
             got = out.items.get(_int(d.get("item")) or -1)
             if got is not None:
-                if d.get("helpful") is True:
+                good = d.get("helpful") is True
+                query = d.get("query")
+                if isinstance(query, str) and query:
+                    out.votes.setdefault(query, []).append((got.id, good))
+                    got.queried += good
+                elif not good:
+                    got.unqueried_bad += 1
+                if good:
                     got.helpful += 1
                 else:
                     got.unhelpful += 1

@@ -72,8 +72,8 @@ class TeamContextLoop(ContextLoop):
             artifacts, error, run_id)
 
     def mark_useful(self, actor: str, item_id: str, helpful: bool,
-                    reason: str | None = None) -> dict[str, Any]:
-        return self.of(actor).mark_useful(actor, item_id, helpful, reason)
+                    reason: str | None = None, query: str | None = None) -> dict[str, Any]:
+        return self.of(actor).mark_useful(actor, item_id, helpful, reason, query)
 
     def get_relevant_context(self, actor: str, query: str, max_items: int = 10,
                              context_types: Sequence[str] | None = None,

@@ -92,6 +92,10 @@ class MarkRequest(_Strict):
     item_id: str = Field(min_length=1, max_length=20, description="An item id, like c12")
     helpful: bool
     reason: str | None = Field(default=None, max_length=2000)
+    query: str | None = Field(default=None, max_length=10_000, description=(
+        "The request the item helped with (first 500 characters); default: the query of "
+        "the last get_relevant_context that returned it. The vote counts for similar "
+        "queries only."))
 
 
 class SummarizeRequest(_Strict):
@@ -175,7 +179,7 @@ def add_context_tools(server: MCPServer, service: ContextService, *,
         return result(out, f"Stored iteration {r.iteration} as {out['id']}.")
 
     def mark(r: MarkRequest, p: Principal) -> CallToolResult:
-        out = cl.mark_useful(p.actor, r.item_id, r.helpful, r.reason)
+        out = cl.mark_useful(p.actor, r.item_id, r.helpful, r.reason, r.query)
         return result(out, f"Recorded: {out['id']} {'helpful' if r.helpful else 'not helpful'}"
                            f" (usefulness now {out['usefulness']:.2f}).")
 
