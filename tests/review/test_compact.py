@@ -148,3 +148,26 @@ def test_i8_layers_with_different_scales_are_requantised(tmp_path: Path) -> None
     new = LayerFile.open(tmp_path / "o.db")
     assert new.quant_scale == pytest.approx(1 / 127)
     assert np.allclose(new.vector(new.id_index[9]), EMB.embed(text)[0], atol=2 / 127)
+
+
+@pytest.mark.parametrize("etype", ["f32", "i8"])
+def test_kept_events_keep_sharing_one_zero_row(tmp_path: Path, etype: str) -> None:
+    ls = _reviewed(tmp_path, etype)
+    for cid in (1, 3):
+        ls.append(LayerName.USER, [NewChunk(FORGET, event_content(event="forget", context_id=cid,
+                                                                  reason="obsolete"),
+                                            "human", 1.0, (cid,))],
+                  np.zeros((1, EMB.profile.dim), dtype=np.float32), profile=None,
+                  allowed=HUMAN_WRITABLE)
+    user = LayerFile.open(tmp_path / "AGENTS.user.db")
+    events = [i for i, c in enumerate(user.chunks()) if c.kind.startswith("meta.")]
+    assert len({int(user.rows[i]) for i in events}) == 1  # the append shared the zero row
+    compact(tmp_path / "AGENTS.db", tmp_path / "AGENTS.user.db", tmp_path / "kept.db",
+            keep_events=True)
+    new = LayerFile.open(tmp_path / "kept.db")
+    assert new.validate() == []
+    kinds = [c.kind for c in new.chunks()]
+    rows = [int(r) for r in new.rows]
+    event_rows = {r for r, k in zip(rows, kinds, strict=True) if k.startswith("meta.")}
+    assert len(event_rows) == 1 and not np.asarray(new.embeddings[event_rows.pop()]).any()
+    assert len(set(rows)) == new.chunk_count - sum(k.startswith("meta.") for k in kinds) + 1

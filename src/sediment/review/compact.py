@@ -40,6 +40,7 @@ from sediment.store.events import (
     hidden_ids,
     iter_events,
 )
+from sediment.store.layerset import vectorless_events
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +151,10 @@ def merge(base: LayerFile, user: LayerFile, *, keep_events: bool = False,
     metadata["id_high_water"] = max(high_water(base), high_water(user), max(order, default=0))
     if provenance:
         metadata["compacted_from"] = dict(provenance)
-    data = encode_layer([picked[cid][2] for cid in order], matrix, dim=dim, element_type=etype,
-                        quant_scale=scale if etype == "i8" else None, metadata=metadata)
+    kept = [picked[cid][2] for cid in order]
+    data = encode_layer(kept, matrix, dim=dim, element_type=etype,
+                        quant_scale=scale if etype == "i8" else None, metadata=metadata,
+                        vectorless=vectorless_events(kept, matrix))
     stats["id_high_water"] = metadata["id_high_water"]
     stats["chunks"] = len(order)
     return data, stats

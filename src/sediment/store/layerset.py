@@ -115,10 +115,12 @@ def _find_event_chunks(f: LayerFile) -> list[Chunk]:
     return [f.chunk_at(int(i)) for i in rows]
 
 
-def _vectorless(chunks: Sequence[Chunk], vectors: npt.NDArray[np.float32]) -> list[bool] | None:
+def vectorless_events(chunks: Sequence[Chunk], vectors: npt.NDArray[Any]
+                      ) -> list[bool] | None:
     """Which new chunks are events with a zero vector: they share one zero row of the file
     instead of a row each (no search ranks ``meta.*`` chunks by vector), which keeps a store
-    that logs an event per write about half the size. None when there are none."""
+    that logs an event per write about half the size; compaction keeps that sharing.
+    None when there are none."""
     flags = [is_meta_kind(c.kind) for c in chunks]
     if not any(flags):
         return None
@@ -492,7 +494,7 @@ class LayerSet:
                                         int(metadata.get("id_high_water") or 0))
         metadata.setdefault("tool_name", "sediment")
         path.parent.mkdir(parents=True, exist_ok=True)
-        vectorless = _vectorless(new, vecs)
+        vectorless = vectorless_events(new, vecs)
         if target is not None and (target.file.chunk_count or target.file.dim == dim):
             old = target.file
             atomic_fill(path, lambda fd: write_append(fd, old, new, vecs, metadata=metadata,
