@@ -234,3 +234,7 @@ def test_a_superseded_proposal_leaves_the_review_queue(
     r = sediment("proposals", "list", "--json", "--dir", str(store))
     assert {p["context_id"]: p["status"] for p in json.loads(r.out)} == {
         old: "superseded", new: "withdrawn"}
+    for want, cid in (("superseded", old), ("withdrawn", new)):
+        r = sediment("proposals", "list", "--status", want, "--json", "--dir", str(store))
+        assert r.code == 0, r.err
+        assert [p["context_id"] for p in json.loads(r.out)] == [cid]

@@ -20,6 +20,7 @@ from sediment.cli._options import (
 from sediment.cli._output import emit_json, entry, visible
 from sediment.errors import ValidationError
 from sediment.review import Outcome, accept, get_proposal, inspect_stored, list_proposals, reject
+from sediment.review.decisions import STATUSES
 from sediment.store import HUMAN_WRITABLE, LayerName
 
 
@@ -56,7 +57,7 @@ def proposals() -> None:
 
 
 @proposals.command(name="list")
-@click.option("--status", type=click.Choice(["all", "pending", "accepted", "rejected"]),
+@click.option("--status", type=click.Choice(["all", *STATUSES]),
               default="all", show_default=True)
 @store_layer_options
 @json_option
