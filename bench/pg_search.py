@@ -11,10 +11,11 @@ graph index scores a recall near 0.1. Texts are ``bench.synthetic``'s Zipf texts
 The same queries then run through the same service call (``sediment.ops.run_search``)
 against both backends, interleaved query by query so that load on the shared machine hits
 every variant alike: vector search exact and approximate (the file store's FAISS HNSW
-index; pgvector's HNSW index), and hybrid (vector + BM25). Recall@10 of each approximate
-variant is measured against its backend's exact answer (against the file store's when the
-PostgreSQL exact variants are left out with ``--no-pg-exact``: both backends rank alike,
-which the agreement column shows when both run).
+index; pgvector's HNSW index), hybrid (vector + BM25), and BM25 alone. Recall@10 of each
+approximate variant is measured against its backend's exact answer (against the file
+store's when the PostgreSQL exact variants are left out with ``--no-pg-exact``: both
+backends rank alike, which the agreement column shows when both run); BM25 alone against
+the file store's BM25.
 
 ``--workdir`` keeps the layer file, its index and the private server's data for the next
 run, so a 1M-row corpus is loaded once (``--build-only``) and searched later:
@@ -93,6 +94,7 @@ def module_at(rev: str, path: str = "src/sediment/pg/search.py") -> types.Module
     source = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=root, check=True,
                             capture_output=True, text=True).stdout
     module = types.ModuleType(f"pg_search_at_{rev}")
+    module.__dict__["__source__"] = source
     exec(compile(source, f"{rev}:{path}", "exec"), module.__dict__)
     return module
 
@@ -103,11 +105,27 @@ class Before:
 
     def __init__(self, store: PgStore, module: types.ModuleType) -> None:
         self.store, self.module = store, module
+        if "lex_tf ?|" in _source(module):
+            _restore_terms_index(store)
 
-    def search(self, request: SearchRequest, vec: F32) -> list[int]:
+    def search(self, request: SearchRequest, vec: F32 | None) -> list[int]:
         normalised = unit_rows(self.store, request.layers)
         result = self.module.run(self.store, request, vec, normalised=normalised)
         return [h.chunk.id for h in result.hits]
+
+
+def _source(module: types.ModuleType) -> str:
+    return str(module.__dict__.get("__source__", ""))
+
+
+def _restore_terms_index(store: PgStore) -> None:
+    """The GIN index of ``lex_tf`` that search modules before migration 0060 read their
+    BM25 candidates through (0060 dropped it), so an older module runs as it ran."""
+    t = time.perf_counter()
+    with store.cursor() as cur:
+        cur.execute("SET statement_timeout = 0")
+        cur.execute("CREATE INDEX IF NOT EXISTS chunks_terms ON chunks USING gin (lex_tf)")
+    _log(f"the old modules' GIN index of lex_tf present after {time.perf_counter() - t:.0f} s")
 
 
 def corpus(workload: str, rows: int, queries: int) -> tuple[F32, F32]:
@@ -179,7 +197,8 @@ def build_pg(pg: PgStore, files: LayerSet, rows: int, timings: dict[str, float])
     _log(f"PostgreSQL loaded and indexed in {timings['pg_push_and_hnsw_build_s']:.0f} s")
 
 
-def _search(store: LayerStore | Before, request: SearchRequest, vec: F32) -> list[int]:
+def _search(store: LayerStore | Before, request: SearchRequest, vec: F32 | None
+            ) -> list[int]:
     if isinstance(store, Before):
         return store.search(request, vec)
     return [h.chunk.id for h in run_search(store, request, query_vec=vec).hits]
@@ -188,7 +207,8 @@ def _search(store: LayerStore | Before, request: SearchRequest, vec: F32) -> lis
 REQUESTS = (("vector exact", SearchRequest(k=10, mode="vector", exact=True)),
             ("vector HNSW", SearchRequest(k=10, mode="vector")),
             ("hybrid exact", SearchRequest(k=10, mode="hybrid", exact=True)),
-            ("hybrid HNSW", SearchRequest(k=10, mode="hybrid")))
+            ("hybrid HNSW", SearchRequest(k=10, mode="hybrid")),
+            ("lexical", SearchRequest(k=10, mode="lexical")))
 
 
 def measure(opts: argparse.Namespace, files: LayerSet, pg: PgStore, queries: F32,
@@ -208,8 +228,11 @@ def measure(opts: argparse.Namespace, files: LayerSet, pg: PgStore, queries: F32
 
             def run(i: int, store: LayerStore | Before = store, request: SearchRequest = request,
                     key: str = key) -> object:
-                got = _search(store, replace(request, text=qtexts[i]) if request.mode
-                              == "hybrid" else request, queries[i])
+                if request.mode == "vector":
+                    got = _search(store, request, queries[i])
+                else:
+                    got = _search(store, replace(request, text=qtexts[i]),
+                                  None if request.mode == "lexical" else queries[i])
                 if i >= opts.warmup:
                     answers[key].append(got)
                 return got
@@ -220,7 +243,7 @@ def measure(opts: argparse.Namespace, files: LayerSet, pg: PgStore, queries: F32
     for key, s in zip(variants, stats, strict=True):
         backend, label = key.split(": ")
         ref = f"{backend}: {label.replace('HNSW', 'exact')}"
-        if ref not in answers:
+        if ref not in answers or label == "lexical":
             ref = f"files: {label.replace('HNSW', 'exact')}"
         row: dict[str, Any] = {"variant": key, "p50_ms": s.p50 * 1e3, "p99_ms": s.p99 * 1e3,
                                "recall": _recall(answers[key], answers[ref]),

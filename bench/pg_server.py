@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import atexit
 import shutil
+import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -86,5 +88,10 @@ def store_url(given: str | None, database: str = "sediment_bench",
                 admin.execute(f"CREATE DATABASE {database}")
         given = with_database(uri, database)
     with connect(given, statement_timeout_ms=0) as conn:
-        migrate(conn)
+        t = time.perf_counter()
+        applied = migrate(conn)
+    if applied and pgdata is not None:  # a kept database brought up to date: say how long
+        names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied)
+        print(f"[{time.strftime('%H:%M:%S')}] migrated ({names}) in "
+              f"{time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
     return given

@@ -4,7 +4,9 @@
 transaction under a transaction-scoped advisory lock, so two migrators started together
 apply each migration once (the second waits, then finds nothing to do), and a failing
 migration leaves the database at its previous version. Numbers 0001-0049 hold the layered
-chunk store; 0050 onwards hold memories, context and tokens.
+chunk store; 0050-0059 memories, context and tokens; 0060 onwards later changes to either
+(numbered after every existing one: a database's version is its newest migration, so a
+new migration numbered below it would never be noticed as missing).
 """
 
 from __future__ import annotations

@@ -4,18 +4,19 @@ Per layer, each retriever proposes its best ``c`` candidates in SQL: the vector 
 pgvector, exactly (a scan ordered by distance) or through an HNSW index when the layer is
 large enough to have one (``ensure_vector_index``), falling back to exact when the index's
 answer, filtered after the index walk, comes up short; the lexical side by Okapi BM25
-computed in SQL from each chunk's analysed term counts, with document frequencies,
-document count and average length summed over the layers searched (the ``lexicon`` and
-``layers`` tables). Then, as in the engine, every candidate is scored by both retrievers
-(here in numpy, in float32, from the rows fetched), fused by the request's fusion,
-grouped by id with the highest layer's version winning, hidden (superseded, forgotten)
-ids dropped, filtered on the version shown, and re-ranked by the request's rerankers.
+computed in SQL from the postings of the query's terms (table ``postings``), with
+document frequencies, document count and average length summed over the layers searched
+(the ``lexicon`` and ``layers`` tables). Then, as in the engine, every candidate is
+scored by both retrievers (here in numpy, in float32, from the rows fetched), fused by the
+request's fusion, grouped by id with the highest layer's version winning, hidden
+(superseded, forgotten) ids dropped, filtered on the version shown, and re-ranked by the
+request's rerankers.
 
 The lexical side uses the default (``english``) analyzer, the one the rows are indexed
 with; asking for another is an error naming it.
 
 Cost: a search is three round trips whatever the number of layers (:func:`run`), each
-statement reads through an index (the HNSW graph, the GIN index of terms, the events'
+statement reads through an index (the HNSW graph, the postings' key, the events'
 partial index, the primary key), and the graph walk is as wide as the file store's
 (:func:`breadth`). ``hnsw.ef_search`` is set per session, once per connection, so a
 transaction-pooling proxy between the server and PostgreSQL would mix breadths between
@@ -190,18 +191,20 @@ class _Lexical:
 
     def top(self, project: str, layer: LayerName, c: int, kind_sql: sql.Composable,
             kind_args: list[Any]) -> Query | None:
-        """The statement for the ``c`` best ids of one layer by BM25 (computed in SQL)."""
+        """The statement for the ``c`` best ids of one layer by BM25, computed in SQL from
+        the ``postings`` of the query's terms (migration 0060): an index-only scan of one
+        key range per term, never the chunk rows themselves."""
         if not self.terms:
             return None
         query = sql.SQL(
-            "SELECT c.id FROM chunks c, LATERAL (SELECT sum(q.idf * t.tf * %s / (t.tf + %s * "
-            "(%s + %s * c.lex_len))) AS s FROM unnest(%s::text[], %s::float8[]) AS q(term, idf),"
-            " LATERAL (SELECT (c.lex_tf ->> q.term)::float8 AS tf) AS t WHERE t.tf IS NOT NULL"
-            ") AS x WHERE c.project = %s AND c.layer = %s AND c.lex_tf ?| %s AND {} "
-            "ORDER BY x.s DESC, c.id LIMIT %s").format(kind_sql)
-        return query, [self.k1 + 1.0, self.k1, 1.0 - self.b, self.b / self.avg_len,
-                       self.terms, [float(x) for x in self.idf], project, layer.value,
-                       sorted(set(self.terms)), *kind_args, c]
+            "SELECT c.id FROM unnest(%s::text[], %s::float8[]) AS q(term, idf) "
+            "JOIN postings c ON c.project = %s AND c.layer = %s AND c.term = q.term "
+            "WHERE {} GROUP BY c.id "
+            "ORDER BY sum(q.idf * c.tf * %s / (c.tf + %s * (%s + %s * c.len))) DESC, c.id "
+            "LIMIT %s").format(kind_sql)
+        return query, [self.terms, [float(x) for x in self.idf], project, layer.value,
+                       *kind_args, self.k1 + 1.0, self.k1, 1.0 - self.b,
+                       self.b / self.avg_len, c]
 
 
 MAX_BREADTH = 1000
