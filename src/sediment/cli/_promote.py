@@ -16,13 +16,16 @@ from sediment.cli._options import (
     layer_options,
     open_for_writing,
     open_layerset,
+    open_store,
+    store_option,
 )
 from sediment.cli._output import emit_json, note, snippet, visible
 from sediment.cli._proposals import echo_outcomes
+from sediment.config import store_url
 from sediment.errors import ValidationError
 from sediment.review import compact, promotable, promote
 from sediment.review._common import layer_name_for_file
-from sediment.store import HUMAN_WRITABLE, LayerName
+from sediment.store import HUMAN_WRITABLE, LayerName, LayerStore
 
 
 def _ids(value: str) -> list[int]:
@@ -44,29 +47,46 @@ def _ids(value: str) -> list[int]:
 @click.option("--dir", "layer_dir", type=click.Path(path_type=Path, file_okay=False),
               default=None, help="Directory of the other layers (default: the directory of "
                                  "--from, else the project's).")
+@click.option("--source", type=click.Choice(["delta", "local"]), default=None,
+              help="With --store: the layer to copy from (default delta). Over files the "
+                   "--from file's name decides.")
+@store_option
 @json_option
 @click.pass_context
 def promote_cmd(ctx: click.Context, /, from_path: Path | None, to_path: Path | None,
                 ids_csv: str, reason: str, yes: bool, layer_dir: Path | None,
-                as_json: bool) -> None:
+                source: str | None, store: str | None, as_json: bool) -> None:
     """Copy chunks into the user layer without a proposal (RFC 15.5); each copy keeps its
     id, becomes author human, and is recorded as a decision in the delta layer."""
     ids = _ids(ids_csv)
-    directory = layer_dir or (from_path.parent if from_path else None)
-    source = LayerName.LOCAL if from_path is not None and \
-        layer_name_for_file(from_path.name) is LayerName.LOCAL else LayerName.DELTA
-    ls = open_for_writing(get_config(ctx), directory, HUMAN_WRITABLE,
-                          **{f"{source.value}_path": from_path, "user_path": to_path})
-    chunks = promotable(ls, ids, source)
+    cfg = get_config(ctx)
+    if store is not None or (from_path is None and to_path is None and layer_dir is None
+                             and store_url(cfg, None) is not None):
+        if from_path is not None or to_path is not None:
+            raise click.UsageError("--store and --from/--to name two stores; give one (over "
+                                   "a store, --source names the layer to copy from)")
+        src = LayerName(source or "delta")
+        ls: LayerStore = open_store(cfg, store, layer_dir, {}, writes=HUMAN_WRITABLE)
+        target = ls.location(LayerName.USER)
+    else:
+        directory = layer_dir or (from_path.parent if from_path else None)
+        src = LayerName.LOCAL if from_path is not None and \
+            layer_name_for_file(from_path.name) is LayerName.LOCAL else LayerName.DELTA
+        if source is not None and LayerName(source) is not src:
+            raise click.UsageError("--source is for --store; over files, --from names the "
+                                   "layer (AGENTS.local.db for local)")
+        files = open_for_writing(cfg, directory, HUMAN_WRITABLE,
+                                 **{f"{src.value}_path": from_path, "user_path": to_path})
+        ls, target = files, str(files.paths[LayerName.USER])
+    chunks = promotable(ls, ids, src)
     if not yes:
         if not sys.stdin.isatty():
             raise click.UsageError("promote writes to the user layer and asks for confirmation"
                                    "; stdin is not a terminal, so pass --yes to proceed")
         for c in chunks:
             click.echo(f"  {c.id} [{visible(c.kind)}] {snippet(c.content, 100)}", err=True)
-        click.confirm(f"Promote {len(chunks)} chunk(s) into {ls.paths[LayerName.USER]}?",
-                      abort=True, err=True)
-    echo_outcomes(promote(ls, ids, source=source, reason=reason), as_json)
+        click.confirm(f"Promote {len(chunks)} chunk(s) into {target}?", abort=True, err=True)
+    echo_outcomes(promote(ls, ids, source=src, reason=reason), as_json)
 
 
 # -- compact ---------------------------------------------------------------------------------
