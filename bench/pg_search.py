@@ -173,8 +173,8 @@ def _pg_rows(pg: PgStore) -> tuple[int, bool]:
         cur.execute("SELECT n_docs FROM layers WHERE project = %s AND layer = 'base'",
                     (pg.project,))
         row = cur.fetchone()
-        cur.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s",
-                    (index_name(data.DIM, True),))
+        cur.execute("SELECT 1 FROM pg_indexes WHERE indexname = ANY(%s)",
+                    ([index_name(data.DIM, True, pg.project), index_name(data.DIM, True)],))
         return (int(row[0]) if row else 0), cur.fetchone() is not None
 
 

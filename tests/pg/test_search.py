@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from sediment.format import Chunk, encode_layer
-from sediment.pg import PgStore
+from sediment.pg import PgStore, parse_store_url
 from sediment.pg import search as pg_search
 from sediment.pg.transfer import push
 from sediment.search import SearchRequest
@@ -65,7 +65,7 @@ def test_the_approximate_query_walks_the_hnsw_index(store: PgStore) -> None:
     kinds, args = pg_search._kind_filter(SearchRequest(k=10, mode="vector"))
     plan = _explain(store, pg_search._vector_query(store, LayerName.BASE, DIM, q, 20, True,
                                                    96, kinds, args))
-    assert f"Index Scan using {pg_search.index_name(DIM, True)}" in plan
+    assert f"Index Scan using {pg_search.index_name(DIM, True, store.project)}" in plan
     approx = _search(store, q)
     exact = _search(store, q, exact=True)
     assert all(a for _, a in approx) and not any(a for _, a in exact)
@@ -128,3 +128,61 @@ def test_a_hit_reads_back_as_written(store: PgStore) -> None:
                        normalised=True).hits[0]
     assert hit.chunk.confidence == 0.7
     assert hit.chunk == store.chunk(LayerName.BASE, hit.chunk.id)
+
+
+def _project(url: str, name: str, rows: int, seed: int, tmp: Path) -> PgStore:
+    """A project of ``rows`` unit vectors pushed from a layer file of its own."""
+    tmp.mkdir()
+    chunks = [Chunk(i, "note", f"{name} note {i}", "human", 0.7, 1000 + i)
+              for i in range(1, rows + 1)]
+    (tmp / "AGENTS.db").write_bytes(encode_layer(
+        chunks, _unit(rows, seed), dim=DIM, metadata={"v": 1, "embedding_profile": PROFILE}))
+    s = PgStore(parse_store_url(url, name))
+    push(s, LayerSet.from_directory(tmp))
+    return s
+
+
+def test_a_small_project_beside_a_large_one_walks_its_own_graph(
+        pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One shared graph, filtered after the walk, gave a project with a small share of the
+    server's chunks too few of its own rows, and it fell back to exact scans; each
+    project's partial index gives it its own walk."""
+    monkeypatch.setattr(pg_search, "ANN_MIN_ROWS", 100)
+    big = _project(pg_url, "big", 2000, 11, tmp_path / "big")
+    small = _project(pg_url, "small", 150, 12, tmp_path / "small")
+    try:
+        with small.cursor() as cur:
+            cur.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'chunks_hnsw%%'")
+            names = {str(r[0]) for r in cur.fetchall()}
+        assert names == {pg_search.index_name(DIM, True, "big"),
+                         pg_search.index_name(DIM, True, "small")}
+        for seed in range(20, 25):
+            q = _unit(1, seed)[0]
+            approx, exact = _search(small, q), _search(small, q, exact=True)
+            assert all(a for _, a in approx), approx  # walked, never rescanned exactly
+            assert len({i for i, _ in approx} & {i for i, _ in exact}) >= 8
+            assert all(h.chunk.content.startswith("small ")
+                       for h in small.search(SearchRequest(k=10, mode="vector"), q,
+                                             normalised=True).hits)
+        kinds, args = pg_search._kind_filter(SearchRequest(k=10, mode="vector"))
+        # At 150 rows sorting the project's rows is cheaper than any walk, and the planner
+        # says so; with sorts priced out, the project's own index is the walk it finds.
+        plan = _explain(small, pg_search._vector_query(small, LayerName.BASE, DIM, q, 20,
+                                                       True, 40, kinds, args),
+                        "SET enable_sort = off")
+        assert f"Index Scan using {pg_search.index_name(DIM, True, 'small')}" in plan, plan
+
+        # The same two projects under one shared graph, as an earlier Sediment built it:
+        # the small project's answers come back short and are scanned exactly instead.
+        with big.cursor() as cur:
+            for name in names:
+                cur.execute(f"DROP INDEX {name}")
+            cur.execute(f"CREATE INDEX {pg_search.index_name(DIM, True)} ON chunks USING "
+                        f"hnsw ((embedding::vector({DIM})) vector_ip_ops) WHERE dim = {DIM}")
+        with PgStore(parse_store_url(pg_url, "small")) as fresh:  # no remembered index
+            shared = [_search(fresh, _unit(1, seed)[0], ann_expansion=40)
+                      for seed in range(20, 25)]
+        assert not any(a for hits in shared for _, a in hits)
+    finally:
+        big.close()
+        small.close()

@@ -25,6 +25,7 @@ clients (results stay right, only their completeness varies).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 import weakref
@@ -61,25 +62,46 @@ F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
 
 
-def index_name(dim: int, dot: bool) -> str:
-    return f"chunks_hnsw_{dim}_{'ip' if dot else 'cos'}"
+def index_name(dim: int, dot: bool, project: str | None = None) -> str:
+    """The HNSW index of ``dim``-dimension vectors: ``project``'s own, or (None) the one
+    that Sediment before per-project indexes built over every project of the server."""
+    name = f"chunks_hnsw_{dim}_{'ip' if dot else 'cos'}"
+    if project is None:
+        return name
+    return f"{name}_{hashlib.sha256(project.encode()).hexdigest()[:16]}"
 
 
 def ensure_vector_index(store: PgStore, dim: int, *, dot: bool = True) -> str:
-    """Create the HNSW index for ``dim``-dimension vectors (inner product for unit-length
-    rows, else cosine) if it is missing; building it over many rows takes minutes."""
-    name = index_name(dim, dot)
+    """Create the project's HNSW index for ``dim``-dimension vectors (inner product for
+    unit-length rows, else cosine) if it is missing; building it over many rows takes
+    minutes.
+
+    One index per project, not one for the server: pgvector filters an index walk's
+    answer after the walk, so with one shared graph a project holding a small share of the
+    server's chunks got few of its own rows back and was scanned exactly instead. A
+    partial index on the project is walked only through that project's rows."""
+    name = index_name(dim, dot, store.project)
     ops = "vector_ip_ops" if dot else "vector_cosine_ops"
     with store.cursor() as cur:
         cur.execute("SET statement_timeout = 0")
         try:
             cur.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON chunks USING hnsw "
-                                "((embedding::vector({})) {}) WHERE dim = {}").format(
-                sql.Identifier(name), sql.Literal(dim), sql.SQL(ops), sql.Literal(dim)))
+                                "((embedding::vector({})) {}) WHERE dim = {} AND project = {}"
+                                ).format(sql.Identifier(name), sql.Literal(dim), sql.SQL(ops),
+                                         sql.Literal(dim), sql.Literal(store.project)))
         finally:
             cur.execute(sql.SQL("SET statement_timeout = {}").format(
                 sql.Literal(store.statement_timeout_ms)))
     return name
+
+
+def _usable_index(store: PgStore, cur: Cursor, dim: int, dot: bool) -> str | None:
+    """The HNSW index a search of ``store``'s project walks: its own, else a shared one
+    left by an earlier Sediment, else None (exact scans)."""
+    for name in (index_name(dim, dot, store.project), index_name(dim, dot)):
+        if _has_index(store, cur, name):
+            return name
+    return None
 
 
 _indexes: weakref.WeakKeyDictionary[PgStore, set[str]] = weakref.WeakKeyDictionary()
@@ -222,25 +244,29 @@ def breadth(request: SearchRequest, c: int, rows: int) -> int:
 
 
 def _vector_query(store: PgStore, layer: LayerName, dim: int, q: F32, c: int, dot: bool,
-                  ef: int | None, kind_sql: sql.Composable, kind_args: list[Any]) -> Query:
+                  ef: int | None, kind_sql: sql.Composable, kind_args: list[Any], *,
+                  scoped: bool = True) -> Query:
     """The statement for the ``c`` nearest ids of one layer: exact (a scan ordered by
-    distance; ``ef`` None) or through the HNSW index at breadth ``ef`` (which
-    :func:`_set_breadth` set)."""
+    distance; ``ef`` None) or through an HNSW index at breadth ``ef`` (which
+    :func:`_set_breadth` set): the project's own (``scoped``), else the shared one."""
     op = sql.SQL("<#>" if dot else "<=>")
     base = [store.project, layer.value, *kind_args]
     if ef is None:
         return (sql.SQL("SELECT c.id FROM chunks c WHERE c.project = %s AND c.layer = %s AND {} "
                         "AND c.dim = {} ORDER BY c.embedding {} %s, c.id LIMIT %s").format(
                             kind_sql, sql.Literal(dim), op), [*base, q, c])
-    # The inner query carries only the index's own predicate, so the planner walks the HNSW
-    # graph (it yields at most hnsw.ef_search rows); project, layer and kind filter its
-    # answer afterwards.
+    # The inner query carries exactly the index's own predicate, as literals (a prepared
+    # statement's generic plan can match a partial index only so), so the planner walks the
+    # HNSW graph (it yields at most hnsw.ef_search rows); layer and kind filter its answer
+    # afterwards, and the project too when the graph is the shared one.
+    scope = sql.SQL(" AND project = {}").format(sql.Literal(store.project)) if scoped \
+        else sql.SQL("")
     return (sql.SQL(
         "SELECT c.id FROM (SELECT id, project, layer, kind, embedding FROM chunks WHERE "
-        "dim = {} ORDER BY embedding::vector({}) {} %s::vector({}) LIMIT %s) AS c "
+        "dim = {}{} ORDER BY embedding::vector({}) {} %s::vector({}) LIMIT %s) AS c "
         "WHERE c.project = %s AND c.layer = %s AND {} "
         "ORDER BY c.embedding::vector({}) {} %s::vector({}) LIMIT %s").format(
-        sql.Literal(dim), sql.Literal(dim), op, sql.Literal(dim), kind_sql,
+        sql.Literal(dim), scope, sql.Literal(dim), op, sql.Literal(dim), kind_sql,
         sql.Literal(dim), op, sql.Literal(dim)), [q, ef, *base, q, c])
 
 
@@ -334,9 +360,12 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
     t = time.perf_counter()
     with store.cursor() as cur:
         conn = cur.connection
-        approx = {n: not request.exact and int(found[n][1]) >= ANN_MIN_ROWS
-                  and _has_index(store, cur, index_name(int(found[n][3]), dot))
-                  for n in vector}
+        walk = {n: _usable_index(store, cur, int(found[n][3]), dot)
+                if not request.exact and int(found[n][1]) >= ANN_MIN_ROWS else None
+                for n in vector}
+        own = {n: walk[n] == index_name(int(found[n][3]), dot, store.project)
+               for n in vector}
+        approx = {n: walk[n] is not None for n in vector}
         ef = breadth(request, c, max([int(found[n][1]) for n in vector if approx[n]],
                                      default=0))
         if any(approx.values()):
@@ -345,7 +374,7 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
         with conn.pipeline():
             near = {n: _send(conn, _vector_query(store, n, int(found[n][3]), q, c, dot,
                                                  ef if approx[n] else None, kind_sql,
-                                                 kind_args))
+                                                 kind_args, scoped=own[n]))
                     for n in vector if q is not None}
             best = {n: _send(conn, lex.top(store.project, n, c, kind_sql, kind_args))
                     for n in searched}

@@ -145,7 +145,7 @@ def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
             actor, own = actor_files
             out.memories["user"] = push_actor(store, actor, actor_rows(actor, own))
     with store.cursor() as cur:
-        cur.execute("ANALYZE chunks")  # the planner's row counts, for every query after
+        cur.execute("ANALYZE chunks, postings")  # the planner's row counts, for every query after
     schema = store.schema()
     if schema is not None and schema.dim:
         ensure_vector_index(store, schema.dim,
