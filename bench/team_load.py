@@ -6,8 +6,8 @@ start; ``--writers`` clients each make ``--writes`` writes (``POST /tools/agents
 one HTTP client per writer) while ``--readers`` clients search (``agents_search``) until the
 writers finish. Afterwards the database is read directly: one chunk per acknowledged write,
 ids unique (a failed write is retried, as a client would, so every write is eventually
-acknowledged). With ``--crash-after S`` the PostgreSQL server is stopped without a shutdown
-checkpoint (``pg_ctl stop -m immediate``: the crash-recovery path) S seconds into the load
+acknowledged). With ``--crash-after S`` the PostgreSQL server is killed (SIGKILL to the postmaster;
+``--kill immediate`` for ``pg_ctl stop -m immediate``) S seconds into the load
 (or, with ``--crash-after-writes N``, once N writes were acknowledged) and started again
 ``--down`` seconds later: requests during the outage must fail with a
 clear error within the configured timeouts (never hang), the server must reconnect by
@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -67,6 +68,7 @@ class Postgres:
         self.pgdata.mkdir(parents=True)
         self.server: Any = pgserver.get_server(self.pgdata, cleanup_mode="stop")
         self.uri: str = self.server.get_uri()
+        self._log_mark = 0
 
     def database(self, name: str) -> str:
         with psycopg.connect(self.uri, autocommit=True) as admin:
@@ -77,18 +79,77 @@ class Postgres:
             migrate(conn)
         return url
 
-    def crash(self) -> None:
-        from pgserver._commands import pg_ctl
+    def crash(self, how: str = "sigkill") -> None:
+        """Kill the server: ``sigkill`` sends SIGKILL to the postmaster (what the OOM
+        killer or ``kill -9`` does: no shutdown, no checkpoint, backends orphaned), then
+        waits until it and every process it had started are gone, as they go once they
+        notice their postmaster died; ``immediate`` is ``pg_ctl stop -m immediate``
+        (SIGQUIT: the server stops its backends itself, also without a checkpoint)."""
+        self._log_mark = self.log_size()
+        if how == "immediate":
+            from pgserver._commands import pg_ctl
 
-        pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=self.pgdata,
-               user=self.server.system_user)
+            pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=self.pgdata,
+                   user=self.server.system_user)
+            return
+        pid = int((self.pgdata / "postmaster.pid").read_text().split()[0])
+        family = [pid, *_children(pid)]
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + KILL_WAIT_S
+        while left := [p for p in family if _alive(p)]:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"PostgreSQL processes {left} still run {KILL_WAIT_S:.0f} s "
+                                   f"after their postmaster {pid} was killed")
+            time.sleep(0.05)
+        # A killed postmaster nobody has reaped yet still answers kill(pid, 0), and both
+        # pgserver and PostgreSQL's own lock-file check would take it for a running server.
+        deadline = time.monotonic() + KILL_WAIT_S
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if Path(f"/proc/{pid}").exists():
+            (self.pgdata / "postmaster.pid").unlink()
 
     def restart(self) -> None:
         with self.server._lock:
             self.server.ensure_postgres_running()
 
+    def log_size(self) -> int:
+        log = self.pgdata / "log"
+        return log.stat().st_size if log.exists() else 0
+
+    def recovered(self) -> bool:
+        """Whether the server's log since the last crash says it ran crash recovery."""
+        with open(self.pgdata / "log", "rb") as f:
+            f.seek(self._log_mark)
+            return b"not properly shut down; automatic recovery in progress" in f.read()
+
     def stop(self) -> None:
         self.server.cleanup()
+
+
+KILL_WAIT_S = 30.0
+"""How long a killed server's processes may take to go."""
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie, dead but not yet reaped, is not)."""
+    try:
+        return (Path(f"/proc/{pid}") / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _free_port() -> int:
@@ -158,6 +219,11 @@ class LoadResult:
     duplicates: int = 0
     distinct_writes: int = 0
     crashed_at_s: float | None = None
+    kill: str | None = None
+    gone_after_s: float | None = None
+    """From the kill until the server's last process was gone."""
+    crash_recovery: bool | None = None
+    """Whether the restarted server's log says it recovered from a crash."""
     restarted_at_s: float | None = None
     first_success_after_restart_s: float | None = None
     failures_after_recovery: int = 0
@@ -185,7 +251,8 @@ def _seed(url: str, cwd: Path) -> None:
 
 def run_load(url: str, cwd: Path, *, writers: int, writes: int, readers: int,
              pg: Postgres | None = None, crash_after: float | None = None,
-             crash_after_writes: int | None = None, down: float = 5.0) -> LoadResult:
+             crash_after_writes: int | None = None, down: float = 5.0,
+             kill: str = "sigkill") -> LoadResult:
     """Run the load (and the crash) against a fresh server over ``url``.
 
     The crash comes ``crash_after`` seconds into the load or once ``crash_after_writes``
@@ -273,10 +340,13 @@ def run_load(url: str, cwd: Path, *, writers: int, writes: int, readers: int,
             else:
                 time.sleep(crash_after or 0.0)
             res.crashed_at_s = time.monotonic() - start
-            pg.crash()
+            res.kill = kill
+            pg.crash(kill)
+            res.gone_after_s = round(time.monotonic() - start - res.crashed_at_s, 3)
             time.sleep(down)
             res.restarted_at_s = time.monotonic() - start
             pg.restart()
+            res.crash_recovery = pg.recovered()
         for t in threads[:writers]:
             t.join()
         done.set()
@@ -317,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--crash-after-writes", type=int, default=None,
                    help="Crash PostgreSQL once this many writes were acknowledged.")
     p.add_argument("--down", type=float, default=5.0, help="Seconds it stays down.")
+    p.add_argument("--kill", choices=("sigkill", "immediate"), default="sigkill",
+                   help="How to crash it: SIGKILL to the postmaster (default), or pg_ctl "
+                        "stop -m immediate.")
     p.add_argument("--json", type=Path, default=None, help="Also write the result here.")
     args = p.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="sediment-team-load-"))
@@ -325,7 +398,8 @@ def main(argv: list[str] | None = None) -> int:
         url = pg.database("team_load")
         res = run_load(url, root, writers=args.writers, writes=args.writes,
                        readers=args.readers, pg=pg, crash_after=args.crash_after,
-                       crash_after_writes=args.crash_after_writes, down=args.down)
+                       crash_after_writes=args.crash_after_writes, down=args.down,
+                       kill=args.kill)
     finally:
         pg.stop()
         shutil.rmtree(root, ignore_errors=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from bench.team_load import Postgres, run_load
 
 
@@ -17,15 +18,19 @@ def test_concurrent_writers_and_readers(pg_url: str, tmp_path: Path) -> None:
     assert res.missing_acked == 0 and res.reads > 0
 
 
-def test_a_database_crash_mid_load(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kill", ["sigkill", "immediate"])
+def test_a_database_crash_mid_load(tmp_path: Path, kill: str) -> None:
+    """The postmaster killed with SIGKILL (its backends orphaned, no checkpoint), or
+    stopped by ``pg_ctl stop -m immediate``, once 20 writes were acknowledged."""
     pg = Postgres(tmp_path)
     try:
         url = pg.database("crash")
         res = run_load(url, tmp_path, writers=2, writes=80, readers=1, pg=pg,
-                       crash_after_writes=20, down=2.0)
+                       crash_after_writes=20, down=2.0, kill=kill)
     finally:
         pg.stop()
-    assert res.restarted_at_s is not None
+    assert res.restarted_at_s is not None and res.kill == kill
+    assert res.crash_recovery, "the restarted server did not recover from a crash"
     assert res.write_failures, "the crash came after the writers finished"
     failures = res.write_failures + res.read_failures
     assert res.hangs == 0
