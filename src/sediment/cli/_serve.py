@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import anyio
 import click
@@ -19,12 +18,10 @@ from sediment.cli._options import (
     store_layer_options,
 )
 from sediment.cli._output import note, visible
+from sediment.cli._team import team_for
 from sediment.config import Config
 from sediment.errors import NotFoundError
-from sediment.store import FILE_NAMES, LayerName, LayerSet, LayerStore
-
-if TYPE_CHECKING:
-    from sediment.pg.team import TeamServices
+from sediment.store import FILE_NAMES, LayerName, LayerSet
 
 
 @cli.command()
@@ -111,7 +108,7 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
              "write to")
     service = ContextService(layerset, build_embedder(cfg, embedder_name, layerset=layerset),
                              root=root or layer_dir or cfg.root)
-    team = None if files else _team(layerset, service, cfg)
+    team = None if files else team_for(layerset, service, cfg)
     server = build_server(service, memory=team.memory if team else None,
                           context=team.context if team else None)
     loop = add_context_tools(server, service, settings=resolve(cfg.context)[0]) \
@@ -145,20 +142,3 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
                f"(layers in {where}; pid {os.getpid()})",
                err=True)
     userver.run(sockets=[sock])
-
-
-def _team(store: LayerStore, service: Any, cfg: Config) -> TeamServices:
-    """Memories, context and tokens in the database of a PostgreSQL store."""
-    from sediment.context import resolve
-    from sediment.pg import PgStore
-    from sediment.pg.database import Database
-    from sediment.pg.team import team_services
-    from sediment.server.lifecycle import on_shutdown
-    from sediment.server.principals import memory_threshold
-
-    assert isinstance(store, PgStore)
-    team = team_services(Database(store.url), service.embedder,
-                         settings=resolve(cfg.context)[0],
-                         dedup_threshold=memory_threshold())
-    on_shutdown(team.database.close)  # the memory tools flush their use counts first
-    return team

@@ -14,11 +14,15 @@ from sediment.cli._options import (
     build_embedder,
     get_config,
     json_option,
-    layer_options,
-    open_layerset,
+    open_store,
+    store_layer_options,
 )
 from sediment.cli._proposals import reviewer_name
+from sediment.cli._team import team_for
 from sediment.errors import ConfigError
+from sediment.memory.model import check_actor
+from sediment.server.principals import default_actor
+from sediment.store import LayerSet
 
 
 @cli.command()
@@ -41,15 +45,22 @@ from sediment.errors import ConfigError
 @click.option("--verify-with", "pubkey", type=click.Path(path_type=Path, dir_okay=False),
               default=None, help="Ed25519 public key to check the layers' signatures with.")
 @click.option("--no-browser", is_flag=True, help="Print the sign-in link only.")
-@layer_options
+@click.option("--actor", default=None, envvar="SEDIMENT_ACTOR",
+              help="Whose memories and context the page shows, and who the one-time link "
+                   "signs in as (env SEDIMENT_ACTOR; default: the OS user).")
+@store_layer_options
 @json_option
 @click.pass_context
 def ui(ctx: click.Context, /, host: str, port: int, token: str | None, reviewer: str | None,
        embedder_name: str | None, root: Path | None, pubkey: Path | None, no_browser: bool,
-       as_json: bool, layer_dir: Path | None, **paths: Path | None) -> None:
+       actor: str | None, as_json: bool, store: str | None, layer_dir: Path | None,
+       **paths: Path | None) -> None:
     """Open the review page in a browser: the queue of proposals, the layers and their
     diff, and search with explanations. Prints a sign-in link that works once (with
-    --json, one line: {"signin": LINK, "url": PAGE}), then serves until interrupted."""
+    --json, one line: {"signin": LINK, "url": PAGE}), then serves until interrupted.
+
+    With --store the page is a team server's: the link signs in as --actor with every
+    right, as a database login has them; tokens of the database sign in as their actors."""
     import webbrowser
 
     import uvicorn
@@ -64,13 +75,23 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None, reviewer:
                           "use `sediment serve --transport http --token ...`")
     token = token or secrets.token_urlsafe(24)
     cfg = get_config(ctx)
-    layerset = open_layerset(cfg, layer_dir, **paths)
+    name = check_actor(actor) if actor is not None else default_actor()
+    layerset = open_store(cfg, store, layer_dir, paths)
     layerset.schema()
-    service = ContextService(layerset, build_embedder(cfg, embedder_name),
+    if not isinstance(layerset, LayerSet) and pubkey is not None:
+        raise click.UsageError("--verify-with checks layer files' signatures; a team store has "
+                         "none (signatures are file-only)")
+    service = ContextService(layerset, build_embedder(cfg, embedder_name, layerset=layerset),
                              root=root or layer_dir or cfg.root)
+    team = None if isinstance(layerset, LayerSet) else team_for(layerset, service, cfg)
     page = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host,
-                 pubkey=pubkey, context_settings=resolve(cfg.context)[0])
-    app = build_http_app(build_server(service), host=host, token=token, ui=page)
+                 pubkey=pubkey, context_settings=resolve(cfg.context)[0], actor=name,
+                 memory=team.memory if team else None, context=team.context if team else None,
+                 tokens=team.tokens if team else None)
+    app = build_http_app(build_server(service, memory=team.memory if team else None,
+                                      context=team.context if team else None),
+                         host=host, token=token, ui=page,
+                         tokens=team.tokens if team else None)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -81,7 +102,8 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None, reviewer:
         raise ConfigError(f"cannot bind {host}:{port}: {exc.strerror or exc}") from exc
     bound = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if ":" in host else host
-    link = page.sign_in_link(f"http://{shown}:{bound}", reviewer_name(reviewer))
+    link = page.sign_in_link(f"http://{shown}:{bound}",
+                             reviewer_name(reviewer) if reviewer or team is None else name)
     if as_json:
         click.echo(json.dumps({"signin": link, "url": f"http://{shown}:{bound}/ui"}))
     else:
