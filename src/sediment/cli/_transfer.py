@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -10,11 +12,14 @@ from sediment.cli._app import cli
 from sediment.cli._options import get_config, json_option, store_option
 from sediment.cli._output import emit_json, visible
 from sediment.config import store_url
-from sediment.errors import ConfigError, NotFoundError
+from sediment.errors import ConfigError, NotFoundError, PermissionDeniedError
 from sediment.pg import PgStore, Transfer, parse_store_url, pull, push
 from sediment.pg.memory_transfer import USER_LAYERS, pull_actor
 from sediment.server.principals import data_dir, default_actor
 from sediment.store import LayerSet
+
+if TYPE_CHECKING:
+    from sediment.context import FileContextStore
 
 
 def _store(option: str | None, project: str | None) -> PgStore:
@@ -48,8 +53,75 @@ user_memories_option = click.option(
          "you across projects): only those of --actor, and only when asked.")
 actor_option = click.option(
     "--actor", default=None, envvar="SEDIMENT_ACTOR",
-    help="Whose own memories --user-memories moves (default: the OS user; env "
-         "SEDIMENT_ACTOR).")
+    help="Whose own memories --user-memories moves, and whose context --context moves "
+         "(default: the OS user; env SEDIMENT_ACTOR).")
+context_option = click.option(
+    "--context", "with_context", is_flag=True,
+    help="Also move the directory's progressive context store (its items, events and "
+         "archives): on the server it is --actor's context, with new ids.")
+
+
+def _context_store(directory: Path, profile: dict[str, Any] | None, dim: int
+                   ) -> FileContextStore:
+    """The context store ``sediment context`` uses for ``directory`` (its settings'
+    persistence and path; session stores by SEDIMENT_CONTEXT_SESSION)."""
+    from sediment.context import FileContextStore, resolve
+    from sediment.context.place import context_dir
+
+    settings, _ = resolve(get_config(click.get_current_context()).context)
+    where = context_dir(settings, directory, data_dir(),
+                        os.environ.get("SEDIMENT_CONTEXT_SESSION", "cli"))
+    return FileContextStore(where, profile=profile, dim=dim)
+
+
+def _push_context(target: PgStore, directory: Path, actor: str, *, check_only: bool) -> int:
+    """Check (``check_only``) or push the directory's context store as ``actor``'s."""
+    from sediment.format.profile import check_compatible
+    from sediment.pg.context_transfer import push_context, refuse_if_present
+    from sediment.pg.database import Database
+
+    probe = _context_store(directory, None, 0)
+    stored = probe.stored_schema()
+    if stored is None:
+        return 0
+    dim, profile = stored
+    schema = target.schema()
+    if schema is not None and profile is not None and schema.profile is not None:
+        check_compatible(profile, schema.profile, a_name=f"the context store in "
+                         f"{probe.directory}", b_name=f"project {target.project}",
+                         consequence="its items could not be searched with the server's "
+                                     "embedder")
+    files = _context_store(directory, profile, dim)
+    db = Database(target.url, size=1, statement_timeout_ms=0)
+    try:
+        if check_only:
+            with db.connection() as conn:
+                refuse_if_present(conn, target.project, actor)
+            return 0
+        return push_context(db, actor, files.parts(), schema.dim if schema else 0)
+    finally:
+        db.close()
+
+
+def _pull_context(source: PgStore, directory: Path, actor: str, force: bool) -> int:
+    from sediment.pg.context_transfer import pull_context
+    from sediment.pg.database import Database
+
+    schema = source.schema()
+    if schema is None or not schema.dim:
+        raise NotFoundError(f"project {source.project} has no layers with vectors, so "
+                            "its context's embedder is unknown: nothing to pull it with")
+    files = _context_store(directory, schema.profile, schema.dim)
+    if not files.is_empty() and not force:
+        raise PermissionDeniedError(f"{files.directory} already holds a context store; "
+                                    "pass --force to replace it")
+    db = Database(source.url, size=1, statement_timeout_ms=0)
+    try:
+        parts = pull_context(db, actor, schema.dim)
+    finally:
+        db.close()
+    files.replace(parts)
+    return sum(len(p.chunks) for p in parts)
 
 
 def _memories(done: Transfer, actor: str | None) -> None:
@@ -74,10 +146,11 @@ project_option = click.option(
               help="Replace the project's base with this directory's AGENTS.db (a new "
                    "compiled base; for reviewers).")
 @user_memories_option
+@context_option
 @actor_option
 @json_option
 def push_cmd(store: str | None, project: str | None, layer_dir: Path | None,
-             replace_base: bool, user_memories: bool, actor: str | None,
+             replace_base: bool, user_memories: bool, with_context: bool, actor: str | None,
              as_json: bool) -> None:
     """Upload the layer files into a project: ids, authors, times, vectors and events are
     kept, and the project's memories become the server's memory rows. A project that has
@@ -85,9 +158,14 @@ def push_cmd(store: str | None, project: str | None, layer_dir: Path | None,
     refused); its base is replaced only with --replace-base."""
     directory = _directory(layer_dir)
     own = _actor_files(actor) if user_memories else None
+    who = actor or default_actor()
     with _store(store, project) as target:
+        if with_context:
+            _push_context(target, directory, who, check_only=True)
         done = push(target, LayerSet.from_directory(directory), replace_base=replace_base,
                     actor_files=own)
+        if with_context:
+            done.context = _push_context(target, directory, who, check_only=False)
         name = target.project
     if as_json:
         emit_json({"project": name, **done.to_dict()})
@@ -97,6 +175,8 @@ def push_cmd(store: str | None, project: str | None, layer_dir: Path | None,
         click.echo(f"{layer:<6} {n} chunks pushed" + (f", {skipped} already there"
                                                       if skipped else ""))
     _memories(done, own[0] if own else None)
+    if with_context:
+        click.echo(f"context rows: {done.context} as {visible(who)}'s")
     click.echo(f"pushed {visible(str(directory))} into project {visible(name)}")
 
 
@@ -107,10 +187,12 @@ def push_cmd(store: str | None, project: str | None, layer_dir: Path | None,
               required=True, help="Directory to write the layer files into.")
 @click.option("--force", is_flag=True, help="Overwrite layer files that exist.")
 @user_memories_option
+@context_option
 @actor_option
 @json_option
 def pull_cmd(store: str | None, project: str | None, layer_dir: Path, force: bool,
-             user_memories: bool, actor: str | None, as_json: bool) -> None:
+             user_memories: bool, with_context: bool, actor: str | None,
+             as_json: bool) -> None:
     """Write a project's layers as layer files (AGENTS.db, AGENTS.user.db, ...) that
     `sediment validate` accepts and that search as the server does; the project's memories
     go back into the layers that hold them on files."""
@@ -124,6 +206,8 @@ def pull_cmd(store: str | None, project: str | None, layer_dir: Path, force: boo
                 source, who, {n: own.paths[n] for n in USER_LAYERS if n in own.paths},
                 dim=schema.dim if schema is not None else 0,
                 profile=schema.profile if schema is not None else None, force=force)
+        if with_context:
+            done.context = _pull_context(source, directory, actor or default_actor(), force)
         name = source.project
     if as_json:
         emit_json({"project": name, **done.to_dict()})
@@ -131,4 +215,6 @@ def pull_cmd(store: str | None, project: str | None, layer_dir: Path, force: boo
     for path, (layer, n) in zip(done.files, done.layers.items(), strict=True):
         click.echo(f"{layer:<6} {n} chunks -> {visible(path)}")
     _memories(done, (actor or default_actor()) if user_memories else None)
+    if with_context:
+        click.echo(f"context rows: {done.context} of {visible(actor or default_actor())}")
     click.echo(f"pulled project {visible(name)}")

@@ -10,7 +10,9 @@ shrinks a file), through the same atomic replace as every write, under the store
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,9 @@ import numpy as np
 import numpy.typing as npt
 
 from sediment.context.store import ITEM_PREFIX, NewEvent, NewItem, StoredEvent, StoredItem
+from sediment.errors import SchemaMismatchError, ValidationError
 from sediment.format import Chunk, LayerFile, encode_layer
+from sediment.format.profile import CACHE_KEY_ALG
 from sediment.store import LayerName, LayerSet, NewChunk
 from sediment.store.atomic import atomic_write
 from sediment.store.events import FORGET, META_PREFIX, SUPERSEDE, event_content
@@ -70,6 +74,19 @@ def _read(f: LayerFile, start: int = 0) -> tuple[list[StoredItem], list[StoredEv
             if isinstance(data, dict):
                 events.append(StoredEvent(c.id, c.kind, c.created_at_ms, data, c.sources))
     return items, events
+
+
+@dataclass(frozen=True, slots=True)
+class ContextPart:
+    """One file of a context store, whole: the active file (``day`` None) or the archive of
+    ``day``; its chunks in file order and their vectors (zero rows for events)."""
+
+    day: str | None
+    chunks: list[Chunk]
+    vectors: npt.NDArray[np.float32]
+
+
+ARCHIVE_NAME = re.compile(r"^AGENTS\.archive-(\d{4}-\d{2}-\d{2})\.db$")
 
 
 class FileContextStore:
@@ -284,6 +301,76 @@ class FileContextStore:
                               f.element_type)
         self._cache = None
         return count
+
+    def parts(self) -> list[ContextPart]:
+        """Every file of the store, archives (oldest day first) then the active file: what
+        moving the store elsewhere reads (``sediment push --context``)."""
+        out: list[ContextPart] = []
+        for day, path in [*((self._day(p), p) for p in self._archive_paths()),
+                          (None, self.active_path)]:
+            if not path.exists():
+                continue
+            f = LayerFile.open(path)
+            if f.chunk_count and f.dim != self.dim:
+                raise SchemaMismatchError(f"{path} has {f.dim}-dim vectors, the embedder "
+                                          f"{self.dim}")
+            pos = np.arange(f.chunk_count)
+            vectors = _vectors(f, pos) if f.chunk_count else \
+                np.zeros((0, self.dim), dtype=np.float32)
+            out.append(ContextPart(day, f.chunks_at(pos) if f.chunk_count else [], vectors))
+        return out
+
+    @staticmethod
+    def _day(path: Path) -> str:
+        m = ARCHIVE_NAME.match(path.name)
+        if m is None:
+            raise ValidationError(f"{path}: not an archive file name")
+        return m.group(1)
+
+    def stored_schema(self) -> tuple[int, dict[str, Any] | None] | None:
+        """The vector width and embedding profile the store's files were written with
+        (None: it has no files yet)."""
+        for path in [self.active_path, *self._archive_paths()]:
+            if path.exists():
+                f = LayerFile.open(path)
+                if f.dim:
+                    return f.dim, f.embedding_profile
+        return None
+
+    def is_empty(self) -> bool:
+        return not self.active_path.exists() and not self._archive_paths()
+
+    def replace(self, parts: Sequence[ContextPart]) -> None:
+        """Make the store exactly ``parts`` (``sediment pull --context``): each archive
+        and then the active file written whole and put in place atomically, archives no
+        part names removed last, all under the store's lock. Ids are kept, and the files'
+        ``id_high_water`` is the largest of them, so later appends continue past them."""
+        top = max((c.id for p in parts for c in p.chunks), default=0)
+        md: dict[str, Any] = {"v": 1, "tool_name": "sediment"}
+        if self.profile is not None:
+            md["embedding_profile"] = dict(self.profile)
+            md["cache_key_alg"] = CACHE_KEY_ALG
+            if self.embedder_metadata:
+                md["embedder_metadata"] = dict(self.embedder_metadata)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with self.layers.transaction():
+            etype = "i8" if (self.profile or {}).get("output_norm") == "l2" else "f32"
+            keep = set()
+            for p in sorted(parts, key=lambda x: (x.day is None, x.day or "")):
+                path = self.active_path if p.day is None else \
+                    self.directory / ARCHIVE_DIR / f"AGENTS.archive-{p.day}.db"
+                if p.day is not None and ARCHIVE_NAME.match(path.name) is None:
+                    raise ValidationError(f"archive day {p.day!r} is not YYYY-MM-DD")
+                self._rewrite(path, list(p.chunks), np.asarray(p.vectors, dtype=np.float32),
+                              top, md, etype)
+                keep.add(path)
+            if self.active_path not in keep:
+                self._rewrite(self.active_path, [], np.zeros((0, self.dim), np.float32), top,
+                              md, etype)
+            for path in self._archive_paths():
+                if path not in keep:
+                    path.unlink()
+        self._cache = None
 
     def size_bytes(self) -> int:
         paths = [self.active_path, *self._archive_paths()]

@@ -33,7 +33,7 @@ def _resolve(value: Any, ids: Sequence[int]) -> Any:
     return value
 
 
-def _array(value: Any) -> npt.NDArray[np.float32]:
+def vector_array(value: Any) -> npt.NDArray[np.float32]:
     """A vector column's value (pgvector's ``Vector`` in binary results) as an array."""
     got = value.to_numpy() if hasattr(value, "to_numpy") else value
     return np.asarray(got, dtype=np.float32)
@@ -105,7 +105,7 @@ class PgContextStore:
         zero = np.zeros(self.dim, dtype=np.float32)
         return [StoredItem(Chunk(int(r[0]), str(r[1]), str(r[2]), str(r[3]), 1.0, int(r[4]),
                                  tuple(r[5] or ())),
-                           _array(r[6]) if r[6] is not None else zero,
+                           vector_array(r[6]) if r[6] is not None else zero,
                            r[7] is not None,
                            f"AGENTS.archive-{r[7]}.db" if r[7] is not None else "")
                 for r in got]

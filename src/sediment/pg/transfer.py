@@ -58,10 +58,15 @@ class Transfer:
     files: list[str] = field(default_factory=list)
     memories: dict[str, int] = field(default_factory=dict)
     """Memory rows moved: ``project`` (the project's), ``user`` (one actor's own)."""
+    context: int | None = None
+    """Progressive context rows moved (None: not asked for)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"layers": self.layers, "skipped": self.skipped, "files": self.files,
-                "memories": self.memories}
+        out: dict[str, Any] = {"layers": self.layers, "skipped": self.skipped,
+                               "files": self.files, "memories": self.memories}
+        if self.context is not None:
+            out["context"] = self.context
+        return out
 
 
 def _ids(ids: list[int]) -> str:

@@ -1,0 +1,141 @@
+"""Progressive context between a directory's context store and one actor's rows on a server
+(``sediment push --context`` / ``sediment pull --context``).
+
+On files a project's context store is one working store (``<layer dir>/.sediment/context``:
+the active file and dated archives); on a server every row belongs to an actor, and each
+caller sees only their own. So a push moves the directory's store into one actor's rows,
+and a pull writes one actor's rows back as a directory's store.
+
+Ids: a file store numbers its items and events from 2^31, the range the server's id
+sequence also hands out, so a push gives every row a new id from the sequence and rewrites
+every reference to it: integer sources (an event's subjects), and in an event's data the
+item it is about (``item``), what a summary replaced (``summary_of``, ``old_id``,
+``new_id``), what a prune forgot (``context_id``) and the keys of an access count
+(``uses``). An event's ``actor`` becomes the actor pushed as, since on the server the rows
+are that actor's. A pull keeps the server's ids (unique in the project, above 2^31), and the
+files record the largest as their ``id_high_water``, so later writes continue past them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from psycopg.types.json import Jsonb
+
+from sediment.context.files import ContextPart, is_context_event
+from sediment.context.store import ITEM_PREFIX
+from sediment.errors import PermissionDeniedError, SchemaMismatchError
+from sediment.format import Chunk
+from sediment.pg.context import vector_array
+from sediment.pg.database import Conn, Database, bump, next_ids, rows
+from sediment.store.events import event_content
+
+_ID_KEYS = ("item", "old_id", "new_id", "context_id")
+
+
+def _renumber(data: dict[str, Any], new: dict[int, int], actor: str) -> dict[str, Any]:
+    out = dict(data)
+    for key in _ID_KEYS:
+        v = out.get(key)
+        if isinstance(v, int) and not isinstance(v, bool):
+            out[key] = new.get(v, v)
+    if isinstance(out.get("summary_of"), list):
+        out["summary_of"] = [new.get(v, v) if isinstance(v, int) and not isinstance(v, bool)
+                             else v for v in out["summary_of"]]
+    uses = out.get("uses")
+    if isinstance(uses, dict):
+        out["uses"] = {str(new.get(int(k), int(k))) if k.isdigit() else k: v
+                       for k, v in uses.items()}
+    if isinstance(out.get("actor"), str):
+        out["actor"] = actor
+    return out
+
+
+def _sources(sources: Sequence[int | str], new: dict[int, int]) -> list[int | str]:
+    return [new.get(s, s) if isinstance(s, int) else s for s in sources]
+
+
+def refuse_if_present(conn: Conn, project: str, actor: str) -> None:
+    """Refuse a push for ``actor`` who already has context in ``project``: a second push
+    of the same store would duplicate it."""
+    have = rows(conn, "SELECT count(*) FROM context_rows WHERE project = %s AND actor = %s",
+                (project, actor))
+    if have and int(have[0][0]):
+        raise PermissionDeniedError(
+            f"actor {actor} already has {int(have[0][0])} context rows in project "
+            f"{project}; pushing this store again would duplicate them (pull them with "
+            "`sediment pull --context`, or prune them there first)")
+
+
+def push_context(db: Database, actor: str, parts: Sequence[ContextPart], dim: int) -> int:
+    """Write ``parts`` (a file store's, from ``FileContextStore.parts``) as ``actor``'s
+    context rows in ``db``'s project, in one transaction; return how many rows. Refused
+    when the actor already has context there (a second push would duplicate it) or when
+    the vectors' width is not the server's (``dim``, 0 when it has none yet)."""
+    chunks = [(p.day, c, p.vectors[i]) for p in parts for i, c in enumerate(p.chunks)
+              if c.kind.startswith(ITEM_PREFIX) or is_context_event(c.kind)]
+    if not chunks:
+        return 0
+    width = next((len(v) for _, c, v in chunks if c.kind.startswith(ITEM_PREFIX)), 0)
+    if dim and width and width != dim:
+        raise SchemaMismatchError(f"the context store has {width}-dim vectors, project "
+                                  f"{db.project} has {dim}-dim: they cannot be searched "
+                                  "together")
+    with db.transaction(lock=f"context-push:{db.project}:{actor}") as conn:
+        refuse_if_present(conn, db.project, actor)
+        order = sorted(chunks, key=lambda x: x[1].id)
+        new = dict(zip((c.id for _, c, _ in order), next_ids(conn, len(order)), strict=True))
+        out: list[tuple[Any, ...]] = []
+        for day, c, vec in order:
+            sources = _sources(c.sources, new)
+            subjects = [s for s in sources if isinstance(s, int)]
+            if c.kind.startswith(ITEM_PREFIX):
+                out.append((db.project, new[c.id], actor, False, c.kind, c.content, c.author,
+                            c.created_at_ms, Jsonb(sources), subjects, None,
+                            np.asarray(vec, dtype=np.float32), day))
+                continue
+            try:
+                data = json.loads(c.content)
+            except ValueError:
+                continue  # not an event the context fold reads, on files either
+            if not isinstance(data, dict):
+                continue
+            data = _renumber(data, new, actor)
+            out.append((db.project, new[c.id], actor, True, c.kind, event_content(**data),
+                        c.author, c.created_at_ms, Jsonb(sources), subjects, Jsonb(data), None,
+                        day))
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO context_rows (project, id, actor, is_event, kind, content, "
+                "author, created_at_ms, sources, subjects, data, embedding, archive) VALUES "
+                "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", out)
+        bump(conn, f"context:{db.project}")
+    return len(out)
+
+
+def pull_context(db: Database, actor: str, dim: int) -> list[ContextPart]:
+    """``actor``'s context rows in ``db``'s project as a file store's parts: one per
+    archive day (oldest first), then the active rows, each in id (commit) order."""
+    with db.connection() as conn:
+        got = rows(conn, "SELECT id, is_event, kind, content, author, created_at_ms, "
+                         "sources, embedding, archive FROM context_rows WHERE project = %s "
+                         "AND actor = %s ORDER BY archive IS NULL, archive, id",
+                   (db.project, actor))
+    days: dict[str | None, tuple[list[Chunk], list[np.ndarray]]] = {}
+    zero = np.zeros(dim, dtype=np.float32)
+    for r in got:
+        sources = tuple(s for s in (r[6] or ()) if isinstance(s, int | str))
+        chunk = Chunk(int(r[0]), str(r[2]), str(r[3]), str(r[4]), 1.0, int(r[5]), sources)
+        vec = vector_array(r[7]) if r[7] is not None and not r[1] else zero
+        if len(vec) != dim:
+            raise SchemaMismatchError(f"context row {chunk.id} has a {len(vec)}-dim vector, "
+                                      f"the embedder {dim}")
+        part = days.setdefault(None if r[8] is None else str(r[8]), ([], []))
+        part[0].append(chunk)
+        part[1].append(vec)
+    return [ContextPart(day, chunks, np.stack(vecs) if vecs else
+                        np.zeros((0, dim), dtype=np.float32))
+            for day, (chunks, vecs) in days.items()]
