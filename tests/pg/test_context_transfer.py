@@ -122,6 +122,14 @@ def test_context_moves_to_the_server_and_back(sediment: Runner, pg_url: str,
                          "--dir", str(back), env=ALICE))
     assert int(str(new["id"]).lstrip("c")) > top
 
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    nothing = _json(sediment("pull", "--store", pg_url, "--dir", str(empty), "--context",
+                             "--actor", "bob", "--json"))
+    assert nothing["context"] == 0
+    assert _json(sediment("context", "stats", "--json", "--dir", str(empty),
+                          env={"SEDIMENT_ACTOR": "bob"}))["total"] == 0
+
     kept = sediment("pull", "--store", pg_url, "--dir", str(back), "--context", "--actor",
                     "alice")
     assert kept.code == 1 and "--force" in kept.err
