@@ -60,8 +60,12 @@ def _view(sediment: Runner, *where: str) -> dict[str, Any]:
     skills = _json(sediment("context", "skills", "--json", *where, env=ALICE))
     relevant = _json(sediment("context", "relevant", "linker undefined reference",
                               "--min-score", "0", "--json", *where, env=ALICE))
+    refs = {f"c{h['iteration']}": h for h in history["iterations"]}
     for row in relevant["items"]:
         row.pop("id", None)
+        named = row.get("metadata", {}).pop("iteration_item", None)
+        if named is not None:  # an error names its iteration's item, by that item's id
+            assert refs[f"c{row['iteration']}"]["id"] == f"c{named}", (row, refs)
     return {"stats": {k: v for k, v in stats.items() if k not in {"size_bytes", "store"}},
             "history": [{k: v for k, v in h.items()
                          if not k.endswith("id") and not k.startswith(("access", "last_acc"))}

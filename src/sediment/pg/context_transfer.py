@@ -10,10 +10,11 @@ Ids: a file store numbers its items and events from 2^31, the range the server's
 sequence also hands out, so a push gives every row a new id from the sequence and rewrites
 every reference to it: integer sources (an event's subjects), and in an event's data the
 item it is about (``item``), what a summary replaced (``summary_of``, ``old_id``,
-``new_id``), what a prune forgot (``context_id``) and the keys of an access count
-(``uses``). An event's ``actor`` becomes the actor pushed as, since on the server the rows
-are that actor's. A pull keeps the server's ids (unique in the project, above 2^31), and the
-files record the largest as their ``id_high_water``, so later writes continue past them.
+``new_id``), what a prune forgot (``context_id``), the keys of an access count (``uses``)
+and the iteration an error belongs to (``metadata.iteration_item``). An event's ``actor``
+becomes the actor pushed as, since on the server the rows are that actor's. A pull keeps
+the server's ids (unique in the project, above 2^31), and the files record the largest as
+their ``id_high_water``, so later writes continue past them.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from sediment.pg.database import Conn, Database, bump, next_ids, rows
 from sediment.store.events import event_content
 
 _ID_KEYS = ("item", "old_id", "new_id", "context_id")
+_METADATA_IDS = ("iteration_item",)
+"""Ids the service itself puts in an item's metadata (an error names its iteration)."""
 
 
 def _renumber(data: dict[str, Any], new: dict[int, int], actor: str) -> dict[str, Any]:
@@ -45,6 +48,10 @@ def _renumber(data: dict[str, Any], new: dict[int, int], actor: str) -> dict[str
     if isinstance(out.get("summary_of"), list):
         out["summary_of"] = [new.get(v, v) if isinstance(v, int) and not isinstance(v, bool)
                              else v for v in out["summary_of"]]
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        out["metadata"] = {k: new.get(v, v) if k in _METADATA_IDS and isinstance(v, int)
+                           and not isinstance(v, bool) else v for k, v in meta.items()}
     uses = out.get("uses")
     if isinstance(uses, dict):
         out["uses"] = {str(new.get(int(k), int(k))) if k.isdigit() else k: v
