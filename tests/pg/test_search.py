@@ -182,7 +182,15 @@ def test_a_small_project_beside_a_large_one_walks_its_own_graph(
         with PgStore(parse_store_url(pg_url, "small")) as fresh:  # no remembered index
             shared = [_search(fresh, _unit(1, seed)[0], ann_expansion=40)
                       for seed in range(20, 25)]
-        assert not any(a for hits in shared for _, a in hits)
+            assert not any(a for hits in shared for _, a in hits)
+            # A push building the project's own index is seen once the answer "none of
+            # its own" is older than RECHECK_S, without a lookup per search until then.
+            own = pg_search.ensure_vector_index(fresh, DIM)
+            with fresh.cursor() as cur:
+                cached = pg_search._indexes[fresh][(DIM, True)]
+                assert pg_search._usable_index(fresh, cur, DIM, True) == cached[0] != own
+                pg_search._indexes[fresh][(DIM, True)] = (cached[0], 0.0)  # RECHECK_S later
+                assert pg_search._usable_index(fresh, cur, DIM, True) == own
     finally:
         big.close()
         small.close()

@@ -97,30 +97,30 @@ def ensure_vector_index(store: PgStore, dim: int, *, dot: bool = True) -> str:
 
 def _usable_index(store: PgStore, cur: Cursor, dim: int, dot: bool) -> str | None:
     """The HNSW index a search of ``store``'s project walks: its own, else a shared one
-    left by an earlier Sediment, else None (exact scans)."""
-    for name in (index_name(dim, dot, store.project), index_name(dim, dot)):
-        if _has_index(store, cur, name):
-            return name
-    return None
+    left by an earlier Sediment, else None (exact scans).
+
+    One lookup answers both. The project's own index, once seen, is remembered for the
+    store's life (a query written for it stays right without it, only slower: the inner
+    scan then sorts every row); any other answer for ``RECHECK_S``, so a store without its
+    own index pays no lookup per search and still finds one that a push builds later."""
+    own, shared = index_name(dim, dot, store.project), index_name(dim, dot)
+    known = _indexes.setdefault(store, {})
+    hit = known.get((dim, dot))
+    if hit is not None and (hit[0] == own or hit[1] > time.monotonic()):
+        return hit[0]
+    cur.execute("SELECT indexname FROM pg_indexes WHERE indexname = ANY(%s)", ([own, shared],))
+    found = {str(r[0]) for r in cur.fetchall()}
+    name = own if own in found else shared if shared in found else None
+    known[(dim, dot)] = (name, time.monotonic() + RECHECK_S)
+    return name
 
 
-_indexes: weakref.WeakKeyDictionary[PgStore, set[str]] = weakref.WeakKeyDictionary()
+RECHECK_S = 60.0
+"""How long a search trusts that a project has no HNSW index of its own."""
+_indexes: weakref.WeakKeyDictionary[PgStore, dict[tuple[int, bool], tuple[str | None, float]]]
+_indexes = weakref.WeakKeyDictionary()
 _breadths: weakref.WeakKeyDictionary[psycopg.Connection[Any], int] = (
     weakref.WeakKeyDictionary())
-
-
-def _has_index(store: PgStore, cur: Cursor, name: str) -> bool:
-    """Whether the HNSW index ``name`` exists; once seen, remembered for the store's life
-    (a query written for the index stays right without it, only slower: the inner scan
-    then sorts every row)."""
-    known = _indexes.setdefault(store, set())
-    if name in known:
-        return True
-    cur.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", (name,))
-    if cur.fetchone() is None:
-        return False
-    known.add(name)
-    return True
 
 
 def _set_breadth(cur: Cursor, ef: int) -> None:
