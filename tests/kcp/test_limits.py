@@ -117,6 +117,14 @@ def test_depth_limit_holds_for_very_deep_nesting() -> None:
     assert time.perf_counter() - start < 2.0
 
 
+@pytest.mark.timeout(10)
+def test_depth_limit_above_the_parsers_own_is_still_a_depth_error() -> None:
+    """Newer libyaml refuses 1,000 levels itself; that is reported as ours, never as syntax."""
+    error = refused("project: x\nunits: " + "[" * 6_000 + "]" * 6_000 + "\n", "limit.depth",
+                    Limits(max_depth=5_000))
+    assert "nesting is deeper than" in str(error)
+
+
 def test_node_limit_without_aliases() -> None:
     refused("project: x\nunits: [" + ", ".join(["1"] * 200) + "]\n", "limit.nodes",
             Limits(max_nodes=100))

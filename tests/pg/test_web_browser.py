@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.conftest import Runner
 from tests.pg.web import PgSite, pg_site
@@ -45,20 +46,20 @@ def test_review_over_the_team_server_in_a_browser(browser: Any, pg_url: str, tmp
     with pg_site(pg_url, tmp_path) as site:
         page = _signed_in(browser, site, "alice")
         accepted, rejected, hostile = site.proposals
-        assert page.get_by_text("3 pending proposals").is_visible()
+        expect(page.get_by_text("3 pending proposals")).to_be_visible()
         page.get_by_text("hover", exact=False).first.hover()
         assert page.title() == "Review queue · Sediment" and page.dialogs == []
         assert page.locator("article img, article script, article b").count() == 0
         assert "<script>" in page.locator(f"#p{hostile} pre.content").inner_text()
         with page.expect_navigation():
             page.get_by_role("button", name=f"Accept proposal {accepted}").click()
-        assert page.get_by_text(f"accepted proposal {accepted}", exact=False).is_visible()
+        expect(page.get_by_text(f"accepted proposal {accepted}", exact=False)).to_be_visible()
         page.get_by_label(f"Reason for rejecting proposal {rejected} (required to reject)"
                           ).fill("duplicates the billing invariant")
         with page.expect_navigation():
             page.get_by_role("button", name=f"Reject proposal {rejected}").click()
-        assert page.get_by_text(f"Rejected proposal {rejected}", exact=False).is_visible()
-        assert page.get_by_text("1 pending proposal,", exact=False).is_visible()
+        expect(page.get_by_text(f"Rejected proposal {rejected}", exact=False)).to_be_visible()
+        expect(page.get_by_text("1 pending proposal,", exact=False)).to_be_visible()
         listed = sediment("proposals", "list", "--store", site.url, "--json")
         assert listed.code == 0, listed.err
         statuses = {p["proposal_id"]: (p["status"], p["decisions"]) for p in listed.json()}
@@ -72,7 +73,7 @@ def test_review_over_the_team_server_in_a_browser(browser: Any, pg_url: str, tmp
         assert [r["layer"] for r in found.json()["results"]] == ["user"]
 
         page.goto(f"{site.base}/ui/layers")
-        assert page.get_by_text("signatures are file-only", exact=False).first.is_visible()
+        expect(page.get_by_text("signatures are file-only", exact=False).first).to_be_visible()
         page.goto(f"{site.base}/ui/search?q=billing+headers&mode=lexical")
         page.locator("details summary").first.click()
         explain = page.locator("details").first.inner_text()
@@ -85,7 +86,8 @@ def test_personal_pages_over_the_team_server_in_a_browser(browser: Any, pg_url: 
     with pg_site(pg_url, tmp_path) as site:
         page = _signed_in(browser, site, "walt", width=400)
         hostile = site.memories[2]
-        page.get_by_role("link", name="Memories").click()
+        with page.expect_navigation():
+            page.get_by_role("link", name="Memories").click()
         assert "<script>" in page.locator(f"#m-{hostile} pre.content").inner_text()
         page.get_by_text("hover", exact=False).first.hover()
         assert page.title() == "Memories · Sediment" and page.dialogs == []
@@ -93,7 +95,7 @@ def test_personal_pages_over_the_team_server_in_a_browser(browser: Any, pg_url: 
         page.get_by_text("hover", exact=False).first.hover()
         assert page.title() == "Progressive context · Sediment" and page.dialogs == []
         assert page.locator("article img, article script, article b").count() == 0
-        assert page.get_by_role("heading", name="Latest iterations").is_visible()
+        expect(page.get_by_role("heading", name="Latest iterations")).to_be_visible()
         for path in PAGES:
             page.goto(site.base + path)
             assert page_width(page) <= 400, path

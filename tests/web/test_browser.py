@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from sediment.server.principals import default_actor
 from tests.conftest import Runner
@@ -49,7 +50,7 @@ def _signed_in(browser: Any, site: Site, name: str, width: int = 1100,
 def test_review_a_queue_written_over_mcp(browser: Any, site: Site, sediment: Runner) -> None:
     page = _signed_in(browser, site, "alice")
     accepted, rejected, hostile = site.proposals
-    assert page.get_by_text("3 pending proposals").is_visible()
+    expect(page.get_by_text("3 pending proposals")).to_be_visible()
     # The hostile chunk is shown as text: no script ran, no handler fired.
     page.get_by_text("hover", exact=False).first.hover()
     assert page.title() == "Review queue · Sediment" and page.dialogs == []
@@ -64,13 +65,13 @@ def test_review_a_queue_written_over_mcp(browser: Any, site: Site, sediment: Run
     assert page.evaluate("() => document.activeElement.id") == f"p{accepted}"
     with page.expect_navigation():
         page.keyboard.press("a")
-    assert page.get_by_text(f"accepted proposal {accepted}", exact=False).is_visible()
+    expect(page.get_by_text(f"accepted proposal {accepted}", exact=False)).to_be_visible()
     page.get_by_label(f"Reason for rejecting proposal {rejected} (required to reject)").fill(
         "duplicates the billing invariant")
     with page.expect_navigation():
         page.get_by_role("button", name=f"Reject proposal {rejected}").click()
-    assert page.get_by_text(f"Rejected proposal {rejected}", exact=False).is_visible()
-    assert page.get_by_text("1 pending proposal,", exact=False).is_visible()
+    expect(page.get_by_text(f"Rejected proposal {rejected}", exact=False)).to_be_visible()
+    expect(page.get_by_text("1 pending proposal,", exact=False)).to_be_visible()
     statuses = {p["proposal_id"]: (p["status"], p["decisions"])
                 for p in sediment("proposals", "list", "--dir", str(site.store),
                                   "--json").json()}
@@ -86,7 +87,8 @@ def test_review_a_queue_written_over_mcp(browser: Any, site: Site, sediment: Run
 
 def test_search_explains_and_every_page_is_accessible(browser: Any, site: Site) -> None:
     page = _signed_in(browser, site, "bob", width=400)
-    page.get_by_role("link", name="Search").click()
+    with page.expect_navigation():
+        page.get_by_role("link", name="Search").click()
     page.get_by_label("Query").fill("billing headers")
     page.get_by_label("Mode").select_option("lexical")
     with page.expect_navigation():
@@ -105,16 +107,16 @@ def test_search_explains_and_every_page_is_accessible(browser: Any, site: Site) 
 
 def test_reading_works_without_javascript(browser: Any, site: Site) -> None:
     page = _signed_in(browser, site, "dana", javascript=False)
-    assert page.get_by_text("3 pending proposals").is_visible()
+    expect(page.get_by_text("3 pending proposals")).to_be_visible()
     assert page.locator("article.proposal").count() == 3
     page.goto(site.base + "/ui/search?q=billing&mode=lexical")
     assert page.locator("article.hit").count() >= 1
     page.goto(site.base + "/ui/layers")
-    assert page.get_by_role("heading", name="Diff of delta against base and user").is_visible()
+    expect(page.get_by_role("heading", name="Diff of delta against base and user")).to_be_visible()
     page.goto(site.base + "/ui/memories")
     assert page.locator("article.memory").count() == len(site.memories)
     page.goto(f"{site.base}/ui/memories/{site.memories[0]}")
-    assert page.get_by_role("heading", name="Versions, newest first").is_visible()
+    expect(page.get_by_role("heading", name="Versions, newest first")).to_be_visible()
     page.goto(site.base + "/ui/context")
     assert page.locator("article.hit").count() >= 4
 
@@ -122,17 +124,19 @@ def test_reading_works_without_javascript(browser: Any, site: Site) -> None:
 def test_forget_a_memory_and_hostile_memories_never_run(browser: Any, site: Site,
                                                          sediment: Runner) -> None:
     page = _signed_in(browser, site, "erin")
-    page.get_by_role("link", name="Memories").click()
+    with page.expect_navigation():
+        page.get_by_role("link", name="Memories").click()
     kept, target, hostile = site.memories[0], site.memories[1], site.memories[2]
     assert "<script>" in page.locator(f"#m-{hostile} pre.content").inner_text()
     page.get_by_text("hover", exact=False).first.hover()
     assert page.title() == "Memories · Sediment" and page.dialogs == []
     assert page.locator("article img, article script, article b").count() == 0
-    page.get_by_role("link", name=f"Forget memory {target}").click()
-    assert page.get_by_role("heading", name=f"Forget memory {target}?").is_visible()
+    with page.expect_navigation():
+        page.get_by_role("link", name=f"Forget memory {target}").click()
+    expect(page.get_by_role("heading", name=f"Forget memory {target}?")).to_be_visible()
     with page.expect_navigation():
         page.get_by_role("button", name=f"Forget memory {target}").click()
-    assert page.get_by_text(f"Forgot memory {target}.").is_visible()
+    expect(page.get_by_text(f"Forgot memory {target}.")).to_be_visible()
     assert page.locator(f"#m-{target}").count() == 0 and page.locator(f"#m-{kept}").count() == 1
     listed = sediment("memory", "list", "--actor", default_actor(), "--dir", str(site.store),
                       "--json").json()
@@ -145,4 +149,4 @@ def test_forget_a_memory_and_hostile_memories_never_run(browser: Any, site: Site
     page.get_by_text("hover", exact=False).first.hover()
     assert page.title() == "Progressive context · Sediment" and page.dialogs == []
     assert page.locator("article img, article script, article b").count() == 0
-    assert page.get_by_role("heading", name="Latest iterations").is_visible()
+    expect(page.get_by_role("heading", name="Latest iterations")).to_be_visible()

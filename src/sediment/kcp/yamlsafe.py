@@ -122,6 +122,9 @@ def decode_manifest(data: bytes, *, source: str = "", limits: Limits = LIMITS) -
                             line=line) from None
 
 
+_LIBYAML_MAX_DEPTH = 1000
+
+
 def load_yaml(data: bytes | str, *, source: str = "", limits: Limits = LIMITS) -> Loaded:
     """Build the document's value; any problem is a ``ManifestError`` naming its rule."""
     if isinstance(data, bytes):
@@ -142,8 +145,15 @@ def load_yaml(data: bytes | str, *, source: str = "", limits: Limits = LIMITS) -
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        line = mark.line + 1 if mark is not None else None
+        if "maximum nesting depth" in problem:
+            # libyaml in newer PyYAML wheels stops at 1,000 levels while scanning ahead,
+            # before the builder has seen the events that would trip our own limit.
+            depth = min(limits.max_depth, _LIBYAML_MAX_DEPTH)
+            raise ManifestError(f"nesting is deeper than {depth:,} levels", rule="limit.depth",
+                                source=source, line=line) from None
         raise ManifestError(f"not valid YAML: {problem}", rule="yaml.syntax", source=source,
-                            line=mark.line + 1 if mark is not None else None) from None
+                            line=line) from None
     except (UnicodeError, ValueError) as exc:
         raise ManifestError(f"cannot be read as YAML: {exc}", rule="yaml.syntax",
                             source=source) from None
