@@ -55,7 +55,7 @@ def child(directory: Path, tag: str, writes: int) -> None:
         scope = "local" if n % 2 == 0 else "delta"
         content = f"{tag} write {n}: " + "lorem ipsum " * (n % 7)
         cid = write_context(ls, emb, WriteRequest(content=content, kind="note", confidence=0.5,
-                                                    sources=[], scope=scope))
+                                                    sources=[], scope=scope), actor="tester")
         print(f"ACK {scope} {cid} {tag} write {n}", flush=True)
         n += 1
 

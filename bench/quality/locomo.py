@@ -121,7 +121,7 @@ def write_memories(conv: Conversation, directory: Path, embedder: Embedder,
     for turn, content in zip(conv.turns[split:], contents[split:], strict=True):
         request = WriteRequest(content=content, kind=KIND, confidence=1.0,
                                sources=[f"{conv.sample_id}/{turn.dia_id}"], scope="local")
-        ids[write_context(layerset, embedder, request)] = turn.dia_id
+        ids[write_context(layerset, embedder, request, actor="tester")] = turn.dia_id
     return ids
 
 
@@ -134,5 +134,5 @@ def write_memories_to(store: LayerStore, conv: Conversation, embedder: Embedder,
     for turn, content in zip(conv.turns, contents, strict=True):
         request = WriteRequest(content=content, kind=KIND, confidence=1.0,
                                sources=[f"{conv.sample_id}/{turn.dia_id}"], scope="local")
-        ids[write_context(store, embedder, request)] = turn.dia_id
+        ids[write_context(store, embedder, request, actor="tester")] = turn.dia_id
     return ids

@@ -20,6 +20,7 @@ from typing import Literal
 from sediment.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
 from sediment.errors import NotFoundError
 from sediment.format import Chunk
+from sediment.memory.model import check_actor
 from sediment.ops.embedding import embedder_for_layers
 from sediment.ops.forget import Forgotten, forget
 from sediment.ops.propose import Proposal, propose
@@ -28,6 +29,7 @@ from sediment.ops.requests import SearchOptions, WriteRequest, parse
 from sediment.ops.rerank import STANDARD
 from sediment.ops.write import write_context
 from sediment.search import Hit
+from sediment.server.principals import default_actor
 from sediment.store import AGENT_WRITABLE, HUMAN_WRITABLE, LayerName, LayerSet
 
 __all__ = ["Store", "open_store"]
@@ -43,8 +45,10 @@ class Store:
 
     def __init__(self, directory: str | os.PathLike[str], *,
                  embedder: str | Embedder | None = None,
-                 cache_path: str | os.PathLike[str] | None = None) -> None:
+                 cache_path: str | os.PathLike[str] | None = None,
+                 actor: str | None = None) -> None:
         self.directory = Path(directory)
+        self.actor = check_actor(actor or default_actor())
         if not self.directory.is_dir():
             raise NotFoundError(f"{self.directory}: no such directory")
         self.layerset = LayerSet.from_directory(self.directory)
@@ -87,12 +91,12 @@ class Store:
         request = parse(WriteRequest, {"content": content, "kind": kind,
                                        "confidence": confidence, "sources": list(sources),
                                        "scope": scope})
-        return write_context(self.layerset, self.embedder, request, author=author,
-                             allowed=AGENT_WRITABLE)
+        return write_context(self.layerset, self.embedder, request, actor=self.actor,
+                             author=author, allowed=AGENT_WRITABLE)
 
     def propose(self, chunk_id: int) -> Proposal:
         """Propose a local or delta chunk for the user layer (RFC 11.2)."""
-        return propose(self.layerset, chunk_id)
+        return propose(self.layerset, chunk_id, actor=self.actor)
 
     def forget(self, chunk_id: int, *, reason: str) -> Forgotten:
         """Hide a chunk from search with a forget event (nothing is deleted)."""
@@ -105,5 +109,6 @@ class Store:
 
 
 def open_store(directory: str | os.PathLike[str], *, embedder: str | Embedder | None = None,
-               cache_path: str | os.PathLike[str] | None = None) -> Store:
-    return Store(directory, embedder=embedder, cache_path=cache_path)
+               cache_path: str | os.PathLike[str] | None = None,
+               actor: str | None = None) -> Store:
+    return Store(directory, embedder=embedder, cache_path=cache_path, actor=actor)

@@ -25,8 +25,7 @@ from sediment.ingest.connectors import (
 )
 from sediment.ingest.sync import state_path, sync_layer, write_state
 from sediment.ingest.watch import snapshot, watch
-from sediment.store import LayerName, LayerSet
-from sediment.store.layerset import NewChunk
+from sediment.store import LayerName, LayerSet, NewChunk
 from tests.ingest.gitrepo import commit, make_repo
 
 GUIDE = "# Guide\n\nInstall with pip.\n\n## Usage\n\nRun the tool.\n\n## Limits\n\nNone known.\n"

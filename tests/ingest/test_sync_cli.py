@@ -16,8 +16,7 @@ import pytest
 
 from sediment.embed import HashEmbedder
 from sediment.format import LayerFile
-from sediment.store import LayerName, LayerSet
-from sediment.store.layerset import NewChunk
+from sediment.store import LayerName, LayerSet, NewChunk
 from tests.conftest import SEDIMENT, Runner
 from tests.ingest.gitrepo import commit, git, make_repo
 

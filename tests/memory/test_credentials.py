@@ -108,5 +108,5 @@ def test_agents_context_write_refuses_credentials(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="GitHub token"):
         write_context(layers, HashEmbedder(), WriteRequest(
             content="CI uses ghp_" + "a1B2" * 9, kind="note", confidence=0.5, sources=[],
-            scope="local"))
+            scope="local"), actor="tester")
     assert not (tmp_path / "AGENTS.local.db").exists()

@@ -36,13 +36,13 @@ def agent_write(ls: LayerSet, content: str, *, scope: str = "delta", kind: str =
                 confidence: float = 0.7, sources: Sequence[object] = ()) -> int:
     request = WriteRequest(content=content, kind=kind, confidence=confidence,
                            sources=list(sources), scope=scope)  # type: ignore[arg-type]
-    return write_context(ls, EMB, request)
+    return write_context(ls, EMB, request, actor="tester")
 
 
 def agent_propose(ls: LayerSet, content: str, **kw: object) -> tuple[int, int]:
     """Write a chunk to delta and propose it; return (chunk id, proposal id)."""
     cid = agent_write(ls, content, **kw)  # type: ignore[arg-type]
-    return cid, propose(ls, cid).proposal_id
+    return cid, propose(ls, cid, actor="tester").proposal_id
 
 
 def layer(directory: Path, name: LayerName) -> LayerFile:

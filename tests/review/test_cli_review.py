@@ -43,7 +43,7 @@ def agent_writes(sediment: Runner, root: Path, content: str, source: str = "docs
 
 
 def agent_proposes(root: Path, chunk_id: int) -> int:
-    return propose(LayerSet.from_directory(root), chunk_id).proposal_id
+    return propose(LayerSet.from_directory(root), chunk_id, actor="tester").proposal_id
 
 
 def sha(path: Path) -> str:
@@ -190,7 +190,8 @@ def test_export_import_round_trip_and_line_numbers(sediment: Runner, tmp_path: P
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     imp = sediment("import", str(first), "--into", str(fresh / "AGENTS.delta.db"), "--json")
-    assert imp.code == 0, imp.err and imp.json()["chunks"] == 2
+    assert imp.code == 0, imp.err
+    assert imp.json()["chunks"] == 3
     second = root / "again.jsonl"
     assert sediment("export", str(fresh / "AGENTS.delta.db"), "--out", str(second)).code == 0
     assert first.read_text() == second.read_text()
@@ -214,7 +215,8 @@ def test_export_import_round_trip_and_line_numbers(sediment: Runner, tmp_path: P
     assert odd.code == 2 and "--scope" in odd.err
     scoped = sediment("import", str(first), "--into", str(target / "mine.db"), "--scope",
                       "user")
-    assert scoped.code == 0 and LayerFile.open(target / "mine.db").chunk_count == 2
+    # the chunk, the event recording who wrote it, the proposal
+    assert scoped.code == 0 and LayerFile.open(target / "mine.db").chunk_count == 3
 
 
 def test_inspect_view_resolves_provenance(sediment: Runner, tmp_path: Path,
@@ -227,7 +229,7 @@ def test_inspect_view_resolves_provenance(sediment: Runner, tmp_path: Path,
     out = capsys.readouterr().out
     assert f"chunk {cid} (delta, invariant, mcp)" in out
     assert "docs/guide.md:3: Requests to /billing MUST include the X-Account header." in out
-    assert "meta.proposal_event propose by mcp" in out
+    assert "meta.proposal_event propose by tester" in out
     assert "meta.proposal_decision accept by human" in out
     show_chunk(root / "AGENTS.user.db", cid, root=root, as_json=True)
     data = json.loads(capsys.readouterr().out)

@@ -120,7 +120,7 @@ def test_list_and_filter(ls: LayerSet) -> None:
 def test_proposal_from_local_is_accepted_from_its_delta_copy(ls: LayerSet,
                                                              tmp_path: Path) -> None:
     cid = agent_write(ls, "Learned in a session.", scope="local")
-    pid = propose(ls, cid).proposal_id
+    pid = propose(ls, cid, actor="tester").proposal_id
     [out] = accept(ls, [pid])
     assert out.copied
     assert layer(tmp_path, LayerName.USER).get(cid) is not None

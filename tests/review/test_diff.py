@@ -37,7 +37,9 @@ def test_added_overrides_conflicts_and_pending(tmp_path: Path, etype: str) -> No
     same_id = [m for m in report.conflicts if m.type == "same-id"]
     assert [(m.delta.id, m.layer, m.other.id) for m in same_id] == [(3, LayerName.BASE, 3)]
     assert [p.proposal_id for p in report.pending] == [pid]
-    assert d["summary"]["events"] == 1 and d["summary"]["delta_chunks"] == 3
+    # the proposal and the event recording who wrote the proposed chunk
+    assert d["summary"]["events"] == 2 and d["summary"]["delta_chunks"] == 3
+    assert d["added"][0]["actor"] == "tester" and d["pending_proposals"][0]["actor"] == "tester"
 
 
 def test_near_duplicates_with_other_content_are_conflicts(tmp_path: Path) -> None:

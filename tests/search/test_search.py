@@ -145,7 +145,7 @@ def test_written_chunk_is_found(tmp_path: Path) -> None:
     ls = build(tmp_path)
     new_id = write_context(ls, EMB, WriteRequest(
         content="The cache layer evicts entries after ten minutes.", kind="derived-summary",
-        confidence=0.7, sources=["docs/cache.md:3", 1], scope="local"))
+        confidence=0.7, sources=["docs/cache.md:3", 1], scope="local"), actor="tester")
     res = run_search(ls, SearchRequest(text="cache eviction minutes", k=1), embedder=EMB)
     assert (res.hits[0].layer, res.hits[0].chunk.id) == (LayerName.LOCAL, new_id)
     assert res.hits[0].chunk.author == "mcp"
@@ -166,7 +166,7 @@ def test_write_rules(tmp_path: Path, field: str, value: object, message: str) ->
     args = {"content": "x", "kind": "note", "confidence": 0.5, "sources": [], "scope": "local"}
     args[field] = value
     with pytest.raises(ValidationError, match=message):
-        write_context(ls, EMB, parse(WriteRequest, args))
+        write_context(ls, EMB, parse(WriteRequest, args), actor="tester")
     assert not (tmp_path / "AGENTS.local.db").exists()
 
 

@@ -86,7 +86,7 @@ def test_promote_to_the_base(sediment: Runner, repo: Path) -> None:
 
 def test_accept_into_the_base(sediment: Runner, repo: Path) -> None:
     cid = delta_chunk(sediment, repo)
-    pid = propose(LayerSet.from_directory(repo), cid).proposal_id
+    pid = propose(LayerSet.from_directory(repo), cid, actor="tester").proposal_id
     refused(sediment, repo, "proposals", "accept", str(pid), "--user", "AGENTS.db")
     r = sediment("proposals", "list", "--json", cwd=repo)
     assert [p["status"] for p in r.json()] == ["pending"]

@@ -81,7 +81,7 @@ def test_a_write_killed_at_its_rename(sediment: Runner, tmp_path: Path, when: st
     root = make_base(tmp_path / "store")
     acked = write_context(LayerSet.from_directory(root), EMB,
                           WriteRequest(content="Acknowledged before the crash.", kind="note",
-                                       confidence=0.5, sources=[], scope="local"))
+                                       confidence=0.5, sources=[], scope="local"), actor="tester")
     kill_at(1, when, "write", "--dir", str(root), "--kind", "note", "--content", "In flight.",
             "--confidence", "0.5")
     assert_valid(root)
@@ -112,8 +112,8 @@ def test_accept_killed_between_its_commits(sediment: Runner, tmp_path: Path, nth
     root = make_base(tmp_path / "store")
     ls = LayerSet.from_directory(root)
     cid = write_context(ls, EMB, WriteRequest(content=PROPOSED, kind="note", confidence=0.8,
-                                              sources=[], scope="delta"))
-    pid = propose(ls, cid).proposal_id
+                                              sources=[], scope="delta"), actor="tester")
+    pid = propose(ls, cid, actor="tester").proposal_id
     kill_at(nth, when, "proposals", "accept", str(pid), "--dir", str(root))
     assert_valid(root)
     ls = LayerSet.from_directory(root)

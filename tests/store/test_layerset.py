@@ -200,7 +200,7 @@ def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
 def _proposer(directory: str, chunk_id: int, out: object) -> None:
     from sediment.ops.propose import propose
 
-    result = propose(LayerSet.from_directory(directory), chunk_id)
+    result = propose(LayerSet.from_directory(directory), chunk_id, actor="tester")
     out.put(result.proposal_id)  # type: ignore[attr-defined]
 
 

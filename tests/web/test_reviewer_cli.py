@@ -21,8 +21,8 @@ def _proposals(store: Path, n: int) -> list[int]:
     for i in range(n):
         cid = write_context(ls, emb, parse(WriteRequest, {
             "content": f"Finding {i}: the cache is warmed at start.", "kind": "note",
-            "confidence": 0.5, "scope": "delta"}))
-        out.append(propose(ls, cid).proposal_id)
+            "confidence": 0.5, "scope": "delta"}), actor="tester")
+        out.append(propose(ls, cid, actor="tester").proposal_id)
     return out
 
 

@@ -116,8 +116,8 @@ def test_a_long_queue_is_paged_newest_first(tmp_path: Path) -> None:
     for i in range(12):
         cid = write_context(ls, emb, parse(WriteRequest, {
             "content": f"Finding number {i}", "kind": "note", "confidence": 0.5,
-            "scope": "delta"}))
-        ids.append(propose(ls, cid).proposal_id)
+            "scope": "delta"}), actor="tester")
+        ids.append(propose(ls, cid, actor="tester").proposal_id)
     server = start_http(store)
     try:
         base = server.url.removesuffix("/mcp")

@@ -44,8 +44,9 @@ def test_decisions_record_the_reviewer_and_name_the_first(tmp_path: Path) -> Non
 
     ls = LayerSet.from_directory(make_store(tmp_path / "store"))
     cid = write_context(ls, HashEmbedder(), parse(WriteRequest, {
-        "content": "A finding", "kind": "note", "confidence": 0.5, "scope": "delta"}))
-    pid = propose(ls, cid).proposal_id
+        "content": "A finding", "kind": "note", "confidence": 0.5, "scope": "delta"}),
+        actor="tester")
+    pid = propose(ls, cid, actor="tester").proposal_id
     [done] = accept(ls, [pid], reviewer="alice")
     assert done.changed and done.decided_by is None
     [again] = accept(ls, [pid], reviewer="bob")

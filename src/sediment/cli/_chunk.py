@@ -38,7 +38,8 @@ def print_chunk_report(report: ChunkReport) -> None:
     c = report.chunk
     where = report.layer or "not part of the layer set"
     click.echo(f"chunk {c.id} in {visible(report.path)} ({where})")
-    for key, value in (("kind", c.kind), ("author", c.author),
+    author = c.author + (f" ({report.actor})" if report.actor else "")
+    for key, value in (("kind", c.kind), ("author", author),
                        ("confidence", f"{c.confidence:.6g}"),
                        ("created", when(c.created_at_ms))):
         click.echo(f"  {key}: {visible(str(value))}")
@@ -60,7 +61,7 @@ def print_chunk_report(report: ChunkReport) -> None:
         why = f" ({visible(str(reason))})" if reason else ""
         verb = visible(str(e.data.get("event", "")))
         click.echo(f"    - {when(e.created_at_ms)} {e.layer}:{e.id} {visible(e.kind)} {verb} "
-                   f"by {visible(e.author)}{why}")
+                   f"by {visible(e.actor or e.author)}{why}")
 
 
 def show_chunk(path: Path, chunk_id: int, *, root: Path | None = None, as_json: bool = False,

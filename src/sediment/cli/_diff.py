@@ -56,6 +56,7 @@ def diff(ctx: click.Context, /, threshold: float, as_json: bool, store: str | No
             print_entries(f"{title} ({len(rows)})", [entry(
                 f"delta:{r.chunk.id}  {visible(r.chunk.kind)}  confidence "
                 f"{r.chunk.confidence:.2f}"
+                + (f"  by {visible(r.actor)}" if r.actor else "")
                 + (f"  proposal {r.proposal}" if r.proposal else "")
                 + ("  (same as base)" if r.status == "same-as-base" else ""),
                 r.chunk.content) for r in rows])
@@ -70,6 +71,7 @@ def diff(ctx: click.Context, /, threshold: float, as_json: bool, store: str | No
     if report.pending:
         print_entries(f"Pending proposals ({len(report.pending)})", [entry(
             f"proposal {p.proposal_id}  chunk {p.context_id}  "
+            + (f"by {visible(p.actor)}  " if p.actor else "")
             + (f"{visible(p.chunk.kind)}  confidence {p.chunk.confidence:.2f}" if p.chunk
                else "(chunk missing)"),
             p.chunk.content if p.chunk else None) for p in report.pending])

@@ -77,8 +77,9 @@ def proposals_list(ctx: click.Context, /, status: str, as_json: bool, store: str
         c = v.chunk
         if n:
             click.echo("")
+        by = f"  by {visible(v.actor)}" if v.actor else ""
         for line in entry(f"proposal {v.proposal_id}  {visible(str(v.status))}  chunk "
-                          f"{v.context_id}  " + (f"{visible(c.kind)}  confidence "
+                          f"{v.context_id}{by}  " + (f"{visible(c.kind)}  confidence "
                                                  f"{c.confidence:.2f}" if c else "(missing)"),
                           c.content if c else None):
             click.echo(line)
@@ -103,8 +104,9 @@ def proposals_show(ctx: click.Context, /, proposal_id: int, root: Path | None, a
     if as_json:
         emit_json({**view.to_dict(), "inspection": report.to_dict() if report else None})
         return
+    by = f" by {visible(view.actor)}" if view.actor else ""
     click.echo(f"proposal {view.proposal_id}: {visible(str(view.status))}, chunk "
-               f"{view.context_id} from {visible(str(view.from_layer))}, proposed "
+               f"{view.context_id} from {visible(str(view.from_layer))}, proposed{by} "
                f"{when(view.proposed_at_ms)}")
     for d in view.decisions:
         click.echo(f"  decision {d.id}: {visible(str(d.verdict))} by {visible(d.decided_by)}, "

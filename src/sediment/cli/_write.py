@@ -9,6 +9,7 @@ import click
 
 from sediment.cli._app import cli
 from sediment.cli._ids import CHUNK_ID
+from sediment.cli._memory import actor_option
 from sediment.cli._options import (
     build_embedder,
     get_config,
@@ -17,10 +18,12 @@ from sediment.cli._options import (
     store_layer_options,
 )
 from sediment.cli._output import emit_json, visible
+from sediment.memory.model import check_actor
 from sediment.ops.forget import forget
 from sediment.ops.propose import propose
 from sediment.ops.requests import WriteRequest, parse
 from sediment.ops.write import write_context
+from sediment.server.principals import default_actor
 from sediment.store import AGENT_WRITABLE, HUMAN_WRITABLE, LayerName
 
 
@@ -36,12 +39,14 @@ from sediment.store import AGENT_WRITABLE, HUMAN_WRITABLE, LayerName
 @click.option("--author", type=click.Choice(["mcp", "human"]), default="human",
               show_default=True, help="Who wrote this (agents writing through MCP are 'mcp').")
 @click.option("--embedder", "embedder_name", default=None)
+@actor_option
 @store_layer_options
 @json_option
 @click.pass_context
 def write(ctx: click.Context, /, scope: str, kind: str, content: str, confidence: float,
-          sources: tuple[str, ...], author: str, embedder_name: str | None, as_json: bool,
-          store: str | None, layer_dir: Path | None, **paths: Path | None) -> None:
+          sources: tuple[str, ...], author: str, embedder_name: str | None,
+          actor: str | None, as_json: bool, store: str | None, layer_dir: Path | None,
+          **paths: Path | None) -> None:
     """Append one chunk to the local or delta layer (the MCP write path's service)."""
     cfg = get_config(ctx)
     layerset = open_store(cfg, store, layer_dir, paths,
@@ -51,7 +56,7 @@ def write(ctx: click.Context, /, scope: str, kind: str, content: str, confidence
                            parse(WriteRequest, {"content": content, "kind": kind,
                                                 "confidence": confidence,
                                                 "sources": list(sources), "scope": scope}),
-                           author=author)
+                           actor=check_actor(actor or default_actor()), author=author)
     path = layerset.location(LayerName(scope))
     if as_json:
         emit_json({"id": new_id, "layer": scope, "path": str(path)})
@@ -61,16 +66,17 @@ def write(ctx: click.Context, /, scope: str, kind: str, content: str, confidence
 
 @cli.command(name="propose")
 @click.argument("chunk_id", type=CHUNK_ID)
+@actor_option
 @store_layer_options
 @json_option
 @click.pass_context
-def propose_cmd(ctx: click.Context, /, chunk_id: int, as_json: bool, store: str | None,
-                layer_dir: Path | None, **paths: Path | None) -> None:
+def propose_cmd(ctx: click.Context, /, chunk_id: int, actor: str | None, as_json: bool,
+                store: str | None, layer_dir: Path | None, **paths: Path | None) -> None:
     """Propose a chunk of the local or delta layer for the user layer (RFC 11.2), as the
     MCP tool agents_context_propose does; a person decides with `sediment proposals`."""
     layerset = open_store(get_config(ctx), store, layer_dir, paths,
                           writes=(LayerName.DELTA,))
-    p = propose(layerset, chunk_id)
+    p = propose(layerset, chunk_id, actor=check_actor(actor or default_actor()))
     if as_json:
         emit_json({"proposal_id": p.proposal_id, "context_id": p.context_id,
                    "from_layer": p.from_layer.value, "copied_to_delta": p.copied_to_delta,

@@ -37,13 +37,11 @@ from sediment.memory.store import (
     NewMemory,
     Place,
     StoredMemory,
-    resolve_new,
 )
 from sediment.search import SearchRequest, search
 from sediment.search.layer_index import layer_index
 from sediment.store import LayerName, LayerSet, NewChunk
 from sediment.store.atomic import atomic_write
-from sediment.store.events import event_content
 
 ACTOR_FILE = "AGENTS.user.db"
 ACTOR_USAGE_FILE = "AGENTS.local.db"
@@ -144,25 +142,19 @@ class FileMemoryStore:
                events: Sequence[NewEvent]) -> list[MemoryRef]:
         store, layer = _WHERE[place]
         ls = self._set(store, actor)
-        with ls.transaction():
-            first = ls.high_water() + 1
-            ids = list(range(first, first + len(memories) + len(events)))
-            items: list[NewChunk] = []
-            vectors: list[npt.NDArray[np.float32]] = []
-            for cid, m in zip(ids, memories, strict=False):
-                items.append(NewChunk(m.kind, m.content, m.author, m.confidence, m.sources,
-                                      id=cid))
-                vectors.append(np.asarray(m.vector, dtype=np.float32).reshape(-1))
-            zero = np.zeros(self.dim, dtype=np.float32)
-            for cid, e in zip(ids[len(memories):], events, strict=True):
-                data = resolve_new(e.data, ids)
-                subjects = tuple(int(s) for s in resolve_new(list(e.subjects), ids))
-                items.append(NewChunk(e.kind, event_content(**data), e.author, 1.0, subjects,
-                                      id=cid))
-                vectors.append(zero)
-            if items:
-                ls.append(layer, items, np.stack(vectors), profile=self.profile,
-                          embedder_metadata=self.embedder_metadata, allowed=(layer,))
+        items: list[NewChunk] = []
+        vectors: list[npt.NDArray[np.float32]] = []
+        for m in memories:
+            items.append(NewChunk(m.kind, m.content, m.author, m.confidence, m.sources))
+            vectors.append(np.asarray(m.vector, dtype=np.float32).reshape(-1))
+        zero = np.zeros(self.dim, dtype=np.float32)
+        for e in events:
+            items.append(NewChunk(e.kind, "", e.author, 1.0, tuple(e.subjects), data=e.data))
+            vectors.append(zero)
+        if not items:
+            return []
+        ids = ls.append(layer, items, np.stack(vectors), profile=self.profile,
+                        embedder_metadata=self.embedder_metadata, allowed=(layer,))
         return [MemoryRef(store, i) for i in ids[:len(memories)]]
 
     # -- reading ---------------------------------------------------------------------

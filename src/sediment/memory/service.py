@@ -303,7 +303,8 @@ class MemoryService:
             if place is Place.PROPOSAL:
                 events.append(NewEvent(PROPOSAL, {
                     "event": "propose", "context_id": New(0), "target": "user",
-                    "from_layer": "delta", "copied_to_delta": False}, (New(0),), author))
+                    "from_layer": "delta", "copied_to_delta": False, "actor": actor},
+                    (New(0),), author))
             events[1:1] = self._context_events(actor, place, ctx)
             (ref,) = self.store.append(place, actor, [memory], events)
         out: dict[str, Any] = {

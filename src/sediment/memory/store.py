@@ -27,6 +27,9 @@ import numpy.typing as npt
 from sediment.format import Chunk
 from sediment.memory.events import StoredEvent
 from sediment.memory.model import MemoryRef, Scope
+from sediment.store.commit import New, resolve_new
+
+__all__ = ["New", "resolve_new"]  # placeholders live with the store's commits
 
 
 class Place(StrEnum):
@@ -39,25 +42,6 @@ class Place(StrEnum):
 
 PLACE_OF_SCOPE = {Scope.USER: Place.USER, Scope.PROJECT: Place.PROJECT,
                   Scope.GLOBAL: Place.GLOBAL}
-
-
-@dataclass(frozen=True, slots=True)
-class New:
-    """An index into the memories of the same commit (their ids are not known yet)."""
-
-    index: int
-
-
-def resolve_new(value: Any, ids: Sequence[int]) -> Any:
-    """``value`` with every :class:`New` placeholder (nested in lists, tuples and dicts)
-    replaced by the id the commit gave that memory."""
-    if isinstance(value, New):
-        return ids[value.index]
-    if isinstance(value, list | tuple):
-        return [resolve_new(v, ids) for v in value]
-    if isinstance(value, dict):
-        return {k: resolve_new(v, ids) for k, v in value.items()}
-    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from sediment.errors import NotFoundError, ValidationError
 from sediment.format.ids import check_chunk_id
 from sediment.store import AGENT_WRITABLE, LayerName, LayerStore, NewChunk
 from sediment.store.events import find_proposal, is_meta_kind, proposal_event
+from sediment.store.rules import PRIVATE_LAYERS, is_hidden_kind, private_ids, readable
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,15 +29,17 @@ class Proposal:
     already_pending: bool
 
 
-def propose(layerset: LayerStore, context_id: int) -> Proposal:
-    """Record a proposal for the user layer (the only target, RFC 11.2; adapters check
-    their input with :class:`~sediment.ops.requests.ProposeRequest`); the pending check
-    and the append happen under one lock."""
+def propose(layerset: LayerStore, context_id: int, *, actor: str) -> Proposal:
+    """Record ``actor``'s proposal for the user layer (the only target, RFC 11.2; adapters
+    check their input with :class:`~sediment.ops.requests.ProposeRequest`); the pending
+    check and the append happen under one lock. Only chunks the actor may read can be
+    proposed, and never an event or a memory (a memory's global save is its own
+    proposal, made by the memory service)."""
     with layerset.transaction():
-        return _propose_locked(layerset, context_id)
+        return _propose_locked(layerset, context_id, actor)
 
 
-def _propose_locked(layerset: LayerStore, context_id: int) -> Proposal:
+def _propose_locked(layerset: LayerStore, context_id: int, actor: str) -> Proposal:
     check_chunk_id(context_id, what="context_id")
     versions = dict(layerset.versions(context_id))
     source = next((n for n in (LayerName.DELTA, LayerName.LOCAL) if n in versions), None)
@@ -45,8 +48,18 @@ def _propose_locked(layerset: LayerStore, context_id: int) -> Proposal:
         raise NotFoundError(f"chunk {context_id} is not in the local or delta layer (found in "
                             f"{where}); only agent-written chunks can be proposed")
     chunk = versions[source]
+    private = private_ids(layerset.events([source]), actor) if source in PRIVATE_LAYERS \
+        else set()
+    if not readable(actor, source, chunk, private):
+        raise NotFoundError(f"chunk {context_id} is not in the local or delta layer (found "
+                            "in no layer you can read); only agent-written chunks can be "
+                            "proposed")
     if is_meta_kind(chunk.kind):
         raise ValidationError(f"chunk {context_id} is a {chunk.kind} event, not context")
+    if is_hidden_kind(chunk.kind):
+        raise ValidationError(f"chunk {context_id} is a memory ({chunk.kind}); memories are "
+                              "private to their actor: propose one for everyone with "
+                              "save_memory scope 'global'")
     pending = find_proposal(list(layerset.proposals().values()), context_id)
     if pending is not None:
         return Proposal(pending.id, context_id, source, False, True)
@@ -60,7 +73,7 @@ def _propose_locked(layerset: LayerStore, context_id: int) -> Proposal:
         items.append(NewChunk(chunk.kind, chunk.content, chunk.author, chunk.confidence,
                               chunk.sources, chunk.created_at_ms, id=chunk.id))
         vectors.append(layerset.vector(LayerName.LOCAL, chunk.id))
-    event = proposal_event(context_id, source, copied=copied)
+    event = proposal_event(context_id, source, copied=copied, actor=actor)
     items.append(NewChunk(event.kind, event.content, "mcp", 1.0, event.sources))
     vectors.append(np.zeros(dim, dtype=np.float32))
     ids = layerset.append(LayerName.DELTA, items, np.stack(vectors), profile=profile,

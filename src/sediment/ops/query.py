@@ -80,11 +80,12 @@ def run_search(layerset: LayerStore, request: SearchRequest, *,
     return search_store(layerset, request, vec, normalised=unit_rows(layerset, names))
 
 
-def engine_request(params: SearchParams) -> SearchRequest:
-    """The engine's request for a validated ``params`` (the one place they are mapped)."""
+def engine_request(params: SearchParams, actor: str | None = None) -> SearchRequest:
+    """The engine's request for a validated ``params`` made by ``actor`` (the one place
+    they are mapped)."""
     layers = None if params.layers is None else tuple(LayerName(x) for x in params.layers)
     request = SearchRequest(text=params.query, k=params.k, kinds=params.kinds, layers=layers,
-                            mode=params.search_mode)
+                            mode=params.search_mode, actor=actor)
     if isinstance(params, SearchOptions):
         request = replace(
             request, metric=params.metric, include_meta=params.include_meta,
@@ -96,10 +97,12 @@ def engine_request(params: SearchParams) -> SearchRequest:
 
 
 def run_query(layerset: LayerStore, params: SearchParams, *, embedder: Embedder | None,
-              rerankers: Sequence[RerankerFactory]) -> SearchResult:
-    """The search service: ``params`` (already validated) with the rerankers the adapter
-    chose, e.g. :data:`sediment.ops.rerank.STANDARD`."""
-    request = with_rerankers(layerset, engine_request(params), rerankers)
+              rerankers: Sequence[RerankerFactory], actor: str | None = None
+              ) -> SearchResult:
+    """The search service: ``params`` (already validated) by ``actor`` (None: a trusted
+    local command, which reads every local note), with the rerankers the adapter chose,
+    e.g. :data:`sediment.ops.rerank.STANDARD`."""
+    request = with_rerankers(layerset, engine_request(params, actor), rerankers)
     return run_search(layerset, request, embedder=embedder, query_vec=params.query_vec)
 
 

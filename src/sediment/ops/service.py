@@ -16,6 +16,7 @@ from typing import Any
 
 from sediment.embed import Embedder
 from sediment.errors import NotFoundError, ValidationError
+from sediment.format import Chunk
 from sediment.kcp import KnowledgeService
 from sediment.ops.propose import propose
 from sediment.ops.query import run_query, run_search, search_response
@@ -24,6 +25,7 @@ from sediment.ops.rerank import STANDARD, RerankerFactory
 from sediment.ops.write import write_context
 from sediment.store import LayerName, LayerSet, LayerStore
 from sediment.store.events import MEMORY_KIND_PREFIX
+from sediment.store.rules import PRIVATE_LAYERS, is_hidden_kind, private_ids, readable
 
 
 class ContextService:
@@ -66,23 +68,24 @@ class ContextService:
         self._warm = threading.Thread(target=load, name="sediment-warm-up", daemon=True)
         self._warm.start()
 
-    def search(self, params: SearchParams) -> dict[str, Any]:
+    def search(self, params: SearchParams, actor: str | None = None) -> dict[str, Any]:
         kinds = params.filters.kind if params.filters is not None else None
         if kinds and any(k.startswith(MEMORY_KIND_PREFIX) for k in kinds):
             raise ValidationError("filters.kind: memories are private to their actor; "
                                   "read them with recall_memories")
         result = run_query(self.store, params, embedder=self.embedder,
-                           rerankers=self.rerankers)
+                           rerankers=self.rerankers, actor=actor)
         return search_response(params, result)
 
-    def write(self, request: WriteRequest) -> dict[str, Any]:
+    def write(self, request: WriteRequest, actor: str) -> dict[str, Any]:
         with self._write_lock:
-            new_id = write_context(self.store, self.embedder, request, author="mcp")
+            new_id = write_context(self.store, self.embedder, request, actor=actor,
+                                   author="mcp")
         return {"id": new_id, "layer": request.scope}
 
-    def propose(self, request: ProposeRequest) -> dict[str, Any]:
+    def propose(self, request: ProposeRequest, actor: str) -> dict[str, Any]:
         with self._write_lock:
-            p = propose(self.store, request.context_id)
+            p = propose(self.store, request.context_id, actor=actor)
         return {"proposal_id": p.proposal_id, "context_id": p.context_id,
                 "from_layer": p.from_layer.value, "copied_to_delta": p.copied_to_delta,
                 "already_pending": p.already_pending}
@@ -94,21 +97,32 @@ class ContextService:
             raise NotFoundError(f"the {layer_name.value} layer is absent")
         return summary.to_dict()
 
-    def read_chunk(self, chunk_id: int, layer: str | None = None) -> dict[str, Any]:
+    def read_chunk(self, chunk_id: int, layer: str | None = None,
+                   actor: str | None = None) -> dict[str, Any]:
+        """A chunk as precedence resolves it (or one layer's version), if ``actor`` may
+        read it (``sediment.store.rules``): a memory or another actor's local note reads
+        as absent. Hidden versions another actor may not read are left out too."""
+        private = private_ids(self.store.events(PRIVATE_LAYERS), actor)
+
+        def ok(name: LayerName, chunk: Chunk) -> bool:
+            return readable(actor, name, chunk, private) and not is_hidden_kind(chunk.kind)
+
         if layer is not None:
             layer_name = LayerName.parse(layer)
             chunk = self.store.chunk(layer_name, chunk_id)
-            if chunk is None or chunk.kind.startswith(MEMORY_KIND_PREFIX):
+            if chunk is None or not ok(layer_name, chunk):
                 raise NotFoundError(f"no chunk {chunk_id} in the {layer_name.value} layer"
-                                    + (" (it is an actor's memory)" if chunk else ""))
+                                    + (" (it is an actor's memory)" if chunk is not None
+                                       and chunk.kind.startswith(MEMORY_KIND_PREFIX) else ""))
             return {"layer": layer_name.value, **chunk.to_dict()}
         versions = self.store.versions(chunk_id)
+        if versions and versions[0][1].kind.startswith(MEMORY_KIND_PREFIX):
+            raise NotFoundError(f"chunk {chunk_id} is an actor's memory; read memories with "
+                                "recall_memories or manage_memory")
+        versions = [(n, c) for n, c in versions if ok(n, c)]
         if not versions:
             raise NotFoundError(f"no chunk {chunk_id} in any layer")
         top_layer, top = versions[0]
-        if top.kind.startswith(MEMORY_KIND_PREFIX):
-            raise NotFoundError(f"chunk {chunk_id} is an actor's memory; read memories with "
-                                "recall_memories or manage_memory")
         return {"layer": top_layer.value, **top.to_dict(),
                 "hidden_versions": [{"layer": n.value, **c.to_dict()} for n, c in versions[1:]]}
 

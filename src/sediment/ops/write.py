@@ -2,15 +2,18 @@
 
 Every rule the RFC puts on an agent's write is checked once, so no adapter can skip one.
 The request model (:class:`~sediment.ops.requests.WriteRequest`) holds the rules of each
-field: content, kind (``meta.*`` reserved for Sediment's own events), confidence in 0..1
-(7.1). Here are the rules that need the store: scope local or delta only (11.1), sources
-that are chunk ids present in the layer set or ``path:line`` references (7.2); the author
-is recorded as given (``mcp`` for agents).
+field: content, kind (``meta.*`` and ``memory.*`` reserved: ``sediment.store.rules``),
+confidence in 0..1 (7.1). Here are the rules that need the store: scope local or delta
+only (11.1), sources that are chunk ids the actor may read or ``path:line`` references
+(7.2); the author is recorded as given (``mcp`` for agents), the actor in a ``meta.write``
+event of the same commit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+import numpy as np
 
 from sediment.credentials import refuse_credentials
 from sediment.embed import Embedder
@@ -19,14 +22,18 @@ from sediment.format import Source
 from sediment.format.ids import check_chunk_id, parse_chunk_id, parse_source_ref
 from sediment.ops.query import check_profile
 from sediment.ops.requests import LayerField, WriteRequest
-from sediment.store import AGENT_WRITABLE, LayerName, LayerStore, NewChunk
+from sediment.store import AGENT_WRITABLE, LayerName, LayerStore, New, NewChunk
+from sediment.store.events import WRITE
+from sediment.store.rules import PRIVATE_LAYERS, private_ids, readable, write_event_data
 
-__all__ = ["WriteRequest", "check_scope", "check_sources", "write_context"]
+__all__ = ["WriteRequest", "check_scope", "check_sources", "readable_id", "write_context"]
 
 
-def check_sources(layerset: LayerStore, value: Sequence[int | str] | None
-                  ) -> tuple[Source, ...]:
-    """Chunk ids must exist in the layer set; strings must be ``path:line`` references."""
+def check_sources(layerset: LayerStore, value: Sequence[int | str] | None,
+                  actor: str | None = None) -> tuple[Source, ...]:
+    """Chunk ids must exist in the layer set and be readable by ``actor`` (another actor's
+    memory or local note reads as absent: citing it must not reveal it); strings must be
+    ``path:line`` references."""
     out: list[Source] = []
     for i, s in enumerate(value or ()):
         if isinstance(s, str) and ":" not in s:
@@ -40,7 +47,7 @@ def check_sources(layerset: LayerStore, value: Sequence[int | str] | None
                                   "'path:line'")
         if isinstance(s, int):
             check_chunk_id(s, what=f"sources[{i}]")
-            if layerset.get(s) is None:
+            if not readable_id(layerset, s, actor):
                 raise ValidationError(f"sources[{i}]: chunk {s} does not exist in any layer")
             out.append(s)
         elif isinstance(s, str):
@@ -65,17 +72,30 @@ def check_scope(scope: LayerField, allowed: Sequence[LayerName] = AGENT_WRITABLE
 
 
 def write_context(layerset: LayerStore, embedder: Embedder, request: WriteRequest, *,
-                  author: str = "mcp",
+                  actor: str, author: str = "mcp",
                   allowed: Sequence[LayerName] = AGENT_WRITABLE) -> int:
-    """Validate, embed and append one chunk; return its new id."""
+    """Validate, embed and append one chunk with the event that records its ``actor``
+    (one commit); return the chunk's new id."""
     scope = check_scope(request.scope, allowed)
     refuse_credentials(request.content, "content")
-    sources = check_sources(layerset, request.sources)
+    sources = check_sources(layerset, request.sources, actor)
     check_profile(layerset, embedder, None)
     vec = embedder.embed([request.content])
     chunk = NewChunk(request.kind, request.content, author, request.confidence, sources)
+    event = NewChunk(WRITE, "", author, 1.0, (New(0),), data=write_event_data(actor, scope))
+    vectors = np.vstack([vec, np.zeros((1, vec.shape[1]), dtype=np.float32)])
     ids = layerset.append(
-        scope, [chunk], vec,
+        scope, [chunk, event], vectors,
         profile=embedder.profile.to_dict(), embedder_metadata=embedder.metadata(),
         allowed=allowed)
     return ids[0]
+
+
+def readable_id(layerset: LayerStore, chunk_id: int, actor: str | None) -> bool:
+    """Whether ``chunk_id``'s winning version exists and ``actor`` may read it."""
+    got = layerset.get(chunk_id)
+    if got is None:
+        return False
+    name, chunk = got
+    private = private_ids(layerset.events([name]), actor) if name in PRIVATE_LAYERS else set()
+    return readable(actor, name, chunk, private)

@@ -42,18 +42,19 @@ from sediment.pg.store import CHUNK_COLS, as_vector, chunk_of
 from sediment.search.analysis import DEFAULT_ANALYZER, analyzer
 from sediment.search.ann import ANN_MIN_ROWS, MAX_FETCH, default_breadth
 from sediment.search.engine import SearchRequest, SearchResult, check_schema
-from sediment.search.fusion import Pool
 from sediment.search.hits import HiddenVersion, Hit
+from sediment.search.ranking import fuse_pool
 from sediment.store import PRECEDENCE, LayerName
 from sediment.store.events import (
     FORGET,
     MEMORY_KIND_PREFIX,
     META_PREFIX,
     SUPERSEDE,
+    WRITE,
     hidden_ids,
-    is_meta_kind,
     iter_events,
 )
+from sediment.store.rules import private_ids, shown_kind
 
 if TYPE_CHECKING:
     from sediment.pg.store import Cursor, PgStore
@@ -143,8 +144,8 @@ def _set_breadth(cur: Cursor, ef: int) -> None:
 def _kind_filter(request: SearchRequest) -> tuple[sql.Composable, list[Any]]:
     if request.kinds:
         return sql.SQL("c.kind = ANY(%s)"), [list(request.kinds)]
-    if request.include_meta:
-        return sql.SQL("true"), []
+    if request.include_meta:  # events when asked for; memories never (store.rules)
+        return sql.SQL("c.kind NOT LIKE %s"), [MEMORY_KIND_PREFIX + "%"]
     return (sql.SQL("c.kind NOT LIKE %s AND c.kind NOT LIKE %s"),
             [META_PREFIX + "%", MEMORY_KIND_PREFIX + "%"])
 
@@ -280,16 +281,6 @@ def _vector_scores(vectors: F32, q: F32, metric: str, normalised: bool) -> F32:
     return scores
 
 
-def _ranks(score: F32, valid: npt.NDArray[np.bool_], tiebreak: Sequence[I64]) -> I64:
-    ranks = np.zeros(len(score), dtype=np.int64)
-    idx = np.flatnonzero(valid)
-    if len(idx):
-        keys = [t[idx] for t in reversed(tiebreak)] + [-score[idx]]
-        order = idx[np.lexsort(keys)]
-        ranks[order] = np.arange(1, len(order) + 1)
-    return ranks
-
-
 def _hidden_query(project: str, names: Sequence[LayerName]) -> Query:
     # ``kind LIKE 'meta.%'`` is the predicate of the partial index chunks_events: without
     # it the planner cannot prove the index applies and reads the whole table every query.
@@ -297,11 +288,12 @@ def _hidden_query(project: str, names: Sequence[LayerName]) -> Query:
     # (``%%`` is psycopg's escape for ``%``).
     return (sql.SQL(f"SELECT {CHUNK_COLS} FROM chunks WHERE project = %s AND layer = ANY(%s) "
                     "AND kind LIKE {} AND kind = ANY(%s)").format(sql.Literal(META_PREFIX + "%%")),
-            [project, [x.value for x in names], [SUPERSEDE, FORGET]])
+            [project, [x.value for x in names], [SUPERSEDE, FORGET, WRITE]])
 
 
-def _hidden(rows: Sequence[tuple[Any, ...]]) -> set[int]:
-    return hidden_ids(iter_events((LayerName(r[0]), chunk_of(r)) for r in rows))
+def _hidden(rows: Sequence[tuple[Any, ...]], actor: str | None) -> set[int]:
+    events = list(iter_events((LayerName(r[0]), chunk_of(r)) for r in rows))
+    return hidden_ids(events) | private_ids(events, actor)
 
 
 def _send(conn: psycopg.Connection[Any], query: Query | None) -> Cursor | None:
@@ -397,7 +389,7 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
                 picked.setdefault((n, i), False)
         t = time.perf_counter()
         hits = _resolve(store, cur, layers, picked, lex, q, request, normalised,
-                        _hidden(hidden_rows))
+                        _hidden(hidden_rows, request.actor))
     for rerank in request.rerankers:
         hits = rerank(hits)
     timings["fusion"] = (time.perf_counter() - t) * 1e3
@@ -450,21 +442,9 @@ def _resolve(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
     else:
         vec = np.full(len(rows), np.nan, dtype=np.float32)
     lexs = lex.scores([r[LEX_TF] or {} for r in rows], [int(r[LEX_LEN]) for r in rows])
-    tie = [-layer_of, ids, pos]
-    none = np.zeros(len(rows), dtype=np.int64)
-    vrank = _ranks(vec, np.isfinite(vec), tie) if q is not None else none
-    lrank = _ranks(lexs, lexs > 0, tie) if request.mode != "vector" else none
-    if request.mode == "lexical":
-        fused = lexs
-    elif request.mode == "vector":
-        fused = np.where(np.isnan(vec), -np.inf, vec).astype(np.float32)
-    else:
-        fused = request.fusion.combine(Pool(vec, lexs, vrank, lrank))
-    order = np.lexsort((ids, -layer_of, -fused))
-    _, first = np.unique(ids[order], return_index=True)
-    best = order[np.sort(first)]
-    if request.mode == "lexical":
-        best = best[lexs[best] > 0]
+    f = fuse_pool(ids, layer_of, pos, vec, lexs, mode=request.mode, fusion=request.fusion,
+                  has_vector=q is not None)
+    best, fused, vrank, lrank = f.best, f.fused, f.vector_rank, f.lexical_rank
     hits: list[Hit] = []
     for b in best.tolist():
         cid = int(ids[b])
@@ -476,7 +456,7 @@ def _resolve(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
         if request.kinds:
             if top.kind not in request.kinds:
                 continue
-        elif not request.include_meta and is_meta_kind(top.kind):
+        elif not shown_kind(top.kind, request.include_meta):
             continue
         shadowed = []
         for name, r in found[1:]:

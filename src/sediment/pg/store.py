@@ -50,6 +50,7 @@ from sediment.pg.migrate import require_current
 from sediment.search.analysis import DEFAULT_ANALYZER, analyzer
 from sediment.search.engine import SearchRequest, SearchResult
 from sediment.store import AGENT_WRITABLE, PRECEDENCE, LayerName, LayerSummary, NewChunk, Schema
+from sediment.store.commit import materialise
 from sediment.store.events import (
     META_PREFIX,
     Event,
@@ -57,7 +58,7 @@ from sediment.store.events import (
     fold_proposals,
     iter_events,
 )
-from sediment.store.ids import U32_MAX, WRITTEN_START, check_chosen_id, recorded_high_water
+from sediment.store.ids import U32_MAX, WRITTEN_START, recorded_high_water
 from sediment.store.layerset import unit_rows
 
 Cursor = psycopg.Cursor[tuple[Any, ...]]
@@ -453,19 +454,7 @@ class PgStore:
                     raise ValidationError(f"chunk ids are exhausted: the store already used "
                                           f"id {U32_MAX}") from exc
                 new_ids = sorted(int(r[0]) for r in cur.fetchall())
-        ids = iter(new_ids)
-        now = int(time.time() * 1000)
-        chunks: list[Chunk] = []
-        for item in items:
-            if item.id is None:
-                cid = next(ids)
-            else:
-                cid = item.id
-                check_chosen_id(cid, taken, name.value)
-                taken.add(cid)
-            chunks.append(Chunk(cid, item.kind, item.content, item.author, item.confidence,
-                                now if item.created_at_ms is None else item.created_at_ms,
-                                item.sources))
+        chunks = materialise(items, name.value, iter(new_ids), taken, int(time.time() * 1000))
         etype = schema.element_type if schema is not None else element_type
         self.ensure_layer(name, dim, etype, profile, embedder_metadata)
         self.insert(name, chunks, vecs)

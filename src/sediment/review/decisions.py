@@ -34,6 +34,7 @@ from sediment.store.events import (
     decision_event,
     pending_by_chunk,
 )
+from sediment.store.rules import writers
 
 STATUSES = ("pending", "accepted", "rejected", "superseded", "withdrawn")
 
@@ -71,11 +72,14 @@ class ProposalView:
     from_layer: str
     chunk: Chunk | None
     decisions: tuple[DecisionView, ...] = ()
+    actor: str | None = None
+    """Who proposed it (the proposal event's actor, else the actor who wrote the chunk);
+    None for proposals made before actors were recorded."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"proposal_id": self.proposal_id, "context_id": self.context_id,
                 "status": self.status, "proposed_at_ms": self.proposed_at_ms,
-                "from_layer": self.from_layer,
+                "from_layer": self.from_layer, "actor": self.actor,
                 "chunk": self.chunk.to_dict() if self.chunk else None,
                 "decisions": [d.to_dict() for d in self.decisions]}
 
@@ -143,13 +147,19 @@ def _first_decider(state: ProposalState) -> str:
     return _decision_view(first).decided_by if first is not None else "human"
 
 
-def _view(layerset: LayerStore, state: ProposalState) -> ProposalView:
+def _view(layerset: LayerStore, state: ProposalState,
+          written: dict[int, str] | None = None) -> ProposalView:
     found = dict(layerset.versions(state.context_id))
     chunk = found.get(LayerName.DELTA) or found.get(LayerName.LOCAL)
+    actor = state.proposal.data.get("actor")
+    if not isinstance(actor, str):
+        if written is None:
+            written = writers(layerset.events((LayerName.DELTA, LayerName.LOCAL)))
+        actor = written.get(state.context_id)
     return ProposalView(
         state.id, state.context_id, state.status, state.proposal.chunk.created_at_ms,
         str(state.proposal.data.get("from_layer") or state.proposal.layer.value), chunk,
-        tuple(_decision_view(d) for d in state.decisions))
+        tuple(_decision_view(d) for d in state.decisions), actor)
 
 
 def list_proposals(layerset: LayerStore, status: str | None = None) -> list[ProposalView]:
@@ -157,7 +167,9 @@ def list_proposals(layerset: LayerStore, status: str | None = None) -> list[Prop
     if status is not None and status not in STATUSES:
         raise ValidationError(f"status {status!r} must be one of {', '.join(STATUSES)}")
     states = layerset.proposals()
-    return [_view(layerset, s) for s in states.values() if status in (None, s.status)]
+    written = writers(layerset.events((LayerName.DELTA, LayerName.LOCAL)))
+    return [_view(layerset, s, written) for s in states.values()
+            if status in (None, s.status)]
 
 
 def _state(layerset: LayerStore, states: dict[int, ProposalState], pid: int) -> ProposalState:

@@ -20,6 +20,7 @@ from sediment.format import Chunk
 from sediment.review._common import is_event, require_layer, require_present
 from sediment.review.decisions import ProposalView, list_proposals
 from sediment.store import LayerName, LayerSet, LayerStore
+from sediment.store.rules import writers
 
 DEFAULT_THRESHOLD = 0.9
 MAX_MATCHES = 3
@@ -33,9 +34,12 @@ class DeltaChunk:
     chunk: Chunk
     status: str  # new | overrides-base | same-as-base | accepted | conflicts-user
     proposal: str | None
+    actor: str | None = None
+    """Who wrote it (its ``meta.write`` event), beside the RFC's ``author``."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.chunk.to_dict(), "status": self.status, "proposal": self.proposal}
+        return {**self.chunk.to_dict(), "actor": self.actor, "status": self.status,
+                "proposal": self.proposal}
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +131,7 @@ def diff_layers(layerset: LayerStore, threshold: float = DEFAULT_THRESHOLD) -> D
     lower = [n for n in (LayerName.USER, LayerName.BASE) if n in present]
     statuses = {s.context_id: s.status for s in layerset.proposals().values()}
     delta, d_vecs = _delta(layerset)
+    written = writers(layerset.events([LayerName.DELTA, LayerName.LOCAL]))
     entries: list[DeltaChunk] = []
     conflicts: list[Match] = []
     for c in delta:
@@ -138,7 +143,7 @@ def diff_layers(layerset: LayerStore, threshold: float = DEFAULT_THRESHOLD) -> D
             status = "same-as-base" if base.content == c.content else "overrides-base"
         else:
             status = "new"
-        entries.append(DeltaChunk(c, status, statuses.get(c.id)))
+        entries.append(DeltaChunk(c, status, statuses.get(c.id), written.get(c.id)))
         conflicts.extend(Match("same-id", c, n, v, None) for n, v in versions.items()
                          if v.content != c.content)
     duplicates: list[Match] = []

@@ -25,6 +25,7 @@ from sediment.format.ids import parse_source_ref
 from sediment.review._common import event_mask
 from sediment.store import PRECEDENCE, LayerName, LayerSet, LayerStore
 from sediment.store.events import fold_proposals, iter_events
+from sediment.store.rules import PRIVATE_LAYERS, private_ids, readable, writers
 
 SUBJECT_KEYS = ("context_id", "proposal_id", "promoted_id", "old_id", "new_id")
 DEFAULT_DEPTH = 3
@@ -69,9 +70,15 @@ class EventRecord:
     created_at_ms: int
     data: dict[str, Any]
 
+    @property
+    def actor(self) -> str | None:
+        """Who made the event (a write's or proposal's actor, a decision's reviewer)."""
+        who = self.data.get("actor") or self.data.get("reviewer")
+        return who if isinstance(who, str) else None
+
     def to_dict(self) -> dict[str, Any]:
         return {"layer": self.layer, "id": self.id, "kind": self.kind, "author": self.author,
-                "created_at_ms": self.created_at_ms, "data": self.data}
+                "actor": self.actor, "created_at_ms": self.created_at_ms, "data": self.data}
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,11 +92,14 @@ class ChunkReport:
     sources: tuple[ResolvedSource, ...]
     events: tuple[EventRecord, ...]
     proposals: tuple[tuple[int, str], ...] = field(default=())
+    actor: str | None = None
+    """Who wrote the chunk (its ``meta.write`` event; None when no event records it)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The chunk's own fields at the top level (as plain ``inspect --id`` prints them),
         then where it lives, its resolved sources and its events."""
-        return {**self.chunk.to_dict(), "path": self.path, "layer": self.layer,
+        return {**self.chunk.to_dict(), "actor": self.actor, "path": self.path,
+                "layer": self.layer,
                 "versions": [{"layer": n, "same_content": c.content == self.chunk.content,
                               "author": c.author, "confidence": round(c.confidence, 6)}
                              for n, c in self.versions],
@@ -138,8 +148,20 @@ class _Resolver:
     """``own`` is the inspected file when it is outside the store (else None)."""
 
     def __init__(self, layerset: LayerStore, own: LayerFile | None,
-                 own_layer: LayerName | None, root: Path) -> None:
+                 own_layer: LayerName | None, root: Path, viewer: str | None = None) -> None:
         self.layerset, self.own, self.own_layer, self.root = layerset, own, own_layer, root
+        self.viewer = viewer
+        self._private: set[int] | None = None
+
+    def readable(self, name: LayerName | None, chunk: Chunk) -> bool:
+        """Whether the viewer may see this source chunk (``sediment.store.rules``): a queue
+        is shared, so another actor's memory or local note cited as a source stays
+        unread. A chunk of a file outside the set (``name`` None) was handed over whole."""
+        if name is None:
+            return True
+        if self._private is None:
+            self._private = private_ids(self.layerset.events(PRIVATE_LAYERS), self.viewer)
+        return readable(self.viewer, name, chunk, self._private)
 
     def chunk(self, ref: int, owner: int, owner_layer: LayerName | None,
               from_own: bool) -> tuple[str | None, Chunk | None, LayerName | None]:
@@ -168,6 +190,10 @@ class _Resolver:
                 out.append(_read_line(self.root, ref))
                 continue
             where, found, name = self.chunk(ref, chunk.id, layer, from_own)
+            if found is not None and not self.readable(name, found):
+                out.append(ResolvedSource(ref, "chunk", False,
+                                          note="private to the actor who wrote it"))
+                continue
             if found is None:
                 note = ("the version it was promoted from is not in any layer"
                         if ref == chunk.id else "not in any layer")
@@ -198,7 +224,7 @@ def _refers(data: dict[str, Any], chunk: Chunk, target: int) -> bool:
 
 def inspect_chunk(path: str | os.PathLike[str], chunk_id: int, *,
                   layerset: LayerSet | None = None, root: str | os.PathLike[str] | None = None,
-                  depth: int = DEFAULT_DEPTH) -> ChunkReport:
+                  depth: int = DEFAULT_DEPTH, viewer: str | None = None) -> ChunkReport:
     """Inspect chunk ``chunk_id`` of the layer file ``path``.
 
     ``layerset`` resolves source chunks and events (default: the standard layer files
@@ -215,7 +241,7 @@ def inspect_chunk(path: str | os.PathLike[str], chunk_id: int, *,
     own_layer = next((n for n in PRECEDENCE if (q := ls.paths.get(n)) is not None
                       and q.exists() and _same_file(q, p)), None)
     resolver = _Resolver(ls, f if own_layer is None else None, own_layer,
-                         Path(root) if root is not None else Path.cwd())
+                         Path(root) if root is not None else Path.cwd(), viewer)
     sources = resolver.resolve(chunk, own_layer, max(depth, 1), True,
                                frozenset({(own_layer.value if own_layer else str(p), chunk_id)}))
     versions = tuple((n.value, c) for n, c in ls.versions(chunk_id))
@@ -231,19 +257,21 @@ def inspect_chunk(path: str | os.PathLike[str], chunk_id: int, *,
                for where, e in tagged if _refers(e.data, e.chunk, chunk_id)]
     folded = fold_proposals((e for _, e in tagged), copied_to_user=ls.copied_to_user)
     proposals = tuple((s.id, s.status) for s in folded.values() if s.context_id == chunk_id)
+    actor = writers(e for _, e in tagged).get(chunk_id)
     return ChunkReport(str(p), own_layer.value if own_layer else None, chunk, versions,
-                       sources, tuple(ordered), proposals)
+                       sources, tuple(ordered), proposals, actor)
 
 
 def inspect_stored(store: LayerStore, name: LayerName, chunk_id: int, *,
                    root: str | os.PathLike[str] | None = None,
-                   depth: int = DEFAULT_DEPTH) -> ChunkReport:
+                   depth: int = DEFAULT_DEPTH, viewer: str | None = None) -> ChunkReport:
     """:func:`inspect_chunk` for chunk ``chunk_id`` of layer ``name`` of any backend (the
     layer files or the team server): the same report, its ``path`` the layer's location."""
     chunk = store.chunk(name, chunk_id)
     if chunk is None:
         raise NotFoundError(f"{store.location(name)}: no chunk with id {chunk_id}")
-    resolver = _Resolver(store, None, name, Path(root) if root is not None else Path.cwd())
+    resolver = _Resolver(store, None, name, Path(root) if root is not None else Path.cwd(),
+                         viewer)
     sources = resolver.resolve(chunk, name, max(depth, 1), True,
                                frozenset({(name.value, chunk_id)}))
     versions = tuple((n.value, c) for n, c in store.versions(chunk_id))
@@ -254,4 +282,4 @@ def inspect_stored(store: LayerStore, name: LayerName, chunk_id: int, *,
     proposals = tuple((s.id, s.status) for s in store.proposals().values()
                       if s.context_id == chunk_id)
     return ChunkReport(store.location(name), name.value, chunk, versions, sources,
-                       tuple(ordered), proposals)
+                       tuple(ordered), proposals, writers(events).get(chunk_id))

@@ -41,9 +41,10 @@ from sediment.search.fusion import ConvexFusion, Fusion, Pool
 from sediment.search.hits import ChunkAt, HiddenVersion, Hit, Reranker
 from sediment.search.layer_index import I64, LayerIndex, Mask, layer_index
 from sediment.search.params import BM25Params
+from sediment.search.ranking import fuse_pool, ranks
 from sediment.search.vector import F32, Metric, top_k
 from sediment.store import PRECEDENCE, LayerName, LayerSet, LayerStore, OpenLayer
-from sediment.store.events import is_meta_kind
+from sediment.store.rules import shown_kind
 
 Mode = Literal["hybrid", "vector", "lexical"]
 MAX_K = 1000
@@ -77,6 +78,9 @@ class SearchRequest:
     exact: bool = False
     ann_expansion: int | None = None
     mixed_schemas: bool = False
+    actor: str | None = None
+    """Who searches: local-layer chunks other actors wrote are left out
+    (``sediment.store.rules``); None reads as the machine's owner (trusted commands)."""
 
     def validate(self, has_vector: bool) -> None:
         """Assertions for what adapters validate (``sediment.ops.requests``): a failure is a
@@ -210,17 +214,6 @@ def _add(timings: dict[str, float], key: str, since: float) -> None:
     timings[key] = timings.get(key, 0.0) + (time.perf_counter() - since) * 1e3
 
 
-def _ranks(score: F32, valid: npt.NDArray[np.bool_], tiebreak: Sequence[I64]) -> I64:
-    """1-based rank of each valid entry by descending score (ties by ``tiebreak``); 0 else."""
-    ranks = np.zeros(len(score), dtype=np.int64)
-    idx = np.flatnonzero(valid)
-    if len(idx):
-        keys = [t[idx] for t in reversed(tiebreak)] + [-score[idx]]
-        order = idx[np.lexsort(keys)]
-        ranks[order] = np.arange(1, len(order) + 1)
-    return ranks
-
-
 def check_schema(store: LayerStore, names: Sequence[LayerName],
                  request: SearchRequest) -> None:
     """The layers searched together share a schema (RFC 8.3), or the request is lexical
@@ -277,11 +270,12 @@ def search(layerset: LayerSet, request: SearchRequest,
     c = request.candidates or _default_candidates(request)
     timings: dict[str, float] = {}
     stats = _lexical_stats(layers, request, timings)
+    hidden = layerset.hidden(layers, request.actor)
     hits = None
     if (shortcuts and request.mode == "vector" and q is not None and len(layers) == 1
             and not request.exact):
         t = time.perf_counter()
-        hits = _approximate_hits(layers[0], request, q, c, normalised, layerset.hidden(layers))
+        hits = _approximate_hits(layers[0], request, q, c, normalised, hidden)
         _add(timings, "vector", t)
         if hits is None:  # no usable index: do not ask it again below
             request = dataclasses.replace(request, exact=True)
@@ -289,8 +283,7 @@ def search(layerset: LayerSet, request: SearchRequest,
         parts = [p for layer in layers
                  if (p := _layer_part(layer, request, q, stats, c, normalised, timings))]
         t = time.perf_counter()
-        hits = _fuse_and_resolve(layers, parts, request, q, normalised, layerset.hidden(layers),
-                                 shortcuts)
+        hits = _fuse_and_resolve(layers, parts, request, q, normalised, hidden, shortcuts)
     else:
         t = time.perf_counter()
     for rerank in request.rerankers:
@@ -365,21 +358,9 @@ def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: Sear
         lex = np.concatenate([p.lex for p in parts])
         lrank_of_layer = np.asarray([p.layer.rank for p in parts], dtype=np.int64)[which]
         ids = np.concatenate([files[p.layer].ids[p.pos] for p in parts]).astype(np.int64)
-    tie = [-lrank_of_layer, ids, pos]  # as hits are ordered: layer, then id
-    no_rank = np.zeros(len(pos), dtype=np.int64)
-    vrank = _ranks(vec, np.isfinite(vec), tie) if q is not None else no_rank
-    lrank = _ranks(lex, lex > 0, tie) if request.mode != "vector" else no_rank
-    if request.mode == "lexical":
-        fused = lex
-    elif request.mode == "vector":
-        fused = np.where(np.isnan(vec), -np.inf, vec)
-    else:
-        fused = request.fusion.combine(Pool(vec, lex, vrank, lrank))
-    order = np.lexsort((ids, -lrank_of_layer, -fused))
-    _, first = np.unique(ids[order], return_index=True)
-    best = order[np.sort(first)]  # one candidate per id, in fused order
-    if request.mode == "lexical":
-        best = best[lex[best] > 0]
+    f = fuse_pool(ids, lrank_of_layer, pos, vec, lex, mode=request.mode,
+                  fusion=request.fusion, has_vector=q is not None)
+    best, fused, vrank, lrank = f.best, f.fused, f.vector_rank, f.lexical_rank
     id_arr = ids[best].astype(np.uint32)
     where = {name: layer_index(f).positions(id_arr) for name, f in files.items()}
     order_names = [name for name in PRECEDENCE if name in files]
@@ -399,7 +380,7 @@ def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: Sear
         if request.kinds:
             if top_kind not in request.kinds:
                 continue
-        elif not request.include_meta and is_meta_kind(top_kind):
+        elif not shown_kind(top_kind, request.include_meta):
             continue
         top = top_file.chunk_at(top_pos)
         shadowed = []
@@ -431,8 +412,8 @@ def _one_file_hits(part: _Part, f: LayerFile, request: SearchRequest,
     ids = f.ids[pos]
     if request.mode == "hybrid":
         tie = [ids.astype(np.int64), pos]
-        vrank = _ranks(vec, np.isfinite(vec), tie)
-        lrank = _ranks(lex, lex > 0, tie)
+        vrank = ranks(vec, np.isfinite(vec), tie)
+        lrank = ranks(lex, lex > 0, tie)
         fused = request.fusion.combine(Pool(vec, lex, vrank, lrank))
         order = np.lexsort((ids, -fused))
     else:
@@ -443,10 +424,10 @@ def _one_file_hits(part: _Part, f: LayerFile, request: SearchRequest,
         order = np.lexsort((ids, -fused))
         if lexical:
             order = order[lex[order] > 0]
-        ranks = np.zeros(len(pos), dtype=np.int64)
-        ranks[order] = np.arange(1, len(order) + 1)
+        ranked = np.zeros(len(pos), dtype=np.int64)
+        ranked[order] = np.arange(1, len(order) + 1)
         none = np.zeros(len(pos), dtype=np.int64)
-        vrank, lrank = (none, ranks) if lexical else (ranks, none)
+        vrank, lrank = (none, ranked) if lexical else (ranked, none)
     want = len(order) if request.rerankers else request.k
     if hidden:
         shown = [n for n, cid in enumerate(ids[order].tolist()) if cid not in hidden]

@@ -22,7 +22,7 @@ from sediment.search import ann, lexicon
 from sediment.search.bm25 import PostingsStack
 from sediment.search.vector import F32, Metric, dot_scores, row_norms, top_k
 from sediment.store.derived import derived
-from sediment.store.events import MEMORY_KIND_PREFIX, is_meta_kind
+from sediment.store.rules import is_hidden_kind
 
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -33,7 +33,7 @@ MASK_CACHE = 8
 def _hidden(kind: str) -> bool:
     """Kinds a search leaves out unless asked for by name: events, and actors' private
     memories (read through the memory service, which asks for the actor's own kinds)."""
-    return is_meta_kind(kind) or kind.startswith(MEMORY_KIND_PREFIX)
+    return is_hidden_kind(kind)
 
 
 class LayerIndex:

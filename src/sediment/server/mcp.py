@@ -19,12 +19,13 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
 
 from sediment import __version__
+from sediment.auth import Principal
 from sediment.context import ContextLoop
 from sediment.errors import SedimentError, ValidationError
 from sediment.format.ids import parse_chunk_id
@@ -34,8 +35,9 @@ from sediment.ops.responses import KnowledgeOut, ProposeOut, SearchOut, WriteOut
 from sediment.ops.service import ContextService
 from sediment.server.context_tools import add_context_tools
 from sediment.server.memory_tools import add_memory_prompt, memory_service_for, memory_tools
+from sediment.server.principals import default_actor, tool_principal
 from sediment.server.prompts import unknown_prompt_guard
-from sediment.server.tools import APPEND_ONLY, READ_ONLY, result, strict_tool
+from sediment.server.tools import APPEND_ONLY, READ_ONLY, actor_tool, result, strict_tool
 
 INSTRUCTIONS = """\
 Sediment serves a layered context store (AGENTS.db). Search it with agents_search before
@@ -67,35 +69,35 @@ def _render_search(out: dict[str, Any]) -> str:
 def context_tools(service: ContextService) -> list[Tool]:
     """The RFC's tools, each also under its dotted name (``agents.search``, ...)."""
 
-    def search(params: SearchParams) -> CallToolResult:
-        out = service.search(params)
+    def search(params: SearchParams, who: Principal) -> CallToolResult:
+        out = service.search(params, who.actor)
         return result(out, _render_search(out))
 
-    def write(request: WriteRequest) -> CallToolResult:
-        out = service.write(request)
+    def write(request: WriteRequest, who: Principal) -> CallToolResult:
+        out = service.write(request, who.actor)
         return result(out, f"Wrote chunk {out['id']} to the {out['layer']} layer.")
 
-    def propose(request: ProposeRequest) -> CallToolResult:
-        out = service.propose(request)
+    def propose(request: ProposeRequest, who: Principal) -> CallToolResult:
+        out = service.propose(request, who.actor)
         verb = "Already proposed" if out["already_pending"] else "Proposed"
         return result(out, f"{verb}: chunk {out['context_id']} for the user layer "
                            f"(proposal {out['proposal_id']}); a human will review it.")
 
     tools: list[Tool] = []
     for name in ("agents_search", "agents.search"):
-        tools.append(strict_tool(
+        tools.append(actor_tool(
             name, SearchParams, search, output=SearchOut, annotations=READ_ONLY,
             description="""Search the layered context store (hybrid vector + keyword,
             precedence local > user > delta > base). Results carry their layer, score,
             provenance and any conflicting lower-layer versions."""))
     for name in ("agents_context_write", "agents.context.write"):
-        tools.append(strict_tool(
+        tools.append(actor_tool(
             name, WriteRequest, write, output=WriteOut, annotations=APPEND_ONLY,
             description="""Append a chunk to the local or delta layer (append-only; author
             is recorded as mcp). Base and user are not writable by agents. Returns the new
             chunk id."""))
     for name in ("agents_context_propose", "agents.context.propose"):
-        tools.append(strict_tool(
+        tools.append(actor_tool(
             name, ProposeRequest, propose, output=ProposeOut, annotations=APPEND_ONLY,
             description="""Propose a local or delta chunk for promotion to the user layer.
             A human accepts or rejects it; the proposal is recorded in the delta layer."""))
@@ -148,14 +150,14 @@ def build_server(service: ContextService, *, name: str = "sediment",
     @server.resource("agentsdb://chunks/{chunk_id}", name="chunk",
                      description="A chunk as precedence resolves it, with hidden versions",
                      mime_type="application/json")
-    def chunk_resource(chunk_id: str) -> str:
-        return _resource(service.read_chunk, _chunk_id(chunk_id))
+    def chunk_resource(chunk_id: str, ctx: Context) -> str:
+        return _resource(service.read_chunk, _chunk_id(chunk_id), None, _reader(ctx))
 
     @server.resource("agentsdb://layers/{layer}/chunks/{chunk_id}", name="layer_chunk",
                      description="One layer's version of a chunk",
                      mime_type="application/json")
-    def layer_chunk_resource(layer: str, chunk_id: str) -> str:
-        return _resource(service.read_chunk, _chunk_id(chunk_id), layer)
+    def layer_chunk_resource(layer: str, chunk_id: str, ctx: Context) -> str:
+        return _resource(service.read_chunk, _chunk_id(chunk_id), layer, _reader(ctx))
 
     for layer_name in ("base", "user", "delta", "local"):
         _add_layer_resource(server, service, layer_name)
@@ -166,6 +168,11 @@ def build_server(service: ContextService, *, name: str = "sediment",
     if context is not None or service.files is not None:
         add_context_tools(server, service, loop=context)
     return server
+
+
+def _reader(ctx: Context) -> str:
+    """Who reads a resource: the bearer token's actor, else the server's own (stdio)."""
+    return tool_principal(ctx, default_actor()).actor
 
 
 def _render_units(out: dict[str, Any]) -> str:

@@ -1,6 +1,7 @@
 """Layers and layer sets: precedence, schema compatibility, locked atomic appends."""
 
 from sediment.store.backend import LayerStore, LayerSummary
+from sediment.store.commit import New, NewChunk
 from sediment.store.layers import (
     AGENT_WRITABLE,
     FILE_NAMES,
@@ -8,7 +9,7 @@ from sediment.store.layers import (
     PRECEDENCE,
     LayerName,
 )
-from sediment.store.layerset import LayerSet, NewChunk, OpenLayer, Schema
+from sediment.store.layerset import LayerSet, OpenLayer, Schema
 
 __all__ = [
     "AGENT_WRITABLE",
@@ -19,6 +20,7 @@ __all__ = [
     "LayerSet",
     "LayerStore",
     "LayerSummary",
+    "New",
     "NewChunk",
     "OpenLayer",
     "Schema",

@@ -12,11 +12,16 @@ auditable (DESIGN.md, "State changes are events"; RFC 11.2).
 Event kinds and their JSON content:
 
 - ``meta.proposal_event``: ``{"event": "propose", "context_id": N, "target": "user",
-  "from_layer": "delta"}``; sources ``[N]``. Written by ``agents_context_propose``.
+  "from_layer": "delta", "actor": A}``; sources ``[N]``. Written by
+  ``agents_context_propose``.
 - ``meta.proposal_decision``: ``{"event": "accept" | "reject", "proposal_id": P,
-  "context_id": N, "reason": "...", "promoted_id": M | null}``; sources ``[P, N]``.
+  "context_id": N, "reason": "...", "promoted_id": M | null, "reviewer": R}``; sources
+  ``[P, N]``.
 - ``meta.supersede``: ``{"event": "supersede", "old_id": A, "new_id": B}``; sources ``[A, B]``.
 - ``meta.forget``: ``{"event": "forget", "context_id": N, "reason": "..."}``; sources ``[N]``.
+- ``meta.write``: ``{"event": "write", "actor": A, "layer": L}``; sources: the ids one
+  commit wrote. The RFC's ``author`` says human or mcp; this says who
+  (``sediment.store.rules``).
 
 An accept is two commits: the copy into user, then the decision into delta. A proposal whose
 chunk already has its identical copy in user is accepted (the copy is what search shows),
@@ -44,7 +49,9 @@ PROPOSAL = META_PREFIX + "proposal_event"
 DECISION = META_PREFIX + "proposal_decision"
 SUPERSEDE = META_PREFIX + "supersede"
 FORGET = META_PREFIX + "forget"
-EVENT_KINDS = (PROPOSAL, DECISION, SUPERSEDE, FORGET)
+WRITE = META_PREFIX + "write"
+"""Who wrote a commit's chunks (``sediment.store.rules``)."""
+EVENT_KINDS = (PROPOSAL, DECISION, SUPERSEDE, FORGET, WRITE)
 VERDICTS = {"accept": "accepted", "reject": "rejected"}
 CLOSED_BY = {SUPERSEDE: "superseded", FORGET: "withdrawn"}
 """What a pending proposal becomes when its author supersedes or forgets its chunk."""
@@ -110,11 +117,12 @@ class ProposalState:
         return self.proposal.chunk.id
 
 
-def proposal_event(context_id: int, from_layer: LayerName, *, copied: bool) -> EventChunk:
-    """The event an agent's proposal appends to delta."""
+def proposal_event(context_id: int, from_layer: LayerName, *, copied: bool,
+                   actor: str | None = None) -> EventChunk:
+    """The event an agent's proposal appends to delta; ``actor`` is who proposed it."""
     return EventChunk(PROPOSAL, event_content(
         event="propose", context_id=context_id, target="user", from_layer=from_layer.value,
-        copied_to_delta=copied), (context_id,))
+        copied_to_delta=copied, **({"actor": actor} if actor else {})), (context_id,))
 
 
 def decision_event(verdict: str, context_id: int, proposal_id: int | None, reason: str,

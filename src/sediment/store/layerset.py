@@ -31,11 +31,12 @@ from sediment.errors import (
     SchemaMismatchError,
     ValidationError,
 )
-from sediment.format import Chunk, LayerFile, Source, encode_layer
+from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.format.profile import CACHE_KEY_ALG, check_compatible
 from sediment.format.writer import write_append
 from sediment.store.atomic import atomic_fill, atomic_write, remove_stale_temporaries
 from sediment.store.backend import LayerSummary
+from sediment.store.commit import NewChunk, materialise
 from sediment.store.derived import derived
 from sediment.store.events import (
     Event,
@@ -48,28 +49,15 @@ from sediment.store.events import (
 )
 from sediment.store.ids import (
     U32_MAX,
-    check_chosen_id,
     first_written_id,
     recorded_high_water,
 )
 from sediment.store.layers import AGENT_WRITABLE, FILE_NAMES, PRECEDENCE, LayerName
+from sediment.store.rules import private_ids
 
 LOCK_FILE = ".sediment.lock"
 """The one lock file of each directory that holds writable layers (``sediment init``'s
 .gitignore block covers it)."""
-
-
-@dataclass(frozen=True, slots=True)
-class NewChunk:
-    """A chunk to append; ``id`` None means "allocate", ``created_at_ms`` None means "now"."""
-
-    kind: str
-    content: str
-    author: str
-    confidence: float
-    sources: tuple[Source, ...] = ()
-    created_at_ms: int | None = None
-    id: int | None = None
 
 
 @dataclass(slots=True)
@@ -160,7 +148,8 @@ class LayerSet:
         self._open: dict[LayerName, OpenLayer] = {}
         self._held = threading.local()
         self._hidden: tuple[tuple[tuple[LayerName, tuple[int, int, int]], ...],
-                            frozenset[int]] | None = None
+                            frozenset[int], list[Event], dict[str, frozenset[int]]
+                            ] | None = None
 
     @classmethod
     def from_directory(cls, directory: str | os.PathLike[str], **kw: Any) -> LayerSet:
@@ -335,16 +324,26 @@ class LayerSet:
                 return proposed.content == copy.content
         return False
 
-    def hidden(self, layers: Sequence[OpenLayer]) -> frozenset[int]:
-        """Ids the events of ``layers`` supersede or forget, remembered for the exact file
-        versions given, so a search pays for it once per change rather than per query."""
+    def hidden(self, layers: Sequence[OpenLayer], actor: str | None = None) -> frozenset[int]:
+        """Ids a search of ``layers`` by ``actor`` leaves out: superseded, forgotten, and
+        local chunks other actors wrote (:mod:`sediment.store.rules`). Remembered for the
+        exact file versions given, so a search pays for it once per change, not per query."""
         key = tuple((layer.name, layer.stamp) for layer in layers)
         cached = self._hidden
         if cached is None or cached[0] != key:
             found = [(layer.name, c) for layer in layers if layer.file.chunk_count
                      for c in _event_chunks(layer.file)]
-            cached = self._hidden = (key, frozenset(hidden_ids(iter_events(found))))
-        return cached[1]
+            events = list(iter_events(found))
+            cached = self._hidden = (key, frozenset(hidden_ids(events)), events, {})
+        if actor is None:
+            return cached[1]
+        per_actor = cached[3]
+        got = per_actor.get(actor)
+        if got is None:
+            if len(per_actor) > 256:
+                per_actor.clear()
+            got = per_actor[actor] = cached[1] | private_ids(cached[2], actor)
+        return got
 
     def high_water(self) -> int:
         """The largest id any layer uses or ever used."""
@@ -466,23 +465,14 @@ class LayerSet:
         explicit = np.asarray([i.id for i in items if i.id is not None], dtype=np.int64)
         existing_ids = set(np.intersect1d(explicit, target.file.ids.astype(np.int64)).tolist()
                            ) if target and len(explicit) else set()
-        next_id = first_written_id(self.high_water())
-        now = int(time.time() * 1000)
-        new: list[Chunk] = []
-        for item in items:
-            if item.id is None:
-                if next_id > U32_MAX:
-                    raise ValidationError("chunk ids are exhausted: the layer set already used "
-                                          f"id {U32_MAX}")
-                cid = next_id
-                next_id += 1
-            else:
-                cid = item.id
-                check_chosen_id(cid, existing_ids, name.value)
-            existing_ids.add(cid)
-            new.append(Chunk(cid, item.kind, item.content, item.author, item.confidence,
-                             now if item.created_at_ms is None else item.created_at_ms,
-                             item.sources))
+        first = first_written_id(self.high_water())
+        fresh = sum(1 for i in items if i.id is None)
+        if fresh and first + fresh - 1 > U32_MAX:
+            raise ValidationError("chunk ids are exhausted: the layer set already used "
+                                  f"id {U32_MAX}")
+        next_id = first + fresh
+        new = materialise(items, name.value, iter(range(first, next_id)), existing_ids,
+                          int(time.time() * 1000))
         metadata: dict[str, Any] = dict(target.file.metadata or {}) if target else {}
         metadata.setdefault("v", 1)
         if profile is not None and "embedding_profile" not in metadata:

@@ -1,0 +1,112 @@
+"""The rules every backend and every adapter applies to kinds and actors, in one place.
+
+- **Hidden kinds.** General search, resources and the review queue leave out events
+  (``meta.*``) and actors' memories (``memory.<category>.<actor>``): events are state, not
+  context, and a memory is private to its actor (read through the memory service).
+- **Reserved kinds.** No agent write (``agents_context_write``, ``sediment write``) may
+  choose a reserved kind: an event kind would forge a proposal or a decision, a memory kind
+  would forge another actor's memory.
+- **Actors.** The RFC fixes a chunk's ``author`` to ``human`` or ``mcp``; who the actor was
+  is recorded beside it, in a ``meta.write`` event appended in the same commit as the write
+  (and in the proposal and decision events). The fold of those events says who wrote each
+  chunk (:func:`writers`).
+- **Visibility.** A chunk an actor wrote to the local layer (their agent's own notes) is
+  readable only by that actor; a memory only by its owner (global memories, in user or
+  base, by everyone). :func:`private_ids` turns the events into the ids another actor may
+  not read, and every read path (search, get, resources, sources shown in the queue)
+  leaves them out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sediment.format import Chunk
+from sediment.store.events import MEMORY_KIND_PREFIX, META_PREFIX, WRITE, Event
+from sediment.store.layers import LayerName
+
+HIDDEN_PREFIXES = (META_PREFIX, MEMORY_KIND_PREFIX)
+RESERVED_PREFIXES = HIDDEN_PREFIXES
+PRIVATE_LAYERS = (LayerName.LOCAL,)
+"""Layers whose chunks belong to the actor who wrote them."""
+SHARED_MEMORY_LAYERS = (LayerName.USER, LayerName.BASE)
+"""Where a memory is global (accepted by a human), so readable by every actor."""
+
+
+def is_hidden_kind(kind: str) -> bool:
+    """Left out of general search and resources unless asked for by name."""
+    return kind.startswith(HIDDEN_PREFIXES)
+
+
+def shown_kind(kind: str, include_meta: bool = False) -> bool:
+    """Whether a search with no kind filter shows a chunk of ``kind`` (events only when
+    asked for; memories never: they are read by name, through the memory service)."""
+    if kind.startswith(MEMORY_KIND_PREFIX):
+        return False
+    return include_meta or not kind.startswith(META_PREFIX)
+
+
+def reserved_kind_problem(kind: str) -> str | None:
+    """Why an agent may not write ``kind`` (None when it may)."""
+    if kind.startswith(META_PREFIX):
+        return "'meta.*' kinds are reserved: they record Sediment's own events"
+    if kind.startswith(MEMORY_KIND_PREFIX):
+        return ("'memory.*' kinds are reserved: memories are saved with save_memory "
+                "(sediment memory save), which binds them to their actor")
+    return None
+
+
+def memory_owner(kind: str) -> str | None:
+    """The actor a memory kind (``memory.<category>.<actor>``) belongs to, else None."""
+    if not kind.startswith(MEMORY_KIND_PREFIX):
+        return None
+    parts = kind[len(MEMORY_KIND_PREFIX):].split(".", 1)
+    return parts[1] if len(parts) == 2 and parts[1] else None
+
+
+def write_event_data(actor: str, layer: LayerName) -> dict[str, Any]:
+    return {"event": "write", "actor": actor, "layer": layer.value}
+
+
+def writers(events: Iterable[Event]) -> dict[int, str]:
+    """Chunk id -> the actor whose write created it (first write wins: ids are never
+    reused, so a later event naming the same id cannot take it over)."""
+    out: dict[int, str] = {}
+    for e in events:
+        if e.kind != WRITE:
+            continue
+        actor = e.data.get("actor")
+        if not isinstance(actor, str):
+            continue
+        for s in e.chunk.sources:
+            if isinstance(s, int) and not isinstance(s, bool):
+                out.setdefault(s, actor)
+    return out
+
+
+def private_ids(events: Iterable[Event], actor: str | None) -> set[int]:
+    """Ids of local-layer chunks another actor wrote: ``actor`` may not read them. None
+    (a trusted local command that reads as the machine's owner) reads everything."""
+    if actor is None:
+        return set()
+    out: set[int] = set()
+    for e in events:
+        if e.kind != WRITE or e.layer not in PRIVATE_LAYERS:
+            continue
+        who = e.data.get("actor")
+        if isinstance(who, str) and who != actor:
+            out.update(s for s in e.chunk.sources
+                       if isinstance(s, int) and not isinstance(s, bool))
+    return out
+
+
+def readable(actor: str | None, layer: LayerName, chunk: Chunk,
+             private: set[int] | frozenset[int] = frozenset()) -> bool:
+    """May ``actor`` read this version of a chunk? ``private`` is :func:`private_ids`."""
+    owner = memory_owner(chunk.kind)
+    if owner is not None and layer not in SHARED_MEMORY_LAYERS and owner != actor:
+        return False
+    if chunk.kind.startswith(MEMORY_KIND_PREFIX) and owner is None:
+        return layer in SHARED_MEMORY_LAYERS
+    return not (layer in PRIVATE_LAYERS and chunk.id in private)
