@@ -50,7 +50,7 @@ def search(store: LayerStore, query: str, **kw: Any) -> list[dict[str, Any]]:
 def write(store: LayerStore, text: str, scope: str = "local") -> int:
     req = parse(WriteRequest, {"content": text, "kind": "note", "confidence": 0.7,
                                "scope": scope})
-    return int(service(store).write(req)["id"])
+    return int(service(store).write(req, "tester")["id"])
 
 
 # -- layers and precedence ------------------------------------------------------------------
@@ -147,12 +147,12 @@ def test_propose_accept_reject_promote(backend: LayerStore) -> None:
     from sediment.ops import ProposeRequest
 
     local = write(backend, "Proposal one: merge BM25 and vectors by convex fusion.")
-    p1 = svc.propose(parse(ProposeRequest, {"context_id": local}))
+    p1 = svc.propose(parse(ProposeRequest, {"context_id": local}), "tester")
     assert p1["copied_to_delta"] and p1["from_layer"] == "local"
-    again = svc.propose(parse(ProposeRequest, {"context_id": local}))
+    again = svc.propose(parse(ProposeRequest, {"context_id": local}), "tester")
     assert again["already_pending"] and again["proposal_id"] == p1["proposal_id"]
     other = write(backend, "Proposal two: drop the lexical side.", scope="delta")
-    p2 = svc.propose(parse(ProposeRequest, {"context_id": other}))
+    p2 = svc.propose(parse(ProposeRequest, {"context_id": other}), "tester")
     assert [p.status for p in list_proposals(backend)] == ["pending", "pending"]
 
     out = accept(backend, [p1["proposal_id"]], "good", reviewer="ada")

@@ -183,6 +183,37 @@ class PostingsStack:
         return np.concatenate([p.scores(stats, k1, b) for p in self.parts])
 
 
+class Excluded:
+    """Documents of one layer that a search's statistics leave out (the chunks no general
+    search can return: actors' memories), so the same text scores the same whether a
+    backend keeps those chunks beside the others or apart (``sediment.store.rules``).
+    ``mask`` marks them by chunk-table position, over all of ``stack``'s parts."""
+
+    __slots__ = ("_df", "mask", "n_docs", "stack", "total_len")
+
+    def __init__(self, stack: PostingsStack, mask: npt.NDArray[np.bool_]) -> None:
+        self.stack, self.mask = stack, mask
+        self.n_docs = int(mask.sum())
+        lengths = np.concatenate([p.doc_len for p in stack.parts])
+        self.total_len = int(lengths[mask].sum())
+        self._df: dict[str, int] = {}
+
+    def term_df(self, term: str) -> int:
+        got = self._df.get(term)
+        if got is None:
+            got, start = 0, 0
+            for p in self.stack.parts:
+                tid = p.term_id(term)
+                if tid >= 0:
+                    docs = p.docs[int(p.offsets[tid]):int(p.offsets[tid + 1])]
+                    got += int(self.mask[start + docs.astype(np.int64)].sum())
+                start += p.n_docs
+            if len(self._df) > 4096:
+                self._df.clear()
+            self._df[term] = got
+        return got
+
+
 @dataclass(frozen=True, slots=True)
 class QueryStats:
     """What a query's scores depend on beyond one document: the query terms, each term's
@@ -194,12 +225,14 @@ class QueryStats:
     avg_len: float
 
 
-def query_stats(layers: Sequence[Postings | PostingsStack], terms: Sequence[str]
-                ) -> QueryStats:
-    """Document count, average length and document frequencies summed over ``layers``."""
-    n = sum(p.n_docs for p in layers)
-    total = sum(p.total_len for p in layers)
-    df = np.asarray([sum(p.term_df(t) for p in layers) for t in terms], dtype=np.float64)
+def query_stats(layers: Sequence[Postings | PostingsStack], terms: Sequence[str],
+                excluded: Sequence[Excluded] = ()) -> QueryStats:
+    """Document count, average length and document frequencies summed over ``layers``,
+    less the ``excluded`` documents."""
+    n = sum(p.n_docs for p in layers) - sum(x.n_docs for x in excluded)
+    total = sum(p.total_len for p in layers) - sum(x.total_len for x in excluded)
+    df = np.asarray([sum(p.term_df(t) for p in layers) - sum(x.term_df(t) for x in excluded)
+                     for t in terms], dtype=np.float64)
     idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
     return QueryStats(tuple(terms), idf, n, total / n if n else 0.0)
 

@@ -44,7 +44,7 @@ from sediment.search.params import BM25Params
 from sediment.search.ranking import fuse_pool, ranks
 from sediment.search.vector import F32, Metric, top_k
 from sediment.store import PRECEDENCE, LayerName, LayerSet, LayerStore, OpenLayer
-from sediment.store.rules import shown_kind
+from sediment.store.rules import counted_in_statistics, shown_kind
 
 Mode = Literal["hybrid", "vector", "lexical"]
 MAX_K = 1000
@@ -240,8 +240,12 @@ def _lexical_stats(layers: Sequence[OpenLayer], request: SearchRequest,
         return None
     t = time.perf_counter()
     name = request.bm25.analyzer
-    stats = query_stats([layer_index(layer.file).postings(name) for layer in layers
-                         if layer.file.chunk_count], terms)
+    present = [layer for layer in layers if layer.file.chunk_count]
+    general = not request.kinds or all(counted_in_statistics(k) for k in request.kinds)
+    excluded = [x for layer in present if (x := layer_index(layer.file).excluded(name))
+                ] if general else []
+    stats = query_stats([layer_index(layer.file).postings(name) for layer in present], terms,
+                        excluded)
     _add(timings, "bm25", t)
     return stats
 

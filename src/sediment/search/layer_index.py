@@ -19,21 +19,15 @@ import numpy.typing as npt
 from sediment.format import LayerFile
 from sediment.format.arrays import distinct
 from sediment.search import ann, lexicon
-from sediment.search.bm25 import PostingsStack
+from sediment.search.bm25 import Excluded, PostingsStack
 from sediment.search.vector import F32, Metric, dot_scores, row_norms, top_k
 from sediment.store.derived import derived
-from sediment.store.rules import is_hidden_kind
+from sediment.store.rules import counted_in_statistics, shown_kind
 
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 MASK_CACHE = 8
 """Kind-filter masks kept per layer file (one byte per chunk each)."""
-
-
-def _hidden(kind: str) -> bool:
-    """Kinds a search leaves out unless asked for by name: events, and actors' private
-    memories (read through the memory service, which asks for the actor's own kinds)."""
-    return is_hidden_kind(kind)
 
 
 class LayerIndex:
@@ -43,6 +37,7 @@ class LayerIndex:
         self._masks: dict[tuple[tuple[str, ...] | None, bool], Mask | None] = {}
         self._norms: F32 | None = None
         self._postings: dict[str, PostingsStack] = {}
+        self._excluded: dict[str, Excluded | None] = {}
         self._lex_keys: lexicon.Keys = {}
         self._sorted: tuple[npt.NDArray[np.uint32], I64 | None] | None = None
         self._row_pos: I64 | None = None
@@ -83,8 +78,8 @@ class LayerIndex:
             wanted = set(kinds)
             allowed = [s for s, n in names.items() if n in wanted]
             mask = np.isin(self.file.records["kind"], np.asarray(allowed, dtype=np.uint32))
-        elif not include_meta and any(_hidden(n) for n in names.values()):
-            allowed = [s for s, n in names.items() if not _hidden(n)]
+        elif not all(shown_kind(n, include_meta) for n in names.values()):
+            allowed = [s for s, n in names.items() if shown_kind(n, include_meta)]
             mask = np.isin(self.file.records["kind"], np.asarray(allowed, dtype=np.uint32))
         with self._lock:
             if len(self._masks) >= MASK_CACHE:
@@ -205,6 +200,19 @@ class LayerIndex:
                 found = self._postings[analyzer_name] = lexicon.load_postings(
                     self.file, analyzer_name, self._lex_keys)
             return found
+
+    def excluded(self, analyzer_name: str) -> Excluded | None:
+        """The layer's chunks a general search's BM25 statistics leave out (memories:
+        ``sediment.store.rules.counted_in_statistics``), None when it holds none."""
+        if analyzer_name not in self._excluded:
+            names = [n for n in self.kind_names().values() if not counted_in_statistics(n)]
+            found = None
+            if names:
+                mask = self.kind_mask(names, True)
+                if mask is not None and mask.any():
+                    found = Excluded(self.postings(analyzer_name), mask)
+            self._excluded[analyzer_name] = found
+        return self._excluded[analyzer_name]
 
     # -- ids -------------------------------------------------------------------------------------
     def positions(self, ids: npt.NDArray[np.uint32]) -> I64:

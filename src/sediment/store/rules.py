@@ -10,6 +10,8 @@
   is recorded beside it, in a ``meta.write`` event appended in the same commit as the write
   (and in the proposal and decision events). The fold of those events says who wrote each
   chunk (:func:`writers`).
+- **Statistics.** A general search's BM25 statistics leave memories out
+  (:func:`counted_in_statistics`), so both backends rank the same text the same.
 - **Visibility.** A chunk an actor wrote to the local layer (their agent's own notes) is
   readable only by that actor; a memory only by its owner (global memories, in user or
   base, by everyone). :func:`private_ids` turns the events into the ids another actor may
@@ -45,6 +47,14 @@ def shown_kind(kind: str, include_meta: bool = False) -> bool:
     if kind.startswith(MEMORY_KIND_PREFIX):
         return False
     return include_meta or not kind.startswith(META_PREFIX)
+
+
+def counted_in_statistics(kind: str) -> bool:
+    """Whether a chunk counts in the BM25 statistics of a general search. Memories do not:
+    no general search returns them, and the team server keeps them in a table of their
+    own, so counting them on one backend only would rank the same query differently.
+    Events count on both backends alike (they share the chunks' storage on both)."""
+    return not kind.startswith(MEMORY_KIND_PREFIX)
 
 
 def reserved_kind_problem(kind: str) -> str | None:
