@@ -33,6 +33,8 @@ from mcp import Client
 from tests.conftest import Run, Runner
 from tests.mcp.conftest import SEDIMENT, free_port, stop
 
+pytestmark = pytest.mark.timeout(600)  # each test starts a dozen processes; machines are shared
+
 WRITTEN_START = 2**31
 """The first id a run-time writer gives out (RFC: written ids are >= 2^31)."""
 TIMEOUT = 180
