@@ -33,6 +33,8 @@ from mcp import Client
 from tests.conftest import Run, Runner
 from tests.mcp.conftest import SEDIMENT, free_port, stop
 
+pytestmark = pytest.mark.timeout(600)  # each test starts a dozen processes; machines are shared
+
 WRITTEN_START = 2**31
 """The first id a run-time writer gives out (RFC: written ids are >= 2^31)."""
 TIMEOUT = 180
@@ -207,6 +209,22 @@ def stdio(project: Project, actor: str, calls: list[Call],
     return anyio.run(main)
 
 
+def web_queue(mcp_url: str, token: str) -> str:
+    """The review page's queue (``/ui/queue``) as the token's actor, signed in through the
+    form as a browser does."""
+    base = mcp_url.removesuffix("/mcp")
+    with httpx.Client(base_url=base, timeout=TIMEOUT, follow_redirects=False) as c:
+        page = c.get("/ui/login")
+        nonce = re.search(r'name="csrf" value="([^"]+)"', page.text)
+        assert nonce, page.text
+        signed = c.post("/ui/login", data={"csrf": nonce.group(1), "token": token,
+                                           "reviewer": "ignored"}, headers={"Origin": base})
+        assert signed.status_code == 303, signed.text
+        queue = c.get("/ui/queue")
+        assert queue.status_code == 200, queue.text
+        return queue.text
+
+
 def memory_chunk_id(memory_id: str) -> int:
     """The chunk id under a memory id (``p34`` -> 34)."""
     return int(re.sub(r"^[a-z]+", "", memory_id))
@@ -270,29 +288,44 @@ def test_d2_agents_may_not_write_memory_kinds(project: Project) -> None:
 
 
 # -- 3. the review queue never shows another actor's memory ------------------------------------
-def test_d3_memories_stay_out_of_the_review_queue(project: Project) -> None:
-    """Defect 3: ``agents_context_propose`` with a memory chunk's id is refused (for its owner
-    and for anyone else) and nothing lands in delta; a note bob writes citing alice's memory
-    chunk as a source, once proposed, does not show the memory's content in the queue
-    (``proposals list/show``, text and JSON, ``diff``): either the citation is refused
-    (without echoing the memory) or the source stays opaque. (pg: memories are not chunks
-    there; a guard.)"""
+def test_d3_a_memory_chunk_cannot_be_proposed(project: Project) -> None:
+    """Defect 3a: ``agents_context_propose`` with a memory chunk's id is refused, for its owner
+    and for anyone else, without echoing the memory, and nothing reaches delta or the queue.
+    (pg: memories are not chunks there; a guard, it passes today.)"""
     project.compile({"a.md": DOC_DEPLOY})
     alice, bob = project.token("alice"), project.token("bob")
     with project.server() as url:
         saved = ok(url, alice, "save_memory", {"content": SECRET, "category": "fact",
                                                "scope": "project"})
-        chunk = memory_chunk_id(saved["id"])
-        propose = ("agents_context_propose", {"context_id": chunk})
+        propose = ("agents_context_propose", {"context_id": memory_chunk_id(saved["id"])})
         [(by_owner, owner_said)] = session(url, alice, [propose])
-        (by_bob, bob_said), (wrote, note) = session(url, bob, [propose, (
-            "agents_context_write", {"content": "See the cited note for the vault.",
-                                     "kind": "note", "confidence": 0.5, "sources": [chunk]})])
-        assert SECRET_WORD not in json.dumps([owner_said, bob_said, note])
-        assert not by_owner and not by_bob, \
-            f"memory chunk {chunk} proposed: {owner_said} / {bob_said}"
+        [(by_bob, bob_said)] = session(url, bob, [propose])
+    assert not by_owner and not by_bob, f"memory proposed: {owner_said} / {bob_said}"
+    assert SECRET_WORD not in owner_said + bob_said
+    assert project.proposals() == []
+    diff = project.cli("diff", "--json", ok=False)
+    assert SECRET_WORD not in diff.out + diff.err
+
+
+def test_d3_a_cited_memory_is_not_shown_in_the_queue(project: Project) -> None:
+    """Defect 3b: a note bob writes citing alice's memory chunk as a source, once proposed,
+    does not show the memory's content in the queue (``proposals list/show``, text and JSON,
+    ``diff``, the web page's queue as a reviewer): either the citation is refused (without
+    echoing the memory) or the source stays opaque. (pg: a guard, it passes today.)"""
+    project.compile({"a.md": DOC_DEPLOY})
+    alice, bob = project.token("alice"), project.token("bob")
+    carol = project.token("carol", "reviewer")
+    with project.server() as url:
+        saved = ok(url, alice, "save_memory", {"content": SECRET, "category": "fact",
+                                               "scope": "project"})
+        [(wrote, note)] = session(url, bob, [("agents_context_write", {
+            "content": "See the cited note for the vault.", "kind": "note",
+            "confidence": 0.5, "sources": [memory_chunk_id(saved["id"])]})])
+        assert SECRET_WORD not in json.dumps(note)
         if wrote:
             ok(url, bob, "agents_context_propose", {"context_id": note["id"]})
+        page = web_queue(url, carol)
+    assert SECRET_WORD not in page
     queue = project.proposals()
     assert len(queue) == (1 if wrote else 0), queue
     assert SECRET_WORD not in json.dumps(queue), queue
@@ -344,9 +377,11 @@ def test_d4_a_memory_proposal_survives_pull_and_push(pg_project: Project,
 def test_d5_a_global_memory_proposal_is_in_the_queue(project: Project) -> None:
     """Defect 5 (pg; files is the guard, it passes today): ``save_memory`` with ``scope:
     global`` by a writer is a proposal that ``proposals list`` shows and ``proposals accept``
-    accepts; after that another actor recalls it as a global memory."""
+    accepts, and the web page's queue shows; after that another actor recalls it as a global
+    memory."""
     project.compile({"a.md": DOC_DEPLOY})
     bob, alice = project.token("bob"), project.token("alice")
+    carol = project.token("carol", "reviewer")
     content = "Every release needs two reviewers."
     with project.server() as url:
         out = ok(url, bob, "save_memory", {"content": content, "category": "convention",
@@ -356,6 +391,7 @@ def test_d5_a_global_memory_proposal_is_in_the_queue(project: Project) -> None:
         mine = [p for p in queue if content in json.dumps(p)]
         assert len(mine) == 1, f"the proposal is not in the queue: {queue}"
         assert mine[0]["status"] == "pending"
+        assert content in web_queue(url, carol), "the proposal is not on the web page's queue"
         project.cli("proposals", "accept", str(mine[0]["proposal_id"]), "--reviewer", "carol")
         recalled = ok(url, alice, "recall_memories", {"query": "release reviewers",
                                                       "scope": "global"})
@@ -419,7 +455,7 @@ def test_d6_every_write_proposal_and_decision_shows_its_actor(project: Project) 
         assert info["author"] == "mcp" and info.get("actor") == actor, info
         assert {actor, reviewer} <= set(actors(info["events"])), info["events"]
     plain = project.run("inspect", str(layers / "AGENTS.delta.db"), "--id", str(by_alice))
-    assert re.search(r"propose by alice\b", plain.out), plain.out
+    assert re.search(r"meta\.proposal_event propose by [^\n]*\balice\b", plain.out), plain.out
 
 
 # -- 7. the local layer is per actor on the team server ---------------------------------------
@@ -571,22 +607,23 @@ def test_d9_a_failed_pull_leaves_nothing_behind(pg_project: Project, tmp_path: P
 
 # -- the id rules ------------------------------------------------------------------------------
 def test_every_written_id_is_above_the_compiled_range_and_unique(project: Project) -> None:
-    """Every id written at run time (writes, proposals, decisions, memories and memory
-    proposals) is >= 2^31 and none repeats, on both backends; compiled ids stay below 2^31.
-    On files today a project memory takes ``high_water + 1`` (the root of defect 1)."""
+    """Every id written at run time (memories and memory proposals saved first, then writes,
+    a proposal, a decision) is >= 2^31 and none repeats, on both backends; compiled ids stay
+    below 2^31. On files today a project memory saved before any write takes ``high_water +
+    1``, a compiled-range id (the root of defect 1)."""
     project.compile({"a.md": DOC_DEPLOY, "b.md": DOC_BILLING})
     note = {"kind": "note", "confidence": 0.5}
     got = stdio(project, "alice", [
-        ("agents_context_write", {"content": "A local note.", **note}),
-        ("agents_context_write", {"content": "A delta note.", "scope": "delta", **note}),
         ("save_memory", {"content": "A project memory.", "category": "fact",
                          "scope": "project"}),
         ("save_memory", {"content": "A global memory.", "category": "fact",
-                         "scope": "global"})],
-        then=[("agents_context_propose", {"context_id": "$0"})])
+                         "scope": "global"}),
+        ("agents_context_write", {"content": "A local note.", **note}),
+        ("agents_context_write", {"content": "A delta note.", "scope": "delta", **note})],
+        then=[("agents_context_propose", {"context_id": "$2"})])
     assert all(good for good, _ in got), got
-    ids = [got[0][1]["id"], got[1][1]["id"], memory_chunk_id(got[2][1]["id"]),
-           memory_chunk_id(got[3][1]["id"]), got[4][1]["proposal_id"]]
+    ids = [memory_chunk_id(got[0][1]["id"]), memory_chunk_id(got[1][1]["id"]),
+           got[2][1]["id"], got[3][1]["id"], got[4][1]["proposal_id"]]
     decided = project.cli("proposals", "accept", str(ids[-1]), "--reviewer", "carol",
                           "--json").json()
     ids += [int(x) for x in re.findall(r'"decision(?:_id)?":\s*(\d+)', json.dumps(decided))]
