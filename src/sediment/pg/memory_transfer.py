@@ -33,9 +33,9 @@ from sediment.errors import PermissionDeniedError
 from sediment.format import Chunk, encode_layer
 from sediment.memory.events import USE
 from sediment.memory.model import parse_kind
+from sediment.pg.staging import Staging
 from sediment.pg.store import PgStore, as_vector
 from sediment.store import LayerName, LayerSet
-from sediment.store.atomic import atomic_write
 from sediment.store.events import (
     FORGET,
     MEMORY_KIND_PREFIX,
@@ -297,8 +297,8 @@ def merged(chunks: list[Chunk], vectors: npt.NDArray[np.float32],
 
 
 def pull_actor(store: PgStore, actor: str, files: dict[LayerName, Path], *, dim: int,
-               profile: dict[str, Any] | None, force: bool) -> int:
-    """Write ``actor``'s own memories as their files (``files``: the actor's user and
+               profile: dict[str, Any] | None, force: bool, staging: Staging) -> int:
+    """Stage ``actor``'s own memories as their files (``files``: the actor's user and
     usage layer paths); refuses to overwrite unless ``force``."""
     got = stored_rows(store, actor=actor)
     if not got:
@@ -316,7 +316,6 @@ def pull_actor(store: PgStore, actor: str, files: dict[LayerName, Path], *, dim:
                                     "id_high_water": max(c.id for c in chunks)}
         if profile is not None:
             metadata["embedding_profile"] = profile
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, encode_layer(chunks, vectors, dim=dim, metadata=metadata))
+        staging.write(path, encode_layer(chunks, vectors, dim=dim, metadata=metadata))
         n += len(chunks)
     return n

@@ -19,6 +19,7 @@ Memories travel too, as rows of their own table on the server
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,9 +42,9 @@ from sediment.pg.memory_transfer import (
     stored_rows,
 )
 from sediment.pg.search import ensure_vector_index
+from sediment.pg.staging import Staging
 from sediment.pg.store import PgStore
 from sediment.store import PRECEDENCE, LayerName, LayerSet
-from sediment.store.atomic import atomic_write
 from sediment.store.ids import WRITTEN_START, recorded_high_water
 
 MAX_LISTED = 10
@@ -112,12 +113,16 @@ def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
             cur.execute("SET LOCAL statement_timeout = 0")
         _check_schema(store, files)
         present = set(store.present())
-        if any(la.name is LayerName.BASE for la in layers) and LayerName.BASE in present:
-            if not replace_base:
+        base = next((la for la in layers if la.name is LayerName.BASE), None)
+        if base is not None and LayerName.BASE in present:
+            if replace_base:
+                _replace_base(store)
+                present.discard(LayerName.BASE)
+            elif not _same_base(store, list(base.file.chunks())):
                 raise PermissionDeniedError(
-                    f"project {store.project} already has a base layer; only a reviewer "
-                    "replaces it, with a new compiled base (`sediment push --replace-base`)")
-            _replace_base(store)
+                    f"project {store.project} already has a different base layer; only a "
+                    "reviewer replaces it, with a new compiled base (`sediment push "
+                    "--replace-base`)")
         mem_ids = memory_ids(files)
         memory: list[MemoryRow] = []
         for layer in layers:
@@ -158,6 +163,23 @@ def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
     return out
 
 
+def _same_base(store: PgStore, chunks: list[Chunk]) -> bool:
+    """Whether the project's base holds exactly ``chunks`` (ids, kinds, contents): the
+    same compiled base pushed again, which adds nothing. Compared by a digest the server
+    computes, so a large base's contents do not travel back."""
+    digest = hashlib.md5(usedforsecurity=False)
+    for i, c in enumerate(sorted(chunks, key=lambda c: c.id)):
+        kind = hashlib.md5(c.kind.encode(), usedforsecurity=False).hexdigest()
+        content = hashlib.md5(c.content.encode(), usedforsecurity=False).hexdigest()
+        digest.update(f"{',' if i else ''}{c.id}:{kind}:{content}".encode())
+    with store.cursor() as cur:
+        cur.execute("SELECT count(*), md5(string_agg(id::text || ':' || md5(kind) || ':' || "
+                    "md5(content), ',' ORDER BY id)) FROM chunks WHERE project = %s AND "
+                    "layer = 'base'", (store.project,))
+        got = cur.fetchone()
+    return got is not None and int(got[0]) == len(chunks) and got[1] == digest.hexdigest()
+
+
 def _new_chunks(store: PgStore, name: LayerName, chunks: list[Chunk]) -> set[int]:
     """The ids of ``chunks`` to insert; identical ones already there are left out, and a
     clash (different content under a used id) is an error naming the ids."""
@@ -187,9 +209,15 @@ def _new_chunks(store: PgStore, name: LayerName, chunks: list[Chunk]) -> set[int
     return {c.id for c in chunks if c.id not in same_layer}
 
 
-def pull(store: PgStore, directory: Path, *, force: bool = False) -> Transfer:
+def pull(store: PgStore, directory: Path, *, force: bool = False,
+         staging: Staging | None = None) -> Transfer:
     """Write the project's layers, its memory rows among them, as files in ``directory``;
-    ``force`` overwrites."""
+    ``force`` overwrites. Every file is built before any is put in place (into
+    ``staging`` when given, for the caller to commit with files of its own), so a failure
+    leaves the directory as it was."""
+    if staging is None:
+        with Staging() as own:
+            return pull(store, directory, force=force, staging=own)
     if not directory.is_dir():
         raise NotFoundError(f"--dir {directory}: no such directory")
     names = set(store.present())
@@ -225,7 +253,7 @@ def pull(store: PgStore, directory: Path, *, force: bool = False) -> Transfer:
                                             max(c.id for c in chunks))
         data = encode_layer(chunks, vectors, dim=dim, element_type=element_type,
                             quant_scale=store.quant_scale(name), metadata=metadata)
-        atomic_write(path, data)
+        staging.write(path, data)
         out.layers[name.value] = len(chunks) - len(memories.get(name.value, []))
         out.files.append(str(path))
     out.memories["project"] = sum(len(v) for v in memories.values())
