@@ -37,6 +37,7 @@ from sediment.pg.memory_transfer import (
     memory_ids,
     memory_row,
     merged,
+    private_ids,
     push_actor,
     push_project,
     stored_rows,
@@ -48,6 +49,7 @@ from sediment.store import PRECEDENCE, LayerName, LayerSet
 from sediment.store.ids import WRITTEN_START, recorded_high_water
 
 MAX_LISTED = 10
+_GLOBAL = (LayerName.USER, LayerName.BASE)
 
 
 @dataclass(slots=True)
@@ -128,7 +130,9 @@ def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
         for layer in layers:
             f = layer.file
             every = list(f.chunks())
-            plain = [i for i, c in enumerate(every) if not is_memory_row(c, mem_ids)]
+            private = layer.name is LayerName.LOCAL
+            plain = [i for i, c in enumerate(every)
+                     if not (private and is_memory_row(c, mem_ids))]
             memory.extend(memory_row(layer.name.value, every[i], f.vector(i))
                           for i in sorted(set(range(len(every))) - set(plain)))
             chunks = [every[i] for i in plain]
@@ -150,7 +154,7 @@ def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
             out.skipped[layer.name.value] = len(chunks) - len(rows)
             if on_layer is not None:
                 on_layer(layer.name.value, len(rows))
-        out.memories["project"] = push_project(store, memory)
+        out.memories["project"] = push_project(store, memory, memory_ids(files, _GLOBAL))
         if actor_files is not None:
             actor, own = actor_files
             out.memories["user"] = push_actor(store, actor, actor_rows(actor, own))
@@ -201,9 +205,12 @@ def _new_chunks(store: PgStore, name: LayerName, chunks: list[Chunk]) -> set[int
             f"in its {name.value} layer; a push into a project may only add new ids")
     reused = [c.id for c in chunks if c.id >= WRITTEN_START and c.id not in same_layer
               and c.id in elsewhere and elsewhere[c.id] != (c.kind, c.content)]
+    private = private_ids(store, [c.id for c in chunks if c.id not in same_layer])
+    reused = sorted(set(reused) | private)
     if reused:
         raise PermissionDeniedError(
-            f"project {store.project} already uses ids {_ids(reused)} for other chunks; the "
+            f"project {store.project} already uses ids {_ids(reused)} for other chunks, "
+            "memories or context items; the "
             "files and the server both gave them out, so pushing would merge unrelated "
             "chunks (pull the project, copy your chunks with `sediment write`, then push)")
     return {c.id for c in chunks if c.id not in same_layer}
