@@ -27,6 +27,7 @@ def move_shared_memories(cur: Cursor) -> None:
     from sediment.pg.store import lexical
 
     register_vector(cur.connection)
+    cur = cur.connection.cursor()  # a cursor takes the connection's adapters when made
     cur.execute(
         "SELECT m.project, m.layer, m.id, m.kind, m.content, m.author, m.confidence, "
         "m.created_at_ms, m.sources, m.embedding, l.dim FROM memories AS m JOIN layers AS l "

@@ -1,13 +1,15 @@
 """Memories in ``push`` and ``pull``: the rows that leave the layers for ``memories``.
 
 In layer files the memories of a project (project scope, global, proposals) and their
-events sit in the project's layers beside other chunks; on a server they are rows of the
-``memories`` table (sediment.pg.memory), which every query binds to an actor. A push
-therefore takes them out of the layers it uploads and writes them as memory rows with
-their ids, owners (the actor in a memory's kind, or in an event's JSON), times, vectors and
-state (a superseded or forgotten version is hidden); a project use event that counts
-global memories is split as the server's own writes split it, so every actor sees a global
-memory's uses. A pull writes them back into the layer each row names.
+events sit in the project's layers beside other chunks. On a server, global memories and
+proposals stay in the layers (:mod:`sediment.pg.memory`), so they travel as chunks; the
+project-scope ones, bound to an actor, are rows of the ``memories`` table, which every
+query binds to an actor. A push therefore takes the local layer's memories and events out
+of what it uploads and writes them as memory rows with their ids, owners (the actor in a
+memory's kind, or in an event's JSON), times, vectors and state (a superseded or forgotten
+version is hidden); a use event that counts global memories is split as the server's own
+writes split it, so every actor sees a global memory's uses. A pull writes them back into
+the local layer.
 
 An actor's own memories (``u`` ids, ``<data dir>/actors/<actor>/``) are theirs, not the
 project's: they go to a server only when asked (``push --user-memories``), and only that
@@ -45,7 +47,6 @@ from sediment.store.events import (
 )
 
 MAX_LISTED = 10
-_GLOBAL = (LayerName.USER, LayerName.BASE)
 _INSERT = ("INSERT INTO memories (project, store, id, layer, owner, shared, is_event, kind, "
            "content, author, confidence, created_at_ms, sources, data, embedding, hidden) "
            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")

@@ -6,12 +6,14 @@ profile, id ranges, ``id_high_water``); the id sequence then moves past the larg
 the server never gives out an id the files used. Into a project that already has chunks,
 a push may only add: a chunk whose id the project's layer already holds is skipped when
 identical and refused when different, and an id the files wrote at run time that the
-project uses for other content in another layer is refused too. The base is never merged:
-a project's base is replaced only when the caller says so (``replace_base``), which the
-adapters allow to reviewers only.
+project uses for other content in another layer is refused too, and so is an id the
+project's memory or context rows use. The base is never merged: the same base pushed
+again adds nothing, a different one replaces the project's only when the caller says so
+(``replace_base``), which the adapters allow to reviewers only.
 
-A pull writes each of the project's layers as an RFC layer file (atomically), refusing to
-overwrite a file that exists unless told to.
+A pull writes each of the project's layers as an RFC layer file, refusing to overwrite a
+file that exists unless told to; the files are built beside their targets and put in
+place together (:mod:`sediment.pg.staging`), so a failed pull changes nothing.
 
 Memories travel too, as rows of their own table on the server
 (:mod:`sediment.pg.memory_transfer`).
