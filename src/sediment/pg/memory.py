@@ -20,6 +20,7 @@ every full-text match, bounded), fused by :class:`~sediment.search.fusion.Convex
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -85,14 +86,16 @@ class PgMemoryStore:
         self.profile = profile
         self._layers = layers
         self._own_layers = layers is None
+        self._opening = threading.Lock()
 
     @property
     def layers(self) -> PgStore:
         """The project's layers (opened on first use, with the pool's timeouts)."""
-        if self._layers is None:
-            self._layers = PgStore(self.db.url, connect_timeout=self.db.connect_timeout,
-                                   statement_timeout_ms=self.db.statement_timeout_ms)
-        return self._layers
+        with self._opening:
+            if self._layers is None:
+                self._layers = PgStore(self.db.url, connect_timeout=self.db.connect_timeout,
+                                       statement_timeout_ms=self.db.statement_timeout_ms)
+            return self._layers
 
     def close(self) -> None:
         if self._own_layers and self._layers is not None:
