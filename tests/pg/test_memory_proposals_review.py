@@ -21,6 +21,7 @@ from sediment.format import Chunk, encode_layer
 from tests.conftest import Runner
 from tests.pg.layers import DIM, EMBEDDER
 from tests.pg.team import TeamServer, call, mint, seed_project, team_server
+from tests.web.conftest import sign_in
 
 HASH = {"SEDIMENT_EMBEDDER": "hash"}
 TEXT = "Releases are tagged from the main branch only, never from a feature branch."
@@ -52,6 +53,7 @@ def test_a_writers_global_memory_is_reviewed_on_the_team_server(
         sediment: Runner, pg_url: str, tmp_path: Path) -> None:
     seed_project(pg_url, tmp_path)
     alice, bob = mint(pg_url, "alice", "writer"), mint(pg_url, "bob", "writer")
+    rev = mint(pg_url, "rev", "reviewer")
     with team_server(pg_url, tmp_path) as srv:
         saved = _mcp(srv, alice, "save_memory", {"content": TEXT, "category": "convention",
                                                  "scope": "global"})
@@ -60,6 +62,12 @@ def test_a_writers_global_memory_is_reviewed_on_the_team_server(
         pending = _pending(sediment, pg_url)
         assert [(p["context_id"], p["chunk"]["content"]) for p in pending] == \
             [(memory_id, TEXT)]
+        web = sign_in(srv.base, "rev", rev)
+        try:
+            queue = web.get("/ui/queue").text
+        finally:
+            web.close()
+        assert TEXT in queue and "1 pending proposal" in queue
         before = _mcp(srv, bob, "recall_memories", {"query": "release tags main branch",
                                                     "scope": "global"})
         assert not before["memories"]
