@@ -42,9 +42,11 @@ def memory_store(request: pytest.FixtureRequest, tmp_path: Path,
         yield _files(tmp_path, embedder)
         return
     db = Database(request.getfixturevalue("pg_url"))
+    store = PgMemoryStore(db, dim=embedder.profile.dim)
     try:
-        yield PgMemoryStore(db, dim=embedder.profile.dim)
+        yield store
     finally:
+        store.close()
         db.close()
 
 

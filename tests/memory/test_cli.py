@@ -101,8 +101,8 @@ def test_global_save_by_a_human_is_seen_by_everyone(sediment: Runner, where: Whe
     assert mem(sediment, store, "bob", "recall", "timestamps")["memories"][0]["id"] == g["id"]
     if isinstance(store, str):
         with psycopg.connect(store) as conn:
-            kinds = conn.execute("SELECT kind FROM memories WHERE NOT is_event AND layer = "
-                                 "'user' AND store = 'p'").fetchall()
+            kinds = conn.execute("SELECT kind FROM chunks WHERE layer = 'user' AND "
+                                 "kind LIKE 'memory.%%'").fetchall()
         assert [k for (k,) in kinds] == ["memory.convention.admin"]
         return
     assert [c.kind for c in LayerFile.open(store / "AGENTS.user.db").chunks()] == [

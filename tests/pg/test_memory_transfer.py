@@ -89,7 +89,9 @@ def test_round_trip_keeps_memories_versions_contexts_and_uses(
     assert r.code == 0, r.err
     pushed = r.json()
     assert pushed["memories"]["user"] > 0 and pushed["memories"]["project"] > 0
-    assert all(n == 0 for n in pushed["layers"].values())  # nothing but memories here
+    # nothing but memories here: the global one (with its events) stays in the user layer
+    assert pushed["layers"]["user"] > 0
+    assert all(n == 0 for name, n in pushed["layers"].items() if name != "user")
     on_server = {a: _view(sediment, server, a) for a in ("alice", "bob")}
     assert on_server["alice"] == before["alice"]
     bob_shared = {**before["bob"], "memories": [m for m in before["bob"]["memories"]

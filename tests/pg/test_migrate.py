@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sediment.errors import StoreUnavailableError, ValidationError
+from sediment.memory.model import Scope
 from sediment.pg import connect, current_version, latest_version, migrate, parse_store_url
 from sediment.pg.migrate import migrations
 from tests.conftest import Runner
@@ -140,3 +143,65 @@ def test_a_store_on_an_unmigrated_database_says_to_migrate(pg_empty_url: str) ->
 
     with pytest.raises(StoreUnavailableError, match="sediment db migrate"):
         PgStore(pg_empty_url)
+
+
+def _legacy_row(conn: Any, layer: str, cid: int, owner: str, kind: str, content: str,
+                *, event: bool, shared: bool = False) -> None:
+    vector = None if event else "[" + ",".join(["0.125"] * 64) + "]"
+    conn.execute("INSERT INTO memories (project, store, id, layer, owner, shared, is_event, "
+                 "kind, content, author, confidence, created_at_ms, sources, data, embedding) "
+                 "VALUES ('default', 'p', %s, %s, %s, %s, %s, %s, %s, 'mcp', 1.0, 1, %s, %s, "
+                 "%s::vector)", (cid, layer, owner, shared, event, kind, content,
+                                 json.dumps([cid - 1] if event else []),
+                                 content if event else None, vector))
+
+
+def test_0070_moves_global_memories_and_proposals_into_the_layers(pg_empty_url: str) -> None:
+    """Rows an earlier Sediment kept in ``memories`` (a global memory, a proposal with its
+    events, the proposal event a pull -> push had copied into chunks too) end in the
+    layers, analysed for BM25, and the review flow and the memory store read them there."""
+    from sediment.pg import PgStore
+    from sediment.pg.database import Database
+    from sediment.pg.memory import PgMemoryStore
+    from sediment.review.decisions import list_proposals
+    from sediment.store.events import PROPOSAL, event_content
+
+    propose = event_content(event="propose", context_id=11, target="user",
+                            from_layer="delta", copied_to_delta=False)
+    with connect(pg_empty_url) as conn:
+        migrate(conn, target=60)
+        conn.execute("INSERT INTO projects (name) VALUES ('default')")
+        conn.execute("INSERT INTO layers (project, layer, dim, element_type, metadata) VALUES "
+                     "('default', 'delta', 64, 'f32', '{}')")
+        conn.execute("INSERT INTO chunks (project, layer, id, kind, content, author, "
+                     "confidence, created_at_ms, sources, dim) VALUES ('default', 'delta', "
+                     "12, %s, %s, 'mcp', 1.0, 1, '[11]', 64)", (PROPOSAL, propose))
+        _legacy_row(conn, "user", 10, "alice", "memory.fact.alice",
+                    "Deploys happen on Tuesdays.", event=False, shared=True)
+        _legacy_row(conn, "delta", 11, "bob", "memory.convention.bob",
+                    "Release tags come from main.", event=False)
+        _legacy_row(conn, "delta", 12, "bob", PROPOSAL, propose, event=True)
+        _legacy_row(conn, "local", 13, "bob", "memory.fact.bob", "Bob's own note.",
+                    event=False)
+        conn.commit()
+        migrate(conn)
+        left = conn.execute("SELECT id FROM memories ORDER BY id").fetchall()
+        moved = conn.execute("SELECT layer, id, lex_len FROM chunks ORDER BY id").fetchall()
+        terms = conn.execute("SELECT term FROM postings WHERE id = 10 ORDER BY term").fetchall()
+    assert left == [(13,)]
+    assert [(la, i) for la, i, _ in moved] == [("user", 10), ("delta", 11), ("delta", 12)]
+    assert all(n > 0 for _, i, n in moved if i != 12)  # 12 was there before
+    assert [t for (t,) in terms] == ["deploy", "happen", "tuesday"]
+    with PgStore(pg_empty_url) as store:
+        (proposal,) = list_proposals(store)
+        assert proposal.status == "pending" and proposal.chunk is not None
+        assert proposal.chunk.content == "Release tags come from main."
+    db = Database(pg_empty_url)
+    try:
+        memories = PgMemoryStore(db, dim=64)
+        listed = memories.memories("bob", (Scope.GLOBAL, Scope.PROJECT))
+        assert sorted((str(m.ref), m.place.value) for m in listed) == \
+            [("p10", "global"), ("p11", "proposal"), ("p13", "project")]
+        memories.close()
+    finally:
+        db.close()

@@ -80,13 +80,15 @@ def _team_service(cfg: Config, url: str, embedder_name: str | None
     from sediment.pg.memory import PgMemoryStore
 
     with open_team(cfg, url, embedder_name) as team:
-        store = PgMemoryStore(team.database, dim=team.embedder.profile.dim)
+        store = PgMemoryStore(team.database, dim=team.embedder.profile.dim,
+                              profile=team.embedder.profile.to_dict())
         service = MemoryService(store, team.embedder, dedup_threshold=memory_threshold(),
                                 chunk_exists=team.chunk_exists)
         try:
             yield service
         finally:
             service.close()
+            store.close()
 
 
 def _common(f: Any) -> Any:

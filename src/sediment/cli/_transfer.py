@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from sediment.config import store_url
 from sediment.errors import ConfigError, NotFoundError, PermissionDeniedError
 from sediment.pg import PgStore, Transfer, parse_store_url, pull, push
 from sediment.pg.memory_transfer import USER_LAYERS, pull_actor
+from sediment.pg.staging import Staging
 from sediment.server.principals import data_dir, default_actor
 from sediment.store import LayerSet
 
@@ -103,7 +105,10 @@ def _push_context(target: PgStore, directory: Path, actor: str, *, check_only: b
         db.close()
 
 
-def _pull_context(source: PgStore, directory: Path, actor: str, force: bool) -> int:
+def _pull_context(source: PgStore, directory: Path, actor: str, force: bool
+                  ) -> Callable[[], int]:
+    """Read ``actor``'s context from the server (refusing an existing store unless
+    ``force``); the returned step writes it into the directory's store."""
     from sediment.pg.context_transfer import pull_context
     from sediment.pg.database import Database
 
@@ -120,8 +125,11 @@ def _pull_context(source: PgStore, directory: Path, actor: str, force: bool) -> 
         parts = pull_context(db, actor, schema.dim)
     finally:
         db.close()
-    files.replace(parts)
-    return sum(len(p.chunks) for p in parts)
+
+    def write() -> int:
+        files.replace(parts)
+        return sum(len(p.chunks) for p in parts)
+    return write
 
 
 def _memories(done: Transfer, actor: str | None) -> None:
@@ -197,17 +205,21 @@ def pull_cmd(store: str | None, project: str | None, layer_dir: Path, force: boo
     `sediment validate` accepts and that search as the server does; the project's memories
     go back into the layers that hold them on files."""
     directory = _directory(layer_dir)
-    with _store(store, project) as source:
-        done = pull(source, directory, force=force)
+    with _store(store, project) as source, Staging() as staging:
+        write_context = _pull_context(source, directory, actor or default_actor(), force) \
+            if with_context else None
+        done = pull(source, directory, force=force, staging=staging)
         if user_memories:
             who, own = _actor_files(actor)
             schema = source.schema()
             done.memories["user"] = pull_actor(
                 source, who, {n: own.paths[n] for n in USER_LAYERS if n in own.paths},
                 dim=schema.dim if schema is not None else 0,
-                profile=schema.profile if schema is not None else None, force=force)
-        if with_context:
-            done.context = _pull_context(source, directory, actor or default_actor(), force)
+                profile=schema.profile if schema is not None else None, force=force,
+                staging=staging)
+        staging.commit()
+        if write_context is not None:
+            done.context = write_context()
         name = source.project
     if as_json:
         emit_json({"project": name, **done.to_dict()})

@@ -1,13 +1,15 @@
 """Memories in ``push`` and ``pull``: the rows that leave the layers for ``memories``.
 
 In layer files the memories of a project (project scope, global, proposals) and their
-events sit in the project's layers beside other chunks; on a server they are rows of the
-``memories`` table (sediment.pg.memory), which every query binds to an actor. A push
-therefore takes them out of the layers it uploads and writes them as memory rows with
-their ids, owners (the actor in a memory's kind, or in an event's JSON), times, vectors and
-state (a superseded or forgotten version is hidden); a project use event that counts
-global memories is split as the server's own writes split it, so every actor sees a global
-memory's uses. A pull writes them back into the layer each row names.
+events sit in the project's layers beside other chunks. On a server, global memories and
+proposals stay in the layers (:mod:`sediment.pg.memory`), so they travel as chunks; the
+project-scope ones, bound to an actor, are rows of the ``memories`` table, which every
+query binds to an actor. A push therefore takes the local layer's memories and events out
+of what it uploads and writes them as memory rows with their ids, owners (the actor in a
+memory's kind, or in an event's JSON), times, vectors and state (a superseded or forgotten
+version is hidden); a use event that counts global memories is split as the server's own
+writes split it, so every actor sees a global memory's uses. A pull writes them back into
+the local layer.
 
 An actor's own memories (``u`` ids, ``<data dir>/actors/<actor>/``) are theirs, not the
 project's: they go to a server only when asked (``push --user-memories``), and only that
@@ -33,9 +35,9 @@ from sediment.errors import PermissionDeniedError
 from sediment.format import Chunk, encode_layer
 from sediment.memory.events import USE
 from sediment.memory.model import parse_kind
+from sediment.pg.staging import Staging
 from sediment.pg.store import PgStore, as_vector
 from sediment.store import LayerName, LayerSet
-from sediment.store.atomic import atomic_write
 from sediment.store.events import (
     FORGET,
     MEMORY_KIND_PREFIX,
@@ -45,7 +47,6 @@ from sediment.store.events import (
 )
 
 MAX_LISTED = 10
-_GLOBAL = (LayerName.USER, LayerName.BASE)
 _INSERT = ("INSERT INTO memories (project, store, id, layer, owner, shared, is_event, kind, "
            "content, author, confidence, created_at_ms, sources, data, embedding, hidden) "
            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
@@ -67,10 +68,11 @@ class MemoryRow:
         return self.data is not None
 
 
-def memory_ids(files: LayerSet) -> set[int]:
-    """The ids of every memory (``memory.*`` chunk) in ``files``."""
+def memory_ids(files: LayerSet, names: Sequence[LayerName] | None = None) -> set[int]:
+    """The ids of every memory (``memory.*`` chunk) in ``files`` (in its layers
+    ``names``)."""
     out: set[int] = set()
-    for layer in files.layers():
+    for layer in files.layers(names):
         out.update(c.id for c in layer.file.chunks() if c.kind.startswith(MEMORY_KIND_PREFIX))
     return out
 
@@ -134,9 +136,22 @@ def _values(project: str, prefix: str, row: MemoryRow, owner: str, shared: bool,
             row.vector if row.vector is not None else None, hidden)
 
 
-def push_project(store: PgStore, rows: list[MemoryRow]) -> int:
-    """Write a project's memory rows (ids kept): identical rows already there are skipped,
-    a different row under a used id is refused. Returns how many were written."""
+def private_ids(store: PgStore, ids: Sequence[int]) -> set[int]:
+    """Those of ``ids`` the project's actor-bound tables (``memories``, ``context_rows``)
+    use: one id names one row of a project, whichever table holds it."""
+    if not ids:
+        return set()
+    with store.cursor() as cur:
+        cur.execute("SELECT id FROM memories WHERE project = %s AND store = 'p' AND "
+                    "id = ANY(%s) UNION SELECT id FROM context_rows WHERE project = %s AND "
+                    "id = ANY(%s)", (store.project, list(ids), store.project, list(ids)))
+        return {int(r[0]) for r in cur.fetchall()}
+
+
+def push_project(store: PgStore, rows: list[MemoryRow], glob: set[int]) -> int:
+    """Write a project's memory rows (ids kept; ``glob``: the ids of its global memories,
+    which stay in its layers): identical rows already there are skipped, an id another
+    row of the project uses (in any table) is refused. Returns how many were written."""
     if not rows:
         return 0
     ids = [r.chunk.id for r in rows]
@@ -144,28 +159,28 @@ def push_project(store: PgStore, rows: list[MemoryRow]) -> int:
         cur.execute("SELECT id, kind, content FROM memories WHERE project = %s AND store = 'p' "
                     "AND id = ANY(%s)", (store.project, ids))
         there = {int(r[0]): (r[1], r[2]) for r in cur.fetchall()}
-        cur.execute("SELECT DISTINCT id FROM chunks WHERE project = %s AND id = ANY(%s)",
-                    (store.project, ids))
-        layered = sorted(int(r[0]) for r in cur.fetchall())
+        cur.execute("SELECT DISTINCT id FROM chunks WHERE project = %s AND id = ANY(%s) "
+                    "UNION SELECT id FROM context_rows WHERE project = %s AND id = ANY(%s)",
+                    (store.project, ids, store.project, ids))
+        elsewhere = sorted(int(r[0]) for r in cur.fetchall())
     clash = sorted({r.chunk.id for r in rows if r.chunk.id in there
-                    and there[r.chunk.id] != (r.chunk.kind, r.chunk.content)} | set(layered))
+                    and there[r.chunk.id] != (r.chunk.kind, r.chunk.content)}
+                   | set(elsewhere))
     if clash:
         raise PermissionDeniedError(
             f"project {store.project} already holds other chunks under the memory ids "
             f"{_ids(clash)}; a push into a project may only add new ids")
     new = [r for r in rows if r.chunk.id not in there]
     hidden = _hidden(rows)
-    glob = {r.chunk.id for r in rows if r.data is None and r.layer in {n.value for n in _GLOBAL}}
     out: list[tuple[Any, ...]] = []
     splits: list[tuple[MemoryRow, str]] = []
     for r in new:
-        shared = r.layer in {n.value for n in _GLOBAL}
         uses = r.data.get("uses") if r.data is not None else None
-        if r.chunk.kind == USE and not shared and isinstance(uses, dict) \
+        if r.chunk.kind == USE and isinstance(uses, dict) \
                 and any(k in {str(g) for g in glob} for k in uses):
             splits.append((r, _owner(r)))
             continue
-        out.append(_values(store.project, "p", r, _owner(r), shared,
+        out.append(_values(store.project, "p", r, _owner(r), False,
                            r.data is None and r.chunk.id in hidden))
     out.extend(_split_uses(store, splits, {str(g) for g in glob}))
     with store.cursor() as cur:
@@ -297,8 +312,8 @@ def merged(chunks: list[Chunk], vectors: npt.NDArray[np.float32],
 
 
 def pull_actor(store: PgStore, actor: str, files: dict[LayerName, Path], *, dim: int,
-               profile: dict[str, Any] | None, force: bool) -> int:
-    """Write ``actor``'s own memories as their files (``files``: the actor's user and
+               profile: dict[str, Any] | None, force: bool, staging: Staging) -> int:
+    """Stage ``actor``'s own memories as their files (``files``: the actor's user and
     usage layer paths); refuses to overwrite unless ``force``."""
     got = stored_rows(store, actor=actor)
     if not got:
@@ -316,7 +331,6 @@ def pull_actor(store: PgStore, actor: str, files: dict[LayerName, Path], *, dim:
                                     "id_high_water": max(c.id for c in chunks)}
         if profile is not None:
             metadata["embedding_profile"] = profile
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, encode_layer(chunks, vectors, dim=dim, metadata=metadata))
+        staging.write(path, encode_layer(chunks, vectors, dim=dim, metadata=metadata))
         n += len(chunks)
     return n

@@ -6,7 +6,9 @@ apply each migration once (the second waits, then finds nothing to do), and a fa
 migration leaves the database at its previous version. Numbers 0001-0049 hold the layered
 chunk store; 0050-0059 memories, context and tokens; 0060 onwards later changes to either
 (numbered after every existing one: a database's version is its newest migration, so a
-new migration numbered below it would never be noticed as missing).
+new migration numbered below it would never be noticed as missing). A migration whose data
+needs Sediment's own code (a chunk's BM25 terms) has a Python step beside its SQL
+(:mod:`sediment.pg.backfill`), run in the same transaction right after it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -87,6 +90,9 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], *, target: int | None 
                 if m.version in done:
                     continue
                 cur.execute(m.sql.encode())
+                step = _steps().get(m.version)
+                if step is not None:
+                    step(cur)
                 cur.execute("INSERT INTO schema_version (version, name) VALUES (%s, %s)",
                             (m.version, m.name))
                 applied.append(m)
@@ -103,6 +109,12 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], *, target: int | None 
     except psycopg.OperationalError as exc:
         raise StoreUnavailableError(f"the store failed while migrating: {exc}") from exc
     return applied
+
+
+def _steps() -> dict[int, Any]:
+    from sediment.pg.backfill import STEPS
+
+    return dict(STEPS)
 
 
 def require_current(conn: psycopg.Connection[tuple[object, ...]]) -> None:

@@ -113,9 +113,11 @@ class TeamServices:
     memory: MemoryService
     context: TeamContextLoop
     tokens: PgTokenStore
+    memories: PgMemoryStore
 
     def close(self) -> None:
         self.memory.close()
+        self.memories.close()
         self.database.close()
 
 
@@ -132,9 +134,10 @@ def team_services(database: Database, embedder: Embedder, *,
                   dedup_threshold: float = DEFAULT_DEDUP_THRESHOLD) -> TeamServices:
     """The memory, context and token services of ``database``'s project."""
     dim = embedder.profile.dim
-    memory = MemoryService(PgMemoryStore(database, dim=dim), embedder,
+    store = PgMemoryStore(database, dim=dim, profile=embedder.profile.to_dict())
+    memory = MemoryService(store, embedder,
                            dedup_threshold=dedup_threshold,
                            chunk_exists=lambda cid: chunk_exists(database, cid))
     context = TeamContextLoop(PgContextStore(database, dim=dim), embedder, settings,
                               project=database.project, cache_dir=cache_dir)
-    return TeamServices(database, memory, context, PgTokenStore(database))
+    return TeamServices(database, memory, context, PgTokenStore(database), store)

@@ -6,12 +6,14 @@ profile, id ranges, ``id_high_water``); the id sequence then moves past the larg
 the server never gives out an id the files used. Into a project that already has chunks,
 a push may only add: a chunk whose id the project's layer already holds is skipped when
 identical and refused when different, and an id the files wrote at run time that the
-project uses for other content in another layer is refused too. The base is never merged:
-a project's base is replaced only when the caller says so (``replace_base``), which the
-adapters allow to reviewers only.
+project uses for other content in another layer is refused too, and so is an id the
+project's memory or context rows use. The base is never merged: the same base pushed
+again adds nothing, a different one replaces the project's only when the caller says so
+(``replace_base``), which the adapters allow to reviewers only.
 
-A pull writes each of the project's layers as an RFC layer file (atomically), refusing to
-overwrite a file that exists unless told to.
+A pull writes each of the project's layers as an RFC layer file, refusing to overwrite a
+file that exists unless told to; the files are built beside their targets and put in
+place together (:mod:`sediment.pg.staging`), so a failed pull changes nothing.
 
 Memories travel too, as rows of their own table on the server
 (:mod:`sediment.pg.memory_transfer`).
@@ -19,6 +21,7 @@ Memories travel too, as rows of their own table on the server
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,17 +39,19 @@ from sediment.pg.memory_transfer import (
     memory_ids,
     memory_row,
     merged,
+    private_ids,
     push_actor,
     push_project,
     stored_rows,
 )
 from sediment.pg.search import ensure_vector_index
+from sediment.pg.staging import Staging
 from sediment.pg.store import PgStore
 from sediment.store import PRECEDENCE, LayerName, LayerSet
-from sediment.store.atomic import atomic_write
 from sediment.store.ids import WRITTEN_START, recorded_high_water
 
 MAX_LISTED = 10
+_GLOBAL = (LayerName.USER, LayerName.BASE)
 
 
 @dataclass(slots=True)
@@ -112,18 +117,24 @@ def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
             cur.execute("SET LOCAL statement_timeout = 0")
         _check_schema(store, files)
         present = set(store.present())
-        if any(la.name is LayerName.BASE for la in layers) and LayerName.BASE in present:
-            if not replace_base:
+        base = next((la for la in layers if la.name is LayerName.BASE), None)
+        if base is not None and LayerName.BASE in present:
+            if replace_base:
+                _replace_base(store)
+                present.discard(LayerName.BASE)
+            elif not _same_base(store, list(base.file.chunks())):
                 raise PermissionDeniedError(
-                    f"project {store.project} already has a base layer; only a reviewer "
-                    "replaces it, with a new compiled base (`sediment push --replace-base`)")
-            _replace_base(store)
+                    f"project {store.project} already has a different base layer; only a "
+                    "reviewer replaces it, with a new compiled base (`sediment push "
+                    "--replace-base`)")
         mem_ids = memory_ids(files)
         memory: list[MemoryRow] = []
         for layer in layers:
             f = layer.file
             every = list(f.chunks())
-            plain = [i for i, c in enumerate(every) if not is_memory_row(c, mem_ids)]
+            private = layer.name is LayerName.LOCAL
+            plain = [i for i, c in enumerate(every)
+                     if not (private and is_memory_row(c, mem_ids))]
             memory.extend(memory_row(layer.name.value, every[i], f.vector(i))
                           for i in sorted(set(range(len(every))) - set(plain)))
             chunks = [every[i] for i in plain]
@@ -145,7 +156,7 @@ def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
             out.skipped[layer.name.value] = len(chunks) - len(rows)
             if on_layer is not None:
                 on_layer(layer.name.value, len(rows))
-        out.memories["project"] = push_project(store, memory)
+        out.memories["project"] = push_project(store, memory, memory_ids(files, _GLOBAL))
         if actor_files is not None:
             actor, own = actor_files
             out.memories["user"] = push_actor(store, actor, actor_rows(actor, own))
@@ -156,6 +167,23 @@ def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
         ensure_vector_index(store, schema.dim,
                             dot=(schema.profile or {}).get("output_norm") == "l2")
     return out
+
+
+def _same_base(store: PgStore, chunks: list[Chunk]) -> bool:
+    """Whether the project's base holds exactly ``chunks`` (ids, kinds, contents): the
+    same compiled base pushed again, which adds nothing. Compared by a digest the server
+    computes, so a large base's contents do not travel back."""
+    digest = hashlib.md5(usedforsecurity=False)
+    for i, c in enumerate(sorted(chunks, key=lambda c: c.id)):
+        kind = hashlib.md5(c.kind.encode(), usedforsecurity=False).hexdigest()
+        content = hashlib.md5(c.content.encode(), usedforsecurity=False).hexdigest()
+        digest.update(f"{',' if i else ''}{c.id}:{kind}:{content}".encode())
+    with store.cursor() as cur:
+        cur.execute("SELECT count(*), md5(string_agg(id::text || ':' || md5(kind) || ':' || "
+                    "md5(content), ',' ORDER BY id)) FROM chunks WHERE project = %s AND "
+                    "layer = 'base'", (store.project,))
+        got = cur.fetchone()
+    return got is not None and int(got[0]) == len(chunks) and got[1] == digest.hexdigest()
 
 
 def _new_chunks(store: PgStore, name: LayerName, chunks: list[Chunk]) -> set[int]:
@@ -179,17 +207,26 @@ def _new_chunks(store: PgStore, name: LayerName, chunks: list[Chunk]) -> set[int
             f"in its {name.value} layer; a push into a project may only add new ids")
     reused = [c.id for c in chunks if c.id >= WRITTEN_START and c.id not in same_layer
               and c.id in elsewhere and elsewhere[c.id] != (c.kind, c.content)]
+    private = private_ids(store, [c.id for c in chunks if c.id not in same_layer])
+    reused = sorted(set(reused) | private)
     if reused:
         raise PermissionDeniedError(
-            f"project {store.project} already uses ids {_ids(reused)} for other chunks; the "
+            f"project {store.project} already uses ids {_ids(reused)} for other chunks, "
+            "memories or context items; the "
             "files and the server both gave them out, so pushing would merge unrelated "
             "chunks (pull the project, copy your chunks with `sediment write`, then push)")
     return {c.id for c in chunks if c.id not in same_layer}
 
 
-def pull(store: PgStore, directory: Path, *, force: bool = False) -> Transfer:
+def pull(store: PgStore, directory: Path, *, force: bool = False,
+         staging: Staging | None = None) -> Transfer:
     """Write the project's layers, its memory rows among them, as files in ``directory``;
-    ``force`` overwrites."""
+    ``force`` overwrites. Every file is built before any is put in place (into
+    ``staging`` when given, for the caller to commit with files of its own), so a failure
+    leaves the directory as it was."""
+    if staging is None:
+        with Staging() as own:
+            return pull(store, directory, force=force, staging=own)
     if not directory.is_dir():
         raise NotFoundError(f"--dir {directory}: no such directory")
     names = set(store.present())
@@ -225,7 +262,7 @@ def pull(store: PgStore, directory: Path, *, force: bool = False) -> Transfer:
                                             max(c.id for c in chunks))
         data = encode_layer(chunks, vectors, dim=dim, element_type=element_type,
                             quant_scale=store.quant_scale(name), metadata=metadata)
-        atomic_write(path, data)
+        staging.write(path, data)
         out.layers[name.value] = len(chunks) - len(memories.get(name.value, []))
         out.files.append(str(path))
     out.memories["project"] = sum(len(v) for v in memories.values())
