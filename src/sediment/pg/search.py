@@ -54,7 +54,7 @@ from sediment.store.events import (
     hidden_ids,
     iter_events,
 )
-from sediment.store.rules import private_ids, shown_kind
+from sediment.store.rules import counted_in_statistics, private_ids, shown_kind
 
 if TYPE_CHECKING:
     from sediment.pg.store import Cursor, PgStore
@@ -164,6 +164,8 @@ class _Lexical:
 
     def __init__(self, request: SearchRequest) -> None:
         self.k1, self.b = request.bm25.k1, request.bm25.b
+        self.general = not request.kinds or all(counted_in_statistics(k)
+                                                for k in request.kinds)
         self.wanted: list[str] = []
         self.terms: list[str] = []
         self.idf = np.zeros(0, dtype=np.float32)
@@ -184,14 +186,39 @@ class _Lexical:
                         "layer = ANY(%s) AND term = ANY(%s) GROUP BY term"),
                 [project, [x.value for x in names], list(set(self.wanted))])
 
-    def load(self, rows: Sequence[tuple[Any, ...]], df_rows: Sequence[tuple[Any, ...]]) -> None:
+    def excluded(self, project: str, names: Sequence[LayerName]) -> Query | None:
+        """The statement reading what a general search's statistics leave out (memories:
+        ``sediment.store.rules.counted_in_statistics``, as the file engine does): their
+        count and length, then their frequencies of the query's terms. Both read the
+        memory rows alone (the partial index ``chunks_memories``), so the cost follows the
+        number of memories, not the length of a common term's postings."""
+        if not self.wanted or not self.general:
+            return None
+        like = sql.Literal(MEMORY_KIND_PREFIX + "%%")
+        return (sql.SQL("SELECT NULL::text, count(*), coalesce(sum(lex_len), 0) FROM chunks "
+                        "WHERE project = %s AND layer = ANY(%s) AND kind LIKE {} UNION ALL "
+                        "SELECT t.term, count(*), 0 FROM chunks AS c, "
+                        "jsonb_object_keys(c.lex_tf) AS t (term) WHERE c.project = %s AND "
+                        "c.layer = ANY(%s) AND c.kind LIKE {} AND t.term = ANY(%s) "
+                        "GROUP BY t.term"
+                        ).format(like, like),
+                [project, [x.value for x in names], project, [x.value for x in names],
+                 list(set(self.wanted))])
+
+    def load(self, rows: Sequence[tuple[Any, ...]], df_rows: Sequence[tuple[Any, ...]],
+             excluded: Sequence[tuple[Any, ...]] = ()) -> None:
         """Statistics from the searched layers' rows (n_docs, total_len) and the
-        frequencies :meth:`query` read."""
+        frequencies :meth:`query` read, less what :meth:`excluded` read."""
         n = sum(int(r[1]) for r in rows)
         total = sum(int(r[2]) for r in rows)
-        if not self.wanted or not n:
+        out = {str(t): int(d) for t, d, _ in excluded if t is not None}
+        for t, d, length in excluded:
+            if t is None:
+                n -= int(d)
+                total -= int(length)
+        if not self.wanted or n <= 0:
             return
-        dfs = {str(t): int(d) for t, d in df_rows}
+        dfs = {str(t): int(d) - out.get(str(t), 0) for t, d in df_rows}
         df = np.asarray([dfs.get(t, 0) for t in self.wanted], dtype=np.float64)
         self.terms = self.wanted
         self.idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
@@ -329,10 +356,12 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
                         "AND layer = ANY(%s)", (store.project, [n.value for n in names]))
             events = _send(conn, _hidden_query(store.project, names))
             dfs = _send(conn, lex.query(store.project, names))
+            left_out = _send(conn, lex.excluded(store.project, names))
         # Read after the block: its end is the one wait for every answer.
         found = {LayerName(r[0]): r for r in cur.fetchall()}
         hidden_rows = events.fetchall() if events is not None else []
         df_rows = dfs.fetchall() if dfs is not None else []
+        out_rows = left_out.fetchall() if left_out is not None else []
     layers = [n for n in PRECEDENCE if n in found]
     if len(layers) > 1:
         check_schema(store, names, request)
@@ -343,7 +372,7 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
             if found[n][1] and found[n][3] != len(q):
                 raise ValidationError(f"query vector has {len(q)} dims but layer {n.value} "
                                       f"has {found[n][3]}")
-    lex.load([found[n] for n in layers], df_rows)
+    lex.load([found[n] for n in layers], df_rows, out_rows)
     c = request.candidates or _default_candidates(request)
     dot = normalised or request.metric == "dot"
     kind_sql, kind_args = _kind_filter(request)

@@ -57,7 +57,7 @@ class DecisionView:
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "verdict": self.verdict, "reason": self.reason,
-                "author": self.author, "reviewer": self.reviewer,
+                "author": self.author, "reviewer": self.reviewer, "actor": self.reviewer,
                 "created_at_ms": self.created_at_ms}
 
 
