@@ -19,7 +19,15 @@ from sediment.errors import NotFoundError, ValidationError
 from sediment.kcp import KnowledgeService
 from sediment.ops.propose import propose
 from sediment.ops.query import run_query, run_search, search_response
-from sediment.ops.requests import KnowledgeRequest, ProposeRequest, SearchParams, WriteRequest
+from sediment.ops.read import get_document, list_sources
+from sediment.ops.requests import (
+    GetRequest,
+    KnowledgeRequest,
+    ProposeRequest,
+    SearchParams,
+    SourcesRequest,
+    WriteRequest,
+)
 from sediment.ops.rerank import STANDARD, RerankerFactory
 from sediment.ops.write import write_context
 from sediment.store import LayerName, LayerSet, LayerStore
@@ -111,6 +119,15 @@ class ContextService:
                                 "recall_memories or manage_memory")
         return {"layer": top_layer.value, **top.to_dict(),
                 "hidden_versions": [{"layer": n.value, **c.to_dict()} for n, c in versions[1:]]}
+
+    def get(self, request: GetRequest) -> dict[str, Any]:
+        """A chunk and its whole source document (``agents_get``, ``context.get``)."""
+        return get_document(self.store, request.id)
+
+    def sources(self, request: SourcesRequest) -> dict[str, Any]:
+        """The layers and the documents they hold (``agents_sources``, ``context.sources``)."""
+        del request
+        return list_sources(self.store)
 
     def search_knowledge(self, params: KnowledgeRequest) -> dict[str, Any]:
         """KCP units for a query: a hybrid search with this service's embedder, re-ranked
