@@ -182,7 +182,7 @@ def test_the_specifications_search_options(tmp_path: Path, context: ServiceConte
     assert ids("{ query = 'layer', mode = 'keyword', filters = {} }") == "docs/a.md:1"
     with pytest.raises(AgentError, match="give k or limit"):
         ids("{ query = 'x', k = 1, limit = 2 }")
-    with pytest.raises(AgentError, match="filters.source: must be a non-empty string"):
+    with pytest.raises(AgentError, match=r"filters\.source: must be a non-empty string"):
         ids("{ query = 'x', filters = { source = '' } }")
 
 
