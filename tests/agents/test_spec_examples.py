@@ -326,3 +326,14 @@ def test_mcp_prompts(server: HttpServer) -> None:
                 assert doc.structured_content["body"] in {t.strip() for t in RUNBOOKS.values()}
 
     anyio.run(main)
+
+
+def test_docs_personas_starts_from_the_specifications_example() -> None:
+    from tests.conftest import REPO
+
+    page = (REPO / "docs" / "personas.md").read_text()
+    top = page.split("\n## Three ways to define one\n", 1)[0]
+    ours = re.findall(r"^```(toml|lua)\n(.*?)^```", top, flags=re.S | re.M)
+    spec = [("toml", toml_block("[agents.code-reviewer]")),
+            ("toml", toml_block("[agents.script.incident-responder]")), ("lua", blocks("lua")[0])]
+    assert ours == spec
