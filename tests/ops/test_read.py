@@ -4,13 +4,16 @@ search's visibility (no events, no memories, nothing superseded or forgotten).""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mcp import Client
 from sediment.embed import HashEmbedder
-from sediment.errors import NotFoundError
+from sediment.errors import NotFoundError, RequestError
 from sediment.format.model import Chunk
 from sediment.format.writer import encode_layer
 from sediment.ops.forget import forget
@@ -18,6 +21,7 @@ from sediment.ops.read import get_document, list_sources, source_matcher
 from sediment.ops.requests import SearchOptions, parse
 from sediment.ops.service import ContextService
 from sediment.server import build_server
+from sediment.server.prompts import ServiceContext
 from sediment.store import LayerName, LayerSet, NewChunk
 
 BASE = [
@@ -146,3 +150,39 @@ def test_the_tools_over_mcp(layers: LayerSet) -> None:
                 "local", "base"]
 
     anyio.run(main)
+
+
+@pytest.fixture(scope="module")
+def persona_context(tmp_path_factory: pytest.TempPathFactory) -> ServiceContext:
+    return ServiceContext(ContextService(make(tmp_path_factory.mktemp("read") / "store"),
+                                         HashEmbedder()))
+
+
+SCALAR = st.none() | st.booleans() | st.integers(-3, 2000) | st.text(max_size=6)
+OPTION = st.recursive(SCALAR, lambda inner: st.lists(inner, max_size=3)
+                      | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=6)
+FILTERS = st.fixed_dictionaries({}, optional={"source": OPTION, "kind": OPTION, "x": OPTION})
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(opts=st.fixed_dictionaries({}, optional={
+    "query": st.sampled_from(["payments", "", "  "]) | st.text(max_size=8),
+    "k": OPTION, "limit": OPTION, "mode": st.sampled_from(["keyword", "lexical", "hybrid",
+                                                           "vector", "KEYWORD"]) | OPTION,
+    "filters": FILTERS | st.just([]) | OPTION, "layers": OPTION, "x": OPTION}))
+def test_persona_search_options_give_hits_or_one_request_error(
+        persona_context: ServiceContext, opts: dict[str, Any]) -> None:
+    """What a persona script can pass to ``context.search``: hits, or one RequestError
+    naming the option, never another exception; hidden chunks never come back."""
+    try:
+        hits = persona_context.search(opts)
+    except RequestError as exc:
+        assert str(exc) and "\n" not in str(exc)
+    else:
+        assert {h["id"] for h in hits}.isdisjoint({3, 4})
+        source = (opts.get("filters") or {}).get("source") if isinstance(
+            opts.get("filters"), dict) else None
+        if isinstance(source, str) and source.strip():
+            keep = source_matcher(persona_context.service.store, source)
+            assert all(keep(h["sources"]) for h in hits)
