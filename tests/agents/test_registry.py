@@ -87,7 +87,7 @@ def test_the_short_names_follow_the_served_tools(tmp_path: Path) -> None:
     assert reg.warnings() == []
 
 
-@pytest.mark.parametrize("name", ["rm -rf", "", "x" * 129, "tool/../x", "a\nb"])
+@pytest.mark.parametrize("name", ["rm -rf", "", "x" * 129, "tool/../x", "a\nb", "ab\n"])
 def test_a_tool_name_no_client_could_call_is_an_error(tmp_path: Path, name: str) -> None:
     with pytest.raises(ConfigError, match=r"persona reviewer: tool name .* must be 1-128 "
                                           r"letters, digits, '_', '-' or '.'"):
@@ -102,6 +102,7 @@ def test_a_tool_name_no_client_could_call_is_an_error(tmp_path: Path, name: str)
     ('[agents.r]\nsystem_prompt = "x"\narguments = [{ name = "a b" }]\n',
      r"arguments\[0\].name must be"),
     ('[agents."bad name"]\nsystem_prompt = "x"\n', "a persona name is"),
+    ('[agents."trailing\\n"]\nsystem_prompt = "x"\n', "a persona name is"),
     ('[agents.script.s]\ntimeout = 5\n', r"path \(the Lua script"),
     ('[agents.script.s]\npath = "missing.lua"\n', "persona s: cannot read"),
     ('[agents.script.s]\npath = "s.lua"\ntimeout = 0\n', "timeout must be a number"),

@@ -14,9 +14,9 @@ from typing import Any, Literal, Protocol
 
 from sediment.errors import AgentError, RequestError
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")
 """Persona and argument names: safe in a URL path and in a prompt picker."""
-TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
 """A tool name as MCP allows it (1-128 letters, digits, '_', '-', '.')."""
 MAX_ARGUMENT_CHARS = 10_000
 MAX_PROMPT_CHARS = 1_000_000
