@@ -6,7 +6,7 @@ import pytest
 
 from tests.conftest import CI, SHARED
 
-NEEDED = ("interop/agentsdb-reference", "kcp-conformance/fixtures")
+NEEDED = ("interop/agentsdb-reference", "kcp-conformance/fixtures", "seeds")
 
 
 @pytest.mark.skipif(not CI, reason="CI is not set: a bare clone may skip the tests that need "

@@ -46,7 +46,10 @@ units:
 
 
 def page_blocks(lang: str) -> list[str]:
-    return re.findall(rf"^```{lang}\n(.*?)^```", PAGE.read_text(), flags=re.S | re.M)
+    """The page's blocks of ``lang`` under "Three examples" (the specification's example
+    at the top of the page is tested from the specification: test_spec_examples.py)."""
+    text = PAGE.read_text().split("\n## Three examples\n", 1)[1]
+    return re.findall(rf"^```{lang}\n(.*?)^```", text, flags=re.S | re.M)
 
 
 def example_scripts() -> dict[str, str]:

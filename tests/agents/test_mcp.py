@@ -120,10 +120,11 @@ def test_serve_agent_names_an_unknown_persona(project: Path) -> None:
     assert p.stderr.startswith("Error: no persona 'ghost' (personas: code-reviewer, "), p.stderr
 
 
-def test_serve_refuses_a_persona_with_an_unknown_tool(tmp_path: Path) -> None:
+def test_serve_passes_an_unserved_tool_through_with_a_warning(tmp_path: Path) -> None:
     (tmp_path / "sediment.toml").write_text(
         '[agents.r]\nsystem_prompt = "x"\ntools = ["search", "create_jira_ticket"]\n')
-    p = subprocess.run([SEDIMENT, "serve"], cwd=tmp_path, env=env(),
+    p = subprocess.run([SEDIMENT, "serve", "--no-warm-up"], cwd=tmp_path, env=env(),
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert p.returncode == 1
-    assert "persona r: unknown tool 'create_jira_ticket'" in p.stderr
+    assert p.returncode == 0, p.stderr
+    assert ("sediment: warning: persona r: Sediment does not serve 'create_jira_ticket'; "
+            "passed to the client as written (its own tools)\n") in p.stderr

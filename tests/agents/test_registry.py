@@ -58,13 +58,41 @@ arguments = [{ name = "lang", required = true }]
         reg.resolve("nope", {}, context=None)  # type: ignore[arg-type]
 
 
-def test_an_unknown_tool_fails_at_load_naming_persona_and_tool(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"persona reviewer: unknown tool 'get' \(known: "):
-        registry(tmp_path, '[agents.reviewer]\nsystem_prompt = "x"\ntools = ["search", "get"]\n')
+def test_unserved_tools_pass_through_with_a_warning(tmp_path: Path) -> None:
+    """The personas specification names tools the client serves (``create_jira_ticket``):
+    they reach the client as written, and the registry names them for a warning."""
+    reg = registry(tmp_path, '[agents.reviewer]\nsystem_prompt = "x"\n'
+                             'tools = ["search", "get", "create_jira_ticket", "search"]\n')
+    [info] = reg.list()
+    assert info.tools == ("agents_search", "get", "create_jira_ticket")  # no agents_get here
+    assert reg.warnings() == ["warning: persona reviewer: Sediment does not serve 'get', "
+                              "'create_jira_ticket'; passed to the client as written (its "
+                              "own tools)"]
+    assert reg.warnings("reviewer", ["agents_search", "page_oncall"])[0].endswith(
+        "'get', 'create_jira_ticket', 'page_oncall'; passed to the client as written (its "
+        "own tools)")
     (tmp_path / "s.lua").write_text(
         "return { tools = { 'delete_everything' }, resolve = function() end }")
-    with pytest.raises(AgentError, match="persona lua: unknown tool 'delete_everything'"):
-        registry(tmp_path, '[agents.script.lua]\npath = "s.lua"\n')
+    assert registry(tmp_path, '[agents.script.lua]\npath = "s.lua"\n').list()[0].tools == (
+        "delete_everything",)
+
+
+def test_the_short_names_follow_the_served_tools(tmp_path: Path) -> None:
+    (tmp_path / "sediment.toml").write_text(
+        '[agents.r]\nsystem_prompt = "x"\ntools = ["search", "get", "sources"]\n')
+    cfg = load_config(tmp_path, env={})
+    reg = load_registry(cfg.agents.values(), [*TOOLS, "agents_get", "agents_sources"],
+                        installed=False)
+    assert reg.list()[0].tools == ("agents_search", "agents_get", "agents_sources")
+    assert reg.warnings() == []
+
+
+@pytest.mark.parametrize("name", ["rm -rf", "", "x" * 129, "tool/../x", "a\nb", "ab\n"])
+def test_a_tool_name_no_client_could_call_is_an_error(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ConfigError, match=r"persona reviewer: tool name .* must be 1-128 "
+                                          r"letters, digits, '_', '-' or '.'"):
+        registry(tmp_path, f'[agents.reviewer]\nsystem_prompt = "x"\ntools = [{name!r}]\n'
+                 .replace("'", '"'))
 
 
 @pytest.mark.parametrize(("toml", "message"), [
@@ -74,6 +102,7 @@ def test_an_unknown_tool_fails_at_load_naming_persona_and_tool(tmp_path: Path) -
     ('[agents.r]\nsystem_prompt = "x"\narguments = [{ name = "a b" }]\n',
      r"arguments\[0\].name must be"),
     ('[agents."bad name"]\nsystem_prompt = "x"\n', "a persona name is"),
+    ('[agents."trailing\\n"]\nsystem_prompt = "x"\n', "a persona name is"),
     ('[agents.script.s]\ntimeout = 5\n', r"path \(the Lua script"),
     ('[agents.script.s]\npath = "missing.lua"\n', "persona s: cannot read"),
     ('[agents.script.s]\npath = "s.lua"\ntimeout = 0\n', "timeout must be a number"),

@@ -163,6 +163,50 @@ def test_context_functions_reach_the_store(tmp_path: Path, context: ServiceConte
     assert out.stats == {"searches": 1, "gets": 2, "sources": 1}
 
 
+def test_the_specifications_search_options(tmp_path: Path, context: ServiceContext) -> None:
+    """``limit`` for ``k``, ``mode = "keyword"``, ``filters.source`` by path prefix (ending
+    at a '/'), and ``{}`` (Lua's only empty list or map) wherever a table is expected."""
+    def ids(opts: str) -> str:
+        p = persona(tmp_path, f"""
+            local out = {{}}
+            for _, hit in ipairs(context.search({opts})) do out[#out + 1] = hit.sources[1] end
+            return {{ system = table.concat(out, ','), tools = {{}}, messages = {{}} }}""")
+        return p.resolve({}, context).system
+
+    assert ids("{ query = 'billing deploy layer', limit = 2 }").count(",") == 1
+    assert ids("{ query = 'billing', mode = 'keyword', limit = 5, "
+               "filters = { source = 'docs/b.md' } }") == "docs/b.md:3"
+    assert ids("{ query = 'layer', mode = 'keyword', filters = { source = 'docs' } }") \
+        == "docs/a.md:1"
+    assert ids("{ query = 'layer', mode = 'keyword', filters = { source = 'doc' } }") == ""
+    assert ids("{ query = 'layer', mode = 'keyword', filters = {} }") == "docs/a.md:1"
+    with pytest.raises(AgentError, match="give k or limit"):
+        ids("{ query = 'x', k = 1, limit = 2 }")
+    with pytest.raises(AgentError, match=r"filters\.source: must be a non-empty string"):
+        ids("{ query = 'x', filters = { source = '' } }")
+
+
+def test_empty_tables_are_empty_lists(tmp_path: Path, context: ServiceContext) -> None:
+    script = tmp_path / "empty.lua"
+    script.write_text("agent = {}\nagent.description = 'd'\nagent.tools = {}\n"
+                      "agent.arguments = {}\nfunction agent.resolve(args, config, context)\n"
+                      "  return { system = 's', messages = {}, tools = {} }\nend\n"
+                      "return agent\n")
+    p = LuaPersona("empty", script, config={}, allowed=TOOLS, aliases={})
+    assert p.info.tools == () and p.info.arguments == ()
+    out = p.resolve({}, context)
+    assert (out.system, out.tools, out.messages) == ("s", (), ())
+
+
+def test_get_returns_the_document(tmp_path: Path, context: ServiceContext) -> None:
+    p = persona(tmp_path, """
+        local doc = context.get(2)
+        return { system = doc.title .. '|' .. doc.body .. '|' .. doc.path .. '|'
+                 .. #doc.chunks .. '|' .. doc.content }""")
+    text = "Requests to /billing MUST include the X-Account header."
+    assert p.resolve({}, context).system == f"b.md|{text}|docs/b.md|1|{text}"
+
+
 def test_malformed_results_are_agent_errors(tmp_path: Path, context: ServiceContext) -> None:
     for body, message in [
         ("return 'text'", "must return a table with system"),
@@ -170,7 +214,8 @@ def test_malformed_results_are_agent_errors(tmp_path: Path, context: ServiceCont
         ("return { system = 's', extra = 1 }", "unknown key"),
         ("return { system = 's', messages = {{ role = 'tool', content = 'x' }} }",
          r"messages\[0\] must have role"),
-        ("return { system = 's', tools = { 'rm_rf' } }", "unknown tool 'rm_rf'"),
+        ("return { system = 's', tools = { 'rm -rf' } }", "tool name 'rm -rf' must be"),
+        ("return {}", "must return a table with system .a string., got an empty table"),
         ("return { system = 's', messages = { tostring } }", "cannot pass a Lua function"),
     ]:
         with pytest.raises(AgentError, match=message):

@@ -9,7 +9,8 @@ from sediment.ops.requests import SearchParams
 from sediment.search import MAX_K
 
 TOOLS = {"agents_search", "agents_context_write", "agents_context_propose",
-         "agents.search", "agents.context.write", "agents.context.propose"}
+         "agents.search", "agents.context.write", "agents.context.propose", "agents_get",
+         "agents_sources"}
 
 BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("agents_search", {"query": ""}, "query: must be a non-empty string"),
@@ -36,6 +37,15 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("agents_search", {"query": "x", "filters": {"kinds": ["note"]}},
      "filters.kinds: is not a known field"),
     ("agents_search", {"query": "x", "top_k": 3}, "top_k: is not a known field"),
+    ("agents_search", {"query": "x", "filters": {"source": ""}},
+     "filters.source: must be a non-empty string"),
+    ("agents_search", {"query": "x", "filters": {"source": ["docs"]}},
+     "filters.source: expected a string"),
+    ("agents_get", {}, "id: is required"),
+    ("agents_get", {"id": 0}, "id: must be at least 1, got 0"),
+    ("agents_get", {"id": "7"}, "id: expected an integer, got '7'"),
+    ("agents_get", {"id": 1, "layer": "base"}, "layer: is not a known field"),
+    ("agents_sources", {"all": True}, "all: is not a known field"),
     ("agents_search", {"query_vec": [0.1, 0.2]}, "dims"),
     ("agents_search", {"query_vec": [0.1, True]}, "query_vec[1]: expected a number"),
     ("agents_search", {"query_vec": []}, "query_vec: must list at least 1"),

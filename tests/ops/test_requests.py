@@ -12,10 +12,12 @@ from hypothesis import strategies as st
 from sediment.errors import RequestError
 from sediment.ops.requests import (
     MAX_QUERY_CHARS,
+    GetRequest,
     KnowledgeRequest,
     ProposeRequest,
     SearchOptions,
     SearchParams,
+    SourcesRequest,
     WriteRequest,
     parse,
 )
@@ -93,12 +95,13 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size
                     lambda inner: st.lists(inner, max_size=4)
                     | st.dictionaries(st.text(max_size=5), inner, max_size=4), max_leaves=12)
 FIELDS = st.sampled_from(["query", "k", "filters", "layers", "query_vec", "mode", "kind",
-                          "content", "confidence", "sources", "scope", "context_id", "x"])
+                          "content", "confidence", "sources", "scope", "context_id", "id",
+                          "limit", "x"])
 
 
 @settings(max_examples=300, deadline=None)
 @given(model=st.sampled_from([SearchParams, SearchOptions, WriteRequest, ProposeRequest,
-                              KnowledgeRequest]),
+                              KnowledgeRequest, GetRequest, SourcesRequest]),
        data=st.dictionaries(FIELDS, JSON, max_size=5))
 def test_any_json_arguments_give_a_model_or_one_request_error(model: Any,
                                                              data: dict[str, Any]) -> None:
@@ -116,9 +119,10 @@ def test_docs_mcp_lists_every_field_of_every_tool() -> None:
     from tests.conftest import REPO
 
     doc = (REPO / "docs" / "mcp.md").read_text()
-    for model in (SearchParams, WriteRequest, ProposeRequest, KnowledgeRequest):
+    for model in (SearchParams, WriteRequest, ProposeRequest, KnowledgeRequest, GetRequest):
         for name in model.model_fields:
             assert f"| `{name}` |" in doc, (model.__name__, name)
     for name in set(SearchOptions.model_fields) - set(SearchParams.model_fields):
         assert f"`{name}`" in doc, name
     assert f"{MAX_QUERY_CHARS:,} characters" in doc
+    assert "| `filters.source` |" in doc

@@ -7,7 +7,8 @@ The script is loaded as text (never bytecode) into a clean environment table hol
 pure functions (``string`` without ``dump``, ``table``, ``math`` without ``random``,
 ``utf8``, ``pairs``, ``ipairs``, ``select``, ``type``, ``tostring``, ``tonumber``,
 ``next``, ``error``, ``assert``, ``rawequal``, ``rawlen``, ``pcall``, ``xpcall``) and the
-``context`` table: ``context.search(opts)``, ``context.get(id)``, ``context.sources()``.
+``context`` table: ``context.search(opts)``, ``context.get(id)``, ``context.sources()``
+(the same services as the ``agents_search``, ``agents_get`` and ``agents_sources`` tools).
 Absent: ``os``, ``io``, ``load``, ``loadstring``, ``dofile``, ``loadfile``, ``require``,
 ``debug``, ``package``, ``collectgarbage``, ``coroutine``, ``getmetatable``,
 ``setmetatable``, ``rawget``, ``rawset``, ``print``. ``string.dump`` is removed from the
@@ -150,8 +151,9 @@ class _Run:
         return str(value)
 
     def to_python(self, value: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
-        """A Lua value as plain Python data: a table whose keys are 1..n becomes a list,
-        any other table a dict with string keys; functions and userdata are refused."""
+        """A Lua value as plain Python data: a table whose keys are 1..n becomes a list
+        (an empty table an empty list), any other table a dict with string keys; functions
+        and userdata are refused."""
         budget = budget if budget is not None else [MAX_ITEMS]
         kind = lupa.lua_type(value)
         if kind is None:
@@ -167,8 +169,10 @@ class _Run:
                 raise AgentError(f"persona {self.name}: tables hold more than {MAX_ITEMS} "
                                  "items")
             items.append((k, v))
+        if not items:
+            return []  # {} is Lua's only empty list; a mapping's reader takes [] as {}
         keys = [k for k, _ in items]
-        if items and all(isinstance(k, int) and not isinstance(k, bool) for k in keys) \
+        if all(isinstance(k, int) and not isinstance(k, bool) for k in keys) \
                 and sorted(keys) == list(range(1, len(keys) + 1)):
             return [self.to_python(v, depth + 1, budget) for _, v in sorted(items)]
         out: dict[str, Any] = {}
@@ -190,6 +194,8 @@ class _Run:
         def search(opts: Any = None) -> Any:
             count("searches")
             data = self.to_python(opts) if opts is not None else {}
+            if data == []:
+                data = {}
             if not isinstance(data, dict):
                 raise AgentError(f"persona {self.name}: context.search takes a table such "
                                  "as {query = \"...\", k = 5}")

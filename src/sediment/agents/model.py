@@ -8,14 +8,16 @@ the services, so a persona sees exactly the three functions handed to it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from sediment.errors import AgentError, RequestError
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")
 """Persona and argument names: safe in a URL path and in a prompt picker."""
+TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
+"""A tool name as MCP allows it (1-128 letters, digits, '_', '-', '.')."""
 MAX_ARGUMENT_CHARS = 10_000
 MAX_PROMPT_CHARS = 1_000_000
 MAX_MESSAGES = 100
@@ -124,8 +126,8 @@ def prompt_from(info: PersonaInfo, value: Any, allowed: frozenset[str],
     and ``tools``) as a :class:`Resolved`; anything malformed is an AgentError naming it."""
     where = f"persona {info.name}: resolve"
     if not isinstance(value, Mapping):
-        raise AgentError(f"{where} must return a table with system (a string), got "
-                         f"{type(value).__name__}")
+        got = "an empty table" if value == [] else type(value).__name__
+        raise AgentError(f"{where} must return a table with system (a string), got {got}")
     unknown = set(value) - {"system", "messages", "tools"}
     if unknown:
         raise AgentError(f"{where} returned unknown key(s) "
@@ -161,18 +163,25 @@ def prompt_from(info: PersonaInfo, value: Any, allowed: frozenset[str],
 def canonical_tools(persona: str, names: Any, allowed: frozenset[str],
                     aliases: Mapping[str, str],
                     error: type[Exception] = AgentError) -> tuple[str, ...]:
-    """Tool names as the server registers them (aliases expanded, duplicates dropped); an
-    unknown one is an error naming the persona and the tool."""
+    """Tool names as the server registers them (aliases expanded, duplicates dropped). A
+    name the server does not serve is kept as written: the client may serve it (a tool of
+    its own, the specification's ``create_jira_ticket``); :func:`unserved_tools` finds
+    them for a warning. A name no MCP client could call is an error naming it."""
+    del allowed
     out: list[str] = []
     for name in names:
+        if not TOOL_NAME_RE.match(name):
+            raise error(f"persona {persona}: tool name {str(name)[:64]!r} must be 1-128 "
+                        "letters, digits, '_', '-' or '.'")
         full = aliases.get(name, name)
-        if full not in allowed:
-            shown = ", ".join(sorted({*allowed, *aliases}))
-            raise error(f"persona {persona}: unknown tool {str(name)[:64]!r} "
-                        f"(known: {shown})")
         if full not in out:
             out.append(full)
     return tuple(out)
+
+
+def unserved_tools(tools: Iterable[str], allowed: Collection[str]) -> list[str]:
+    """The tools of a persona that this server does not serve (passed to the client)."""
+    return [t for t in tools if t not in allowed]
 
 
 def _text(value: Any, where: str) -> str:

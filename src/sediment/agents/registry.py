@@ -1,8 +1,10 @@
 """The personas a server offers, built from configuration tables and installed packages.
 
-Tool names are checked when a persona loads, against the tools the server registered, so
-a persona naming a tool nobody serves fails at start-up, not in a user's session. Short
-aliases (:data:`TOOL_ALIASES`) stand for the RFC tools' full names.
+Tool names are resolved when a persona loads, against the tools the server registered:
+short aliases (:data:`TOOL_ALIASES`) stand for Sediment's full names, and a name the server
+does not serve is passed to the client as written (the personas specification's
+response-level scoping: ``create_jira_ticket`` is the client's tool), with a warning
+(:meth:`Registry.warnings`) so a typo is still seen.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from sediment.agents.model import (
     Resolved,
     check_arguments,
     info_from,
+    unserved_tools,
 )
 from sediment.agents.python import installed_personas, persona_from_object
 from sediment.errors import AgentError, ConfigError, NotFoundError
@@ -29,6 +32,8 @@ __all__ = ["TOOL_ALIASES", "Definition", "Registry", "TomlPersona", "load_regist
 
 TOOL_ALIASES = {
     "search": "agents_search",
+    "get": "agents_get",
+    "sources": "agents_sources",
     "write": "agents_context_write",
     "propose": "agents_context_propose",
     "knowledge": "search_knowledge",
@@ -68,10 +73,32 @@ class TomlPersona:
 
 
 class Registry:
-    def __init__(self, personas: Iterable[Persona] = ()) -> None:
+    """Personas by name. ``served`` are the tools of the server they were loaded against
+    (None: not known, so nothing is reported as unserved)."""
+
+    def __init__(self, personas: Iterable[Persona] = (),
+                 served: Collection[str] | None = None) -> None:
         self._personas: dict[str, Persona] = {}
+        self.served = None if served is None else frozenset(served)
         for p in personas:
             self._personas[p.info.name] = p
+
+    def warnings(self, name: str | None = None, tools: Iterable[str] = ()) -> list[str]:
+        """One line per persona (or only ``name``, with the ``tools`` a resolution
+        returned) naming the tools this server does not serve."""
+        if self.served is None:
+            return []
+        out = []
+        for info in self.list():
+            if name is not None and info.name != name:
+                continue
+            listed = list(dict.fromkeys([*info.tools, *tools])) if name else list(info.tools)
+            missing = unserved_tools(listed, self.served)
+            if missing:
+                out.append(f"warning: persona {info.name}: Sediment does not serve "
+                           f"{', '.join(repr(t) for t in missing)}; passed to the client as "
+                           "written (its own tools)")
+        return out
 
     def list(self) -> list[PersonaInfo]:
         return [p.info for p in self._personas.values()]
@@ -153,4 +180,4 @@ def load_registry(definitions: Iterable[Definition], tool_names: Collection[str]
             personas.append(_python(d, allowed, aliases))
         else:
             raise ConfigError(f"{d.origin}: persona {d.name}: unknown source {d.source!r}")
-    return Registry(personas)
+    return Registry(personas, served=allowed)

@@ -50,6 +50,8 @@ TOOLS: Mapping[str, Permission] = {
     "agents.context.write": Permission.WRITE,
     "agents_context_propose": Permission.WRITE,
     "agents.context.propose": Permission.WRITE,
+    "agents_get": Permission.READ,
+    "agents_sources": Permission.READ,
     "search_knowledge": Permission.READ,
     "save_memory": Permission.WRITE,
     "recall_memories": Permission.READ,

@@ -16,7 +16,7 @@ from sediment.cli._options import (
     layer_options,
     open_layerset,
 )
-from sediment.cli._output import emit_json, visible
+from sediment.cli._output import emit_json, note, visible
 from sediment.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -55,8 +55,11 @@ def list_(ctx: click.Context, /, embedder_name: str | None, as_json: bool,
     """List the configured personas with their source and tools."""
     registry, _ = _personas(ctx, embedder_name, layer_dir, **paths)
     infos = registry.list()
+    warnings = registry.warnings()
+    for line in warnings:
+        note(line)
     if as_json:
-        emit_json({"agents": [i.to_dict() for i in infos]})
+        emit_json({"agents": [i.to_dict() for i in infos], "warnings": warnings})
         return
     if not infos:
         click.echo("No personas configured (see sediment agent init).")
@@ -87,9 +90,12 @@ def test(ctx: click.Context, /, name: str, args: tuple[str, ...], embedder_name:
     started = time.perf_counter()
     resolved = registry.resolve(name, values, context)
     elapsed = (time.perf_counter() - started) * 1000
+    warnings = registry.warnings(name, resolved.tools)
+    for line in warnings:
+        note(line)
     if as_json:
         emit_json({**resolved.to_dict(), "source": persona.info.source,
-                   "elapsed_ms": round(elapsed, 1), **resolved.stats})
+                   "elapsed_ms": round(elapsed, 1), **resolved.stats, "warnings": warnings})
         return
     info = persona.info
     click.echo(f"Agent: {info.name}")

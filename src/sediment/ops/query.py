@@ -13,9 +13,10 @@ import numpy.typing as npt
 from sediment.embed import Embedder
 from sediment.errors import SchemaMismatchError, ValidationError
 from sediment.format.profile import check_compatible, describe_profile
+from sediment.ops.read import source_matcher
 from sediment.ops.requests import SearchOptions, SearchParams
 from sediment.ops.rerank import RerankerFactory, with_rerankers
-from sediment.search import SearchRequest, SearchResult, make_fusion
+from sediment.search import MAX_K, SearchRequest, SearchResult, make_fusion
 from sediment.search.backend import search_store
 from sediment.store import PRECEDENCE, LayerName, LayerStore, LayerSummary
 
@@ -103,7 +104,15 @@ def run_query(layerset: LayerStore, params: SearchParams, *, embedder: Embedder 
     local command, which reads every local note), with the rerankers the adapter chose,
     e.g. :data:`sediment.ops.rerank.STANDARD`."""
     request = with_rerankers(layerset, engine_request(params, actor), rerankers)
-    return run_search(layerset, request, embedder=embedder, query_vec=params.query_vec)
+    source = params.filters.source if params.filters is not None else None
+    if source is None:
+        return run_search(layerset, request, embedder=embedder, query_vec=params.query_vec)
+    # The source filter keeps the best matches from that source among the MAX_K best.
+    result = run_search(layerset, replace(request, k=MAX_K), embedder=embedder,
+                        query_vec=params.query_vec)
+    keep = source_matcher(layerset, source)
+    result.hits = [h for h in result.hits if keep(h.chunk.sources)][:params.k]
+    return result
 
 
 def search_response(params: SearchParams, result: SearchResult) -> dict[str, Any]:

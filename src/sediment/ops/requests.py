@@ -33,6 +33,7 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_QUERY_DIM",
     "MAX_SOURCES",
+    "GetRequest",
     "KnowledgeRequest",
     "LayerField",
     "ProposeRequest",
@@ -40,6 +41,7 @@ __all__ = [
     "SearchFilters",
     "SearchOptions",
     "SearchParams",
+    "SourcesRequest",
     "StrictModel",
     "WriteRequest",
     "describe_errors",
@@ -98,6 +100,10 @@ class SearchFilters(StrictModel):
     kind: list[Annotated[str, Field(min_length=1, max_length=256)]] | None = Field(
         default=None, min_length=1, max_length=MAX_KINDS,
         description="Only chunks of these kinds (at least one; omit to search every kind)")
+    source: Annotated[Text, Field(max_length=4096)] | None = Field(
+        default=None,
+        description="Only chunks from this source: a configured source's name, or a path "
+                    "prefix ending at a '/' (e.g. 'runbooks')")
 
 
 class SearchParams(StrictModel):
@@ -193,6 +199,14 @@ class WriteRequest(StrictModel):
 class ProposeRequest(StrictModel):
     context_id: ChunkId = Field(description="Id of a chunk in local or delta.")
     target: Literal["user"] = Field(default="user", description="Must be 'user' (RFC 11.2).")
+
+
+class GetRequest(StrictModel):
+    id: ChunkId = Field(description="A chunk id, e.g. from a search result.")
+
+
+class SourcesRequest(StrictModel):
+    """No arguments: every layer and document the caller may read."""
 
 
 class KnowledgeRequest(StrictModel):

@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-__all__ = ["ChunkOut", "KnowledgeOut", "ProposeOut", "SearchOut", "WriteOut"]
+__all__ = ["ChunkOut", "DocumentOut", "KnowledgeOut", "ProposeOut", "SearchOut", "SourcesOut",
+           "WriteOut"]
 
 
 class ChunkOut(BaseModel):
@@ -54,3 +55,48 @@ class ProposeOut(BaseModel):
 class KnowledgeOut(BaseModel):
     query: str
     units: list[dict[str, Any]]
+
+
+class DocumentChunkOut(BaseModel):
+    id: int
+    layer: str
+    kind: str
+    line: int
+
+
+class DocumentOut(BaseModel):
+    """A chunk as precedence resolves it, and the whole document it came from."""
+
+    id: int
+    layer: str
+    kind: str
+    content: str
+    author: str
+    confidence: float
+    created_at_ms: int
+    sources: list[int | str]
+    title: str | None = Field(description="The document's first heading, else its file name")
+    body: str = Field(description="The document's chunks in line order (the chunk's own "
+                                  "content when it names no file)")
+    path: str | None = Field(description="The file the chunk came from, if it names one")
+    truncated: bool = Field(description="True when body stops before the document's end")
+    chunks: list[DocumentChunkOut]
+
+
+class SourceDocumentOut(BaseModel):
+    path: str
+    source: str | None = Field(description="The configured source it came from, if named")
+    chunks: int
+
+
+class SourceLayerOut(BaseModel):
+    name: str
+    path: str
+    chunks: int = Field(description="Readable chunks (no events, no memories)")
+    sources: list[dict[str, Any]] = Field(description="The sources compile recorded (base)")
+    documents: list[SourceDocumentOut]
+
+
+class SourcesOut(BaseModel):
+    layers: list[SourceLayerOut]
+    truncated: bool = Field(description="True when more documents exist than are listed")

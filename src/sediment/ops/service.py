@@ -20,7 +20,15 @@ from sediment.format import Chunk
 from sediment.kcp import KnowledgeService
 from sediment.ops.propose import propose
 from sediment.ops.query import run_query, run_search, search_response
-from sediment.ops.requests import KnowledgeRequest, ProposeRequest, SearchParams, WriteRequest
+from sediment.ops.read import get_document, list_sources
+from sediment.ops.requests import (
+    GetRequest,
+    KnowledgeRequest,
+    ProposeRequest,
+    SearchParams,
+    SourcesRequest,
+    WriteRequest,
+)
 from sediment.ops.rerank import STANDARD, RerankerFactory
 from sediment.ops.write import write_context
 from sediment.store import LayerName, LayerSet, LayerStore
@@ -125,6 +133,16 @@ class ContextService:
         top_layer, top = versions[0]
         return {"layer": top_layer.value, **top.to_dict(),
                 "hidden_versions": [{"layer": n.value, **c.to_dict()} for n, c in versions[1:]]}
+
+    def get(self, request: GetRequest, actor: str | None = None) -> dict[str, Any]:
+        """A chunk and its whole source document (``agents_get``, ``context.get``), as
+        ``actor`` may read it."""
+        return get_document(self.store, request.id, actor)
+
+    def sources(self, request: SourcesRequest, actor: str | None = None) -> dict[str, Any]:
+        """The layers and the documents they hold (``agents_sources``, ``context.sources``)."""
+        del request
+        return list_sources(self.store, actor)
 
     def search_knowledge(self, params: KnowledgeRequest) -> dict[str, Any]:
         """KCP units for a query: a hybrid search with this service's embedder, re-ranked

@@ -30,8 +30,22 @@ from sediment.context import ContextLoop
 from sediment.errors import SedimentError, ValidationError
 from sediment.format.ids import parse_chunk_id
 from sediment.memory import MemoryService
-from sediment.ops.requests import KnowledgeRequest, ProposeRequest, SearchParams, WriteRequest
-from sediment.ops.responses import KnowledgeOut, ProposeOut, SearchOut, WriteOut
+from sediment.ops.requests import (
+    GetRequest,
+    KnowledgeRequest,
+    ProposeRequest,
+    SearchParams,
+    SourcesRequest,
+    WriteRequest,
+)
+from sediment.ops.responses import (
+    DocumentOut,
+    KnowledgeOut,
+    ProposeOut,
+    SearchOut,
+    SourcesOut,
+    WriteOut,
+)
 from sediment.ops.service import ContextService
 from sediment.server.context_tools import add_context_tools
 from sediment.server.memory_tools import add_memory_prompt, memory_service_for, memory_tools
@@ -83,6 +97,14 @@ def context_tools(service: ContextService) -> list[Tool]:
         return result(out, f"{verb}: chunk {out['context_id']} for the user layer "
                            f"(proposal {out['proposal_id']}); a human will review it.")
 
+    def get(request: GetRequest, who: Principal) -> CallToolResult:
+        out = service.get(request, who.actor)
+        return result(out, _render_document(out))
+
+    def sources(request: SourcesRequest, who: Principal) -> CallToolResult:
+        out = service.sources(request, who.actor)
+        return result(out, _render_sources(out))
+
     tools: list[Tool] = []
     for name in ("agents_search", "agents.search"):
         tools.append(actor_tool(
@@ -101,7 +123,34 @@ def context_tools(service: ContextService) -> list[Tool]:
             name, ProposeRequest, propose, output=ProposeOut, annotations=APPEND_ONLY,
             description="""Propose a local or delta chunk for promotion to the user layer.
             A human accepts or rejects it; the proposal is recorded in the delta layer."""))
+    tools.append(actor_tool(
+        "agents_get", GetRequest, get, output=DocumentOut, annotations=READ_ONLY,
+        description="""Read a chunk by id (as precedence resolves it) with the whole source
+        document it came from: title, body (the document's chunks in line order), path,
+        and the document's chunks with their layers."""))
+    tools.append(actor_tool(
+        "agents_sources", SourcesRequest, sources, output=SourcesOut, annotations=READ_ONLY,
+        description="""List the layers present and the source documents they were compiled
+        from (path, source name, number of chunks, layers)."""))
     return tools
+
+
+def _render_document(out: dict[str, Any]) -> str:
+    head = f"# {out['title']}" if out["title"] else f"Chunk {out['id']}"
+    where = f" ({out['path']})" if out["path"] else ""
+    cut = "\n[truncated]" if out["truncated"] else ""
+    return f"{head}{where}\n[{out['layer']} #{out['id']} {out['kind']}]\n\n{out['body']}{cut}"
+
+
+def _render_sources(out: dict[str, Any]) -> str:
+    lines = []
+    for la in out["layers"]:
+        lines.append(f"{la['name']}: {la['chunks']} chunks, {len(la['documents'])} documents "
+                     f"({la['path']})")
+        lines += [f"- {d['path']} ({d['chunks']} chunks)" for d in la["documents"]]
+    if out["truncated"]:
+        lines.append("(more documents than are listed)")
+    return "\n".join(lines) or "No layers present."
 
 
 def knowledge_tools(service: ContextService) -> list[Tool]:

@@ -26,9 +26,8 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from sediment.agents import Definition, PersonaContext, Registry, Resolved, load_registry
 from sediment.errors import ConfigError, NotFoundError, RequestError, SedimentError
-from sediment.ops.requests import SearchOptions, parse
+from sediment.ops.requests import GetRequest, SearchOptions, SourcesRequest, parse
 from sediment.ops.service import ContextService
-from sediment.store import LayerName
 
 __all__ = ["SYSTEM_HEADER", "ServiceContext", "add_prompts", "prompt_messages", "scope_tools",
            "serve_personas", "tool_names", "unknown_prompt_guard"]
@@ -39,36 +38,37 @@ _T = TypeVar("_T")
 
 
 class ServiceContext(PersonaContext):
-    """``context.search/get/sources`` over a :class:`ContextService`. Search options are
-    the search tool's (strict: a bad option is an error naming it); ``mode = "keyword"``
-    is accepted for ``"lexical"``."""
+    """``context.search/get/sources`` over a :class:`ContextService`: the services of the
+    ``agents_search``, ``agents_get`` and ``agents_sources`` tools. Search options are the
+    search tool's (strict: a bad option is an error naming it), with the personas
+    specification's spellings: ``limit`` for ``k`` and ``mode = "keyword"`` for
+    ``"lexical"``; ``filters.source`` selects a source by name or path prefix."""
 
     def __init__(self, service: ContextService) -> None:
         self.service = service
 
     def search(self, opts: Mapping[str, Any]) -> list[dict[str, Any]]:
         data = dict(opts)
+        if "limit" in data:
+            if "k" in data:
+                raise RequestError("give k or limit (the same option), not both")
+            data["k"] = data.pop("limit")
         if data.get("mode") == "keyword":
             data["mode"] = "lexical"
+        if data.get("filters") == []:
+            data["filters"] = {}
         out = self.service.search(parse(SearchOptions, data))
         return [{k: r[k] for k in _HIT_FIELDS} for r in out["results"]]
 
     def get(self, chunk_id: int) -> dict[str, Any] | None:
         try:
-            chunk = self.service.read_chunk(chunk_id)
+            return self.service.get(parse(GetRequest, {"id": chunk_id}))
         except NotFoundError:
             return None
-        chunk.pop("hidden_versions", None)
-        return chunk
 
     def sources(self) -> list[dict[str, Any]]:
-        out = []
-        for name in LayerName:
-            layer = self.service.layerset.layer(name)
-            if layer is not None:
-                out.append({"name": name.value, "path": str(layer.path),
-                            "chunks": layer.file.chunk_count})
-        return out
+        layers: list[dict[str, Any]] = self.service.sources(SourcesRequest())["layers"]
+        return layers
 
 
 def prompt_messages(resolved: Resolved) -> list[Message]:
