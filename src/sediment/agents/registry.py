@@ -1,14 +1,17 @@
 """The personas a server offers, built from configuration tables and installed packages.
 
 Tool names are checked when a persona loads, against the tools the server registered, so
-a persona naming a tool nobody serves fails at start-up, not in a user's session. Short
-aliases (:data:`TOOL_ALIASES`) stand for the RFC tools' full names.
+a persona naming a tool nobody serves fails at start-up, not in a user's session. A persona
+that fails to load is kept aside as a :class:`BrokenPersona` (its name, origin and error):
+the others, and every tool, are served, and ``sediment agent list`` shows it as broken.
+Short aliases (:data:`TOOL_ALIASES`) stand for the RFC tools' full names.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -22,10 +25,10 @@ from sediment.agents.model import (
     info_from,
 )
 from sediment.agents.python import installed_personas, persona_from_object
-from sediment.errors import AgentError, ConfigError, NotFoundError
+from sediment.errors import AgentError, ConfigError, NotFoundError, SedimentError
 
-__all__ = ["TOOL_ALIASES", "Definition", "Registry", "TomlPersona", "load_registry",
-           "tool_aliases"]
+__all__ = ["TOOL_ALIASES", "BrokenPersona", "Definition", "Registry", "TomlPersona",
+           "load_registry", "tool_aliases"]
 
 TOOL_ALIASES = {
     "search": "agents_search",
@@ -67,19 +70,52 @@ class TomlPersona:
                                                           "sources": 0})
 
 
+@dataclass(frozen=True, slots=True)
+class BrokenPersona:
+    """A persona that failed to load: served by nobody, listed with why."""
+
+    name: str
+    source: str
+    origin: str
+    error: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "source": self.source, "origin": self.origin,
+                "error": self.error}
+
+
 class Registry:
-    def __init__(self, personas: Iterable[Persona] = ()) -> None:
+    """The personas that loaded, by name, and those that did not (a later entry of the
+    same name replaces an earlier one, loaded or broken)."""
+
+    def __init__(self, personas: Iterable[Persona | BrokenPersona] = ()) -> None:
         self._personas: dict[str, Persona] = {}
+        self._broken: dict[str, BrokenPersona] = {}
         for p in personas:
-            self._personas[p.info.name] = p
+            if isinstance(p, BrokenPersona):
+                self.set_broken(p)
+            else:
+                self._broken.pop(p.info.name, None)
+                self._personas[p.info.name] = p
+
+    def set_broken(self, broken: BrokenPersona) -> None:
+        """Take ``broken.name`` out of service, keeping why."""
+        self._personas.pop(broken.name, None)
+        self._broken[broken.name] = broken
 
     def list(self) -> list[PersonaInfo]:
         return [p.info for p in self._personas.values()]
+
+    def broken(self) -> tuple[BrokenPersona, ...]:
+        return tuple(self._broken.values())
 
     def find(self, name: str) -> Persona:
         try:
             return self._personas[name]
         except KeyError:
+            if name in self._broken:
+                raise NotFoundError(f"persona {name} failed to load: "
+                                    f"{self._broken[name].error}") from None
             known = ", ".join(sorted(self._personas)) or "none configured"
             raise NotFoundError(f"no persona {name[:64]!r} (personas: {known})") from None
 
@@ -140,17 +176,28 @@ def _python(d: Definition, allowed: frozenset[str], aliases: Mapping[str, str]) 
 
 def load_registry(definitions: Iterable[Definition], tool_names: Collection[str], *,
                   installed: bool = True) -> Registry:
-    """Every persona: installed packages' first, then the config's (which win by name)."""
+    """Every persona: installed packages' first, then the config's (which win by name).
+    One that fails to load is a :class:`BrokenPersona` in the registry, not an error."""
     allowed = frozenset(tool_names)
     aliases = tool_aliases(allowed)
-    personas: list[Persona] = list(installed_personas(allowed, aliases)) if installed else []
+    personas: list[Persona | BrokenPersona] = []
+    if installed:
+        personas.extend(installed_personas(
+            allowed, aliases, on_error=lambda name, origin, exc: personas.append(
+                BrokenPersona(name, "python", origin, str(exc)))))
     for d in definitions:
-        if d.source == "toml":
-            personas.append(_toml(d, allowed, aliases))
-        elif d.source == "lua":
-            personas.append(_script(d, allowed, aliases))
-        elif d.source == "python":
-            personas.append(_python(d, allowed, aliases))
-        else:
-            raise ConfigError(f"{d.origin}: persona {d.name}: unknown source {d.source!r}")
+        try:
+            personas.append(_load(d, allowed, aliases))
+        except SedimentError as exc:
+            personas.append(BrokenPersona(d.name, d.source, str(d.origin), str(exc)))
     return Registry(personas)
+
+
+def _load(d: Definition, allowed: frozenset[str], aliases: Mapping[str, str]) -> Persona:
+    if d.source == "toml":
+        return _toml(d, allowed, aliases)
+    if d.source == "lua":
+        return _script(d, allowed, aliases)
+    if d.source == "python":
+        return _python(d, allowed, aliases)
+    raise ConfigError(f"{d.origin}: persona {d.name}: unknown source {d.source!r}")

@@ -114,6 +114,9 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     loop = add_context_tools(server, service, settings=resolve(cfg.context)[0]) \
         if files else None  # [context]
     registry, context = serve_personas(server, service, cfg.agents.values(), agent=agent)
+    for broken in registry.broken():
+        click.echo(f"sediment: warning: persona {broken.name} skipped: "
+                   f"{visible(broken.error)}", err=True)
     if transport == "stdio":
         if not no_warm_up:
             service.warm_up()

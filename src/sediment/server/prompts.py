@@ -24,8 +24,15 @@ from mcp.server.mcpserver.prompts.base import Message, Prompt, PromptArgument
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
-from sediment.agents import Definition, PersonaContext, Registry, Resolved, load_registry
-from sediment.errors import ConfigError, NotFoundError, RequestError, SedimentError
+from sediment.agents import (
+    BrokenPersona,
+    Definition,
+    PersonaContext,
+    Registry,
+    Resolved,
+    load_registry,
+)
+from sediment.errors import NotFoundError, RequestError, SedimentError
 from sediment.ops.requests import SearchOptions, parse
 from sediment.ops.service import ContextService
 from sediment.store import LayerName
@@ -95,7 +102,8 @@ class _PersonaPrompt(Prompt):
 
 
 def add_prompts(server: MCPServer, registry: Registry, context: PersonaContext) -> None:
-    """Every persona as a prompt: ``prompts/get`` resolves it (errors name the persona)."""
+    """Every persona as a prompt: ``prompts/get`` resolves it (errors name the persona). One
+    whose name another prompt has is marked broken in ``registry``."""
 
     def renderer(name: str) -> Any:
         def render(**arguments: Any) -> list[Message]:
@@ -110,8 +118,11 @@ def add_prompts(server: MCPServer, registry: Registry, context: PersonaContext) 
     taken = {p.name for p in _listed(server.list_prompts)}
     for info in registry.list():
         if info.name in taken:
-            raise ConfigError(f"persona {info.name}: the server already has a prompt of that "
-                              "name; choose another name for the persona")
+            registry.set_broken(BrokenPersona(
+                info.name, info.source, info.origin,
+                f"persona {info.name}: the server already has a prompt of that name; choose "
+                "another name for the persona"))
+            continue
         server.add_prompt(_PersonaPrompt(
             name=info.name, title=None, description=info.description, fn=renderer(info.name),
             context_kwarg=None,
@@ -159,7 +170,8 @@ def serve_personas(server: MCPServer, service: ContextService,
                    definitions: Iterable[Definition], *,
                    agent: str | None = None) -> tuple[Registry, ServiceContext]:
     """Load the personas against ``server``'s tools, add them as prompts, and with
-    ``agent`` keep only that persona's tools."""
+    ``agent`` keep only that persona's tools (an error if that one failed to load); the
+    others that failed are in ``registry.broken()`` for the caller to report."""
     registry = load_registry(definitions, tool_names(server))
     context = ServiceContext(service)
     add_prompts(server, registry, context)
