@@ -10,7 +10,7 @@ import pytest
 
 from sediment.agents import Registry, load_registry
 from sediment.config import load_config
-from sediment.errors import AgentError, ConfigError, NotFoundError, RequestError
+from sediment.errors import ConfigError, NotFoundError, RequestError
 from tests.conftest import Runner
 
 TOOLS = ["agents_search", "agents.search", "agents_context_write", "search_knowledge",
@@ -68,7 +68,7 @@ def test_an_unknown_tool_fails_at_load_naming_persona_and_tool(tmp_path: Path) -
                              'tools = ["search", "get"]\n')
     assert reg.list() == []
     assert "persona reviewer: unknown tool 'get' (known: " in broken(reg)["reviewer"]
-    with pytest.raises(NotFoundError, match="persona reviewer failed to load: .*unknown tool"):
+    with pytest.raises(NotFoundError, match=r"persona reviewer failed to load: .*unknown tool"):
         reg.find("reviewer")
     (tmp_path / "s.lua").write_text(
         "return { tools = { 'delete_everything' }, resolve = function() end }")
@@ -92,7 +92,7 @@ def test_bad_definitions_are_broken_personas(tmp_path: Path, toml: str, message:
     (tmp_path / "s.lua").write_text("return { resolve = function() end }")
     reg = registry(tmp_path, toml + '\n[agents.fine]\nsystem_prompt = "ok"\n')
     assert [i.name for i in reg.list()] == ["fine"]
-    [(name, error)] = broken(reg).items()
+    [error] = broken(reg).values()
     assert re.search(message, error), error
 
 

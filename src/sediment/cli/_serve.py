@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 import click
 
+from sediment.agents.workers import close_workers
 from sediment.cli._app import cli
 from sediment.cli._options import (
     build_embedder,
@@ -120,7 +123,10 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     if transport == "stdio":
         if not no_warm_up:
             service.warm_up()
-        anyio.run(server.run_stdio_async)
+        try:
+            anyio.run(server.run_stdio_async)
+        finally:
+            close_workers()
         return
     assert sock is not None
     from sediment.server.web import WebUI
@@ -138,10 +144,28 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
         service.warm_up()
     bound = sock.getsockname()[1]
     config = uvicorn.Config(app, host=host, port=bound, log_level="warning", lifespan="on")
-    userver = uvicorn.Server(config)
+    userver = _server_class()(config)
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"sediment: serving MCP on http://{shown}:{bound}{http_path} and the web "
                f"page on http://{shown}:{bound}/ui "
                f"(layers in {where}; pid {os.getpid()})",
                err=True)
-    userver.run(sockets=[sock])
+    try:
+        userver.run(sockets=[sock])
+    finally:
+        close_workers()
+
+
+def _server_class() -> type:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """Stopping kills the persona workers first: a resolution in flight then fails at
+        once instead of holding the graceful shutdown until its time limit."""
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            threading.Thread(target=close_workers, daemon=True).start()
+            super().handle_exit(sig, frame)
+
+    return Server
+

@@ -18,6 +18,7 @@ from typing import Any, TypeVar, cast
 
 import anyio
 import anyio.to_thread
+from anyio.lowlevel import RunVar
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.prompts.base import Message, Prompt, PromptArgument
@@ -37,8 +38,9 @@ from sediment.ops.requests import SearchOptions, parse
 from sediment.ops.service import ContextService
 from sediment.store import LayerName
 
-__all__ = ["SYSTEM_HEADER", "ServiceContext", "add_prompts", "prompt_messages", "scope_tools",
-           "serve_personas", "tool_names", "unknown_prompt_guard"]
+__all__ = ["PERSONA_THREADS", "SYSTEM_HEADER", "ServiceContext", "add_prompts",
+           "prompt_messages", "resolve_off_loop", "scope_tools", "serve_personas",
+           "tool_names", "unknown_prompt_guard"]
 
 SYSTEM_HEADER = "[System instructions for this conversation]\n"
 _HIT_FIELDS = ("id", "layer", "kind", "content", "score", "confidence", "sources")
@@ -88,9 +90,26 @@ def prompt_messages(resolved: Resolved) -> list[Message]:
     return out
 
 
+PERSONA_THREADS = 16
+"""Threads resolving personas at once, apart from the pool every other request uses."""
+_persona_limiter: RunVar[anyio.CapacityLimiter] = RunVar("sediment_persona_limiter")
+
+
+async def resolve_off_loop(fn: Callable[[], _T]) -> _T:
+    """``fn()`` (a persona resolution) on a thread of its own limiter, so personas can
+    never take the threads searches and writes run on; a cancelled request (a client
+    gone, a server stopping) stops waiting for it, and the persona's own limit ends it."""
+    try:
+        limiter = _persona_limiter.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(PERSONA_THREADS)
+        _persona_limiter.set(limiter)
+    return await anyio.to_thread.run_sync(fn, limiter=limiter, abandon_on_cancel=True)
+
+
 class _PersonaPrompt(Prompt):
     """Arguments are checked by the persona (so a missing one is an invalid-params error
-    naming it, not the SDK's internal error); resolving runs on a worker thread."""
+    naming it, not the SDK's internal error); resolving runs off the event loop."""
 
     async def render(self, arguments: dict[str, Any] | None,
                      context: Any) -> list[Message]:
@@ -98,7 +117,7 @@ class _PersonaPrompt(Prompt):
         def call() -> list[Message]:
             return cast(list[Message], self.fn(**(arguments or {})))
 
-        return await anyio.to_thread.run_sync(call)
+        return await resolve_off_loop(call)
 
 
 def add_prompts(server: MCPServer, registry: Registry, context: PersonaContext) -> None:
