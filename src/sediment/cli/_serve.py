@@ -24,6 +24,7 @@ from sediment.cli._output import note, visible
 from sediment.cli._team import team_for
 from sediment.config import Config
 from sediment.errors import NotFoundError
+from sediment.format.mapguard import enable as enable_map_guard
 from sediment.store import FILE_NAMES, LayerName, LayerSet
 
 
@@ -98,6 +99,7 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     from sediment.server.context_tools import add_context_tools
     from sediment.server.prompts import serve_personas
 
+    enable_map_guard()
     if root is not None and not root.is_dir():
         raise NotFoundError(f"--root {root}: no such directory")
     layerset = open_store(cfg, store, layer_dir, paths)
