@@ -125,8 +125,10 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     if transport == "stdio":
         if not no_warm_up:
             service.warm_up()
+        from sediment.server.stdio import run_stdio
+
         try:
-            anyio.run(server.run_stdio_async)
+            run_stdio(lambda: anyio.run(server.run_stdio_async))
         finally:
             close_workers()
         return
