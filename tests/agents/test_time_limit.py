@@ -155,3 +155,15 @@ def test_closing_the_pool_ends_work_in_flight_at_once(tmp_path: Path, pool: Work
     assert pool.count() == 0
     with pytest.raises(AgentError, match="shutting down"):
         p.resolve({}, context)
+
+
+def test_config_values_json_lacks_reach_the_script_as_text(tmp_path: Path, pool: WorkerPool,
+                                                          context: ServiceContext) -> None:
+    import datetime
+
+    script = tmp_path / "dated.lua"
+    script.write_text("return { resolve = function(args, config)\n"
+                      "  return { system = type(config.since) .. ' ' .. config.since } end }\n")
+    p = LuaPersona("dated", script, config={"since": datetime.date(2026, 11, 27)},
+                   allowed=TOOLS, aliases={}, timeout=5.0, pool=pool)
+    assert p.resolve({}, context).system == "string 2026-11-27"

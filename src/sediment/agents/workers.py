@@ -52,8 +52,11 @@ _BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
 
 
 def write_message(out: IO[bytes], message: Mapping[str, Any]) -> None:
-    """One message: its length (4 bytes, big-endian), then UTF-8 JSON."""
-    data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+    """One message: its length (4 bytes, big-endian), then UTF-8 JSON (a value JSON has no
+    type for, such as a TOML date in a persona's config, goes as its text, as it reached
+    Lua before)."""
+    data = json.dumps(message, ensure_ascii=False, separators=(",", ":"),
+                      default=str).encode()
     if len(data) > MAX_MESSAGE:
         raise AgentError(f"a persona message of {len(data)} bytes is over the limit of "
                          f"{MAX_MESSAGE}")
