@@ -4,7 +4,8 @@ A Lua count hook cannot stop a single long call into a C function (a pathologica
 ``string.find`` pattern), and a thread cannot be killed, so every Lua load and resolution
 runs in a worker process (:mod:`sediment.agents.lua_worker`) that the parent kills at the
 deadline. The parent measures the deadline from the moment the resolution asks for a
-worker, so it covers waiting for a free worker, the script, and every ``context`` call,
+worker, so it covers waiting for a busy worker (not starting a new one, which happens once
+per worker and has its own bound), the script, and every ``context`` call,
 which the parent serves (on a thread it stops waiting for at the deadline) while the
 worker waits for the answer. The worker runs the same sandbox as before with a soft limit
 slightly shorter, so a plain endless loop ends in the worker and the worker is reused.
@@ -258,7 +259,10 @@ class WorkerPool:
         worker: _Worker | None = None
         clean = False
         try:
+            taking = time.monotonic()
             worker = self._take()
+            if worker.uses == 0:
+                deadline += time.monotonic() - taking  # a new process's start-up
             left = deadline - time.monotonic()
             if left <= 0:
                 clean = True
