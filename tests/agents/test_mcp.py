@@ -3,6 +3,7 @@ over streamable HTTP from the real ``sediment serve``."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -128,3 +129,72 @@ def test_serve_passes_an_unserved_tool_through_with_a_warning(tmp_path: Path) ->
     assert p.returncode == 0, p.stderr
     assert ("sediment: warning: persona r: Sediment does not serve 'create_jira_ticket'; "
             "passed to the client as written (its own tools)\n") in p.stderr
+
+
+BROKEN = (
+    '[agents.ok]\nsystem_prompt = "Be helpful."\n\n'
+    '[agents.r]\nsystem_prompt = "x"\ntools = ["search", "jira ticket!"]\n\n'
+    '[agents.script.bad]\npath = "bad.lua"\n\n'
+    '[agents.memory_guidelines]\nsystem_prompt = "shadows the built-in prompt"\n')
+
+
+def test_serve_skips_a_broken_persona_and_serves_the_rest(tmp_path: Path) -> None:
+    (tmp_path / "sediment.toml").write_text(BROKEN)
+    (tmp_path / "bad.lua").write_text("return { resolve = function( }\n")
+    p = subprocess.run([SEDIMENT, "serve", "--no-warm-up"], cwd=tmp_path, env=env(),
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    toml = tmp_path / "sediment.toml"
+    assert (f"sediment: warning: persona r skipped: {toml}: persona r: tool name "
+            "'jira ticket!' must be") in p.stderr
+    assert "sediment: warning: persona bad skipped: persona bad: bad.lua:1:" in p.stderr
+    assert ("sediment: warning: persona memory_guidelines skipped: persona memory_guidelines: "
+            "the server already has a prompt of that name") in p.stderr
+    params = StdioServerParameters(command=SEDIMENT, args=["serve", "--no-warm-up"],
+                                   env=env(), cwd=str(tmp_path))
+
+    async def main() -> None:
+        with anyio.fail_after(TIMEOUT):
+            async with Client(params) as client:
+                prompts = {p.name for p in (await client.list_prompts()).prompts}
+                assert prompts == {"ok", "memory_guidelines"}
+                got = await client.get_prompt("ok", {})
+                assert "Be helpful." in str(got.messages[0].content)
+                guide = await client.get_prompt("memory_guidelines", {})
+                assert "shadows" not in str(guide.messages[0].content)
+                tools = {t.name for t in (await client.list_tools()).tools}
+                assert {"agents_search", "save_memory", "store_context"} <= tools
+                with pytest.raises(MCPError, match="unknown prompt 'r'"):
+                    await client.get_prompt("r", {})
+
+    anyio.run(main)
+
+
+def test_serve_agent_names_why_its_persona_is_broken(tmp_path: Path) -> None:
+    (tmp_path / "sediment.toml").write_text(BROKEN)
+    p = subprocess.run([SEDIMENT, "serve", "--agent", "r"], cwd=tmp_path, env=env(),
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert p.returncode == 1
+    assert (f"\nError: persona r failed to load: {tmp_path / 'sediment.toml'}: persona r: "
+            "tool name 'jira ticket!' must be") in p.stderr, p.stderr
+
+
+def test_agent_list_shows_broken_personas(tmp_path: Path) -> None:
+    (tmp_path / "sediment.toml").write_text(BROKEN)
+    (tmp_path / "bad.lua").write_text("return { resolve = function( }\n")
+    p = subprocess.run([SEDIMENT, "agent", "list"], cwd=tmp_path, env=env(),
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("ok ")
+    assert any(line.startswith("r ") and "persona r: tool name" in line
+               and line.endswith("[toml]") for line in lines), lines
+    assert any(line.startswith("bad ") and "BROKEN: persona bad: bad.lua:1:" in line
+               and line.endswith("[lua]") for line in lines), lines
+    j = subprocess.run([SEDIMENT, "agent", "list", "--json"], cwd=tmp_path, env=env(),
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    got = json.loads(j.stdout)
+    assert [a["name"] for a in got["agents"]] == ["ok"]
+    assert {b["name"]: b["source"] for b in got["broken"]} == {
+        "r": "toml", "bad": "lua", "memory_guidelines": "toml"}
+    assert all(b["origin"] == str(tmp_path / "sediment.toml") for b in got["broken"])

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 from sediment.agents import Registry, load_registry
 from sediment.config import load_config
-from sediment.errors import AgentError, ConfigError, NotFoundError, RequestError
+from sediment.errors import ConfigError, NotFoundError, RequestError
 from tests.conftest import Runner
 
 TOOLS = ["agents_search", "agents.search", "agents_context_write", "search_knowledge",
@@ -58,6 +59,10 @@ arguments = [{ name = "lang", required = true }]
         reg.resolve("nope", {}, context=None)  # type: ignore[arg-type]
 
 
+def broken(reg: Registry) -> dict[str, str]:
+    return {b.name: b.error for b in reg.broken()}
+
+
 def test_unserved_tools_pass_through_with_a_warning(tmp_path: Path) -> None:
     """The personas specification names tools the client serves (``create_jira_ticket``):
     they reach the client as written, and the registry names them for a warning."""
@@ -89,10 +94,14 @@ def test_the_short_names_follow_the_served_tools(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["rm -rf", "", "x" * 129, "tool/../x", "a\nb", "ab\n"])
 def test_a_tool_name_no_client_could_call_is_an_error(tmp_path: Path, name: str) -> None:
-    with pytest.raises(ConfigError, match=r"persona reviewer: tool name .* must be 1-128 "
-                                          r"letters, digits, '_', '-' or '.'"):
-        registry(tmp_path, f'[agents.reviewer]\nsystem_prompt = "x"\ntools = [{name!r}]\n'
-                 .replace("'", '"'))
+    """It is a load error, so the persona is broken (listed with why), not served."""
+    reg = registry(tmp_path, f'[agents.reviewer]\nsystem_prompt = "x"\ntools = [{name!r}]\n'
+                   .replace("'", '"'))
+    assert reg.list() == []
+    assert re.search(r"persona reviewer: tool name .* must be 1-128 letters, digits, '_', "
+                     r"'-' or '.'", broken(reg)["reviewer"])
+    with pytest.raises(NotFoundError, match=r"persona reviewer failed to load: .*tool name"):
+        reg.find("reviewer")
 
 
 @pytest.mark.parametrize(("toml", "message"), [
@@ -107,12 +116,18 @@ def test_a_tool_name_no_client_could_call_is_an_error(tmp_path: Path, name: str)
     ('[agents.script.s]\npath = "missing.lua"\n', "persona s: cannot read"),
     ('[agents.script.s]\npath = "s.lua"\ntimeout = 0\n', "timeout must be a number"),
     ('[agents.script.s]\npath = "s.lua"\ntimeout = true\n', "timeout must be a number"),
-    ('agents = 3\n', r"\[agents\] must be dict"),
 ])
-def test_bad_definitions_are_errors(tmp_path: Path, toml: str, message: str) -> None:
+def test_bad_definitions_are_broken_personas(tmp_path: Path, toml: str, message: str) -> None:
     (tmp_path / "s.lua").write_text("return { resolve = function() end }")
-    with pytest.raises((ConfigError, AgentError), match=message):
-        registry(tmp_path, toml)
+    reg = registry(tmp_path, toml + '\n[agents.fine]\nsystem_prompt = "ok"\n')
+    assert [i.name for i in reg.list()] == ["fine"]
+    [error] = broken(reg).values()
+    assert re.search(message, error), error
+
+
+def test_a_bad_agents_table_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"\[agents\] must be dict"):
+        registry(tmp_path, "agents = 3\n")
 
 
 def test_a_repository_cannot_define_python_personas(tmp_path: Path, sediment: Runner) -> None:
@@ -171,19 +186,26 @@ def test_python_persona_from_an_installed_entry_point(tmp_path: Path,
     assert "Database main: 0 hit(s)" in r.out and "[user] Which query is slow?" in r.out
 
 
-def test_a_broken_entry_point_is_an_error(tmp_path: Path, sediment: Runner) -> None:
+def test_a_broken_entry_point_is_listed_as_broken(tmp_path: Path, sediment: Runner) -> None:
     site = tmp_path / "site"
     dist = site / "broken-0.1.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[sediment.agents]\nbroken = no_such_module\n")
-    r = sediment("agent", "list", cwd=tmp_path, env={"PYTHONPATH": str(site)})
-    assert r.code == 1
-    assert "persona broken: cannot load entry point 'no_such_module'" in r.err
+    (tmp_path / "sediment.toml").write_text('[agents.fine]\nsystem_prompt = "ok"\n')
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
+    r = sediment("agent", "list", "--json", cwd=tmp_path, env={"PYTHONPATH": path})
+    assert r.code == 0, r.err
+    assert [a["name"] for a in r.json()["agents"]] == ["fine"]
+    [b] = r.json()["broken"]
+    assert b["name"] == "broken" and b["source"] == "python"
+    assert b["origin"] == "entry point no_such_module"
+    assert b["error"].startswith("persona broken: cannot load entry point 'no_such_module'")
 
 
 def test_a_persona_cannot_shadow_another_prompt(tmp_path: Path, sediment: Runner) -> None:
     (tmp_path / "sediment.toml").write_text('[agents.memory_guidelines]\nsystem_prompt = "x"\n')
     r = sediment("agent", "list", cwd=tmp_path)
-    assert r.code == 1
-    assert "persona memory_guidelines: the server already has a prompt of that name" in r.err
+    assert r.code == 0, r.err
+    assert "persona memory_guidelines: the server already has a prompt of that name" in r.out
+    assert "BROKEN" in r.out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import threading
 import time
@@ -20,6 +21,8 @@ from sediment.ingest.connectors import (
     FilesystemSource,
     GitSource,
     SourceRoot,
+    _Git,
+    check_git_url,
     public_url,
     resolve_sources,
 )
@@ -195,12 +198,48 @@ def test_sources_are_prefixed_and_the_same_path_stays_apart(tmp_path: Path) -> N
     ([FilesystemSource("a/b", Path("."), ["*"])], "source name 'a/b'"),
     ([FilesystemSource("a", Path("."), ["*"], prefix="../x")], "without '..'"),
     ([GitSource("g", "--upload-pack=evil", ["*"])], "is not a repository URL"),
-    ([GitSource("g", "ext::sh -c touch% /tmp/pwned", ["*"])], "is not a repository URL"),
+    ([GitSource("g", "ext::sh -c touch% /tmp/pwned", ["*"])], "remote helper"),
 ])
 def test_bad_sources_are_named(tmp_path: Path, sources: list[FilesystemSource | GitSource],
                                message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         resolve_sources(sources, tmp_path)
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("fd::0", "uses git's 'fd' remote helper"),
+    ("ext::sh -c id", "uses git's 'ext' remote helper"),
+    ("custom+x::anything", "uses git's 'custom+x' remote helper"),
+    ("http://example.com/r.git", "uses the 'http' transport"),
+    ("git://example.com/r.git", "uses the 'git' transport"),
+    ("ftp://example.com/r.git", "uses the 'ftp' transport"),
+    ("-oProxyCommand=id:x", "is not a repository URL or path"),
+    ("host name:repo", "names no host before ':'"),
+    ("https://example.com/\nr.git", "is not a repository URL or path"),
+])
+def test_git_sources_take_only_https_ssh_and_local_paths(tmp_path: Path, url: str,
+                                                         message: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(message)) as caught:
+        resolve_sources([GitSource("g", url, ["*"])], tmp_path)
+    assert "a git source is an https:// or ssh:// URL, user@host:path, or a local path" in str(
+        caught.value)
+    assert not (tmp_path / "git").exists()
+
+
+@pytest.mark.parametrize("url", ["https://example.com/r.git", "ssh://git@example.com/r.git",
+                                 "git@example.com:team/r.git", "example.com:r.git",
+                                 "/srv/repo", "file:///srv/repo", "relative/repo",
+                                 "git+ssh://example.com/r.git"])
+def test_git_source_urls_that_are_allowed(url: str) -> None:
+    check_git_url("g", url)
+
+
+def test_git_itself_refuses_other_transports(tmp_path: Path) -> None:
+    """Behind the URL check, git's own protocol.allow refuses a transport it let through."""
+    git = _Git(GitSource("g", "fd::0", ["*"], timeout=20), tmp_path / "dest")
+    with pytest.raises(ValidationError, match="transport 'fd' not allowed"):
+        git.run("clone", "--quiet", "--no-checkout", "--", "fd::0", str(tmp_path / "dest"),
+                cwd=tmp_path)
 
 
 def test_a_missing_root_is_not_found(tmp_path: Path) -> None:

@@ -128,6 +128,8 @@ def test_git_source_configured_and_moved_to_another_ref(
     ('[sources]\nname = "x"\n', "sources (an array of tables, [[sources]]) must be list"),
     ('[[sources]]\nname = "g"\ntype = "git"\nurl = "./nowhere"\n',
      "source 'g': git clone of"),
+    ('[[sources]]\nname = "g"\ntype = "git"\nurl = "fd::0"\ninclude = ["*.md"]\n',
+     "source 'g': url 'fd::0' uses git's 'fd' remote helper"),
 ])
 def test_bad_sources_config_is_one_error_line(sediment: Runner, tmp_path: Path, config: str,
                                               message: str) -> None:

@@ -14,6 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sediment.kcp import (
     RemotePolicy,
@@ -114,7 +116,33 @@ def test_one_private_answer_among_public_ones_is_refused() -> None:
     refused("https://mixed.example/k.yaml", policy, "remote.address")
 
 
+@pytest.mark.parametrize("address", [
+    "64:ff9b::7f00:1", "64:ff9b::a00:1", "64:ff9b::a9fe:a9fe",  # NAT64 of loopback, 10/8, IMDS
+    "2002:7f00:1::1", "2002:a00:1::1", "2002:c0a8:101::1",      # 6to4 of the same
+    "::127.0.0.1", "::10.0.0.1", "::8.8.8.8",                   # IPv4-compatible (deprecated)
+    "::ffff:0:7f00:1",                                          # SIIT-translated loopback
+    "64:ff9b:1::808:808",                                       # local-use NAT64
+    "fec0::1", "feff::1",                                       # site-local (deprecated)
+    "2001:0:4136:e378:8000:63bf:3fff:fdd2",                     # Teredo
+])
+def test_ipv6_that_reaches_a_private_ipv4_or_is_never_public_is_refused(address: str) -> None:
+    assert not public_only(ipaddress.ip_address(address))
+    policy = RemotePolicy(enabled=True, resolver=stub({"evil.example": [address]}))
+    refused("https://evil.example/k.yaml", policy, "remote.address")
+
+
+@given(st.ip_addresses(v=4))
+def test_an_embedded_ipv4_is_judged_as_that_ipv4(v4: ipaddress.IPv4Address) -> None:
+    expected = public_only(v4)
+    for wrapped in (f"64:ff9b::{v4}", f"::ffff:{v4}"):
+        assert public_only(ipaddress.ip_address(wrapped)) == expected, wrapped
+    six = ipaddress.IPv6Address((0x2002 << 112) | (int(v4) << 80) | 1)
+    assert public_only(six) == expected, six
+
+
 def test_public_only_admits_global_unicast() -> None:
+    assert public_only(ipaddress.ip_address("64:ff9b::808:808"))
+    assert public_only(ipaddress.ip_address("2002:808:808::1"))
     assert public_only(ipaddress.ip_address("93.184.216.34"))
     assert public_only(ipaddress.ip_address("2606:2800:220:1:248:1893:25c8:1946"))
 

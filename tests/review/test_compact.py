@@ -11,6 +11,7 @@ import pytest
 from sediment.errors import NotFoundError, SchemaMismatchError, ValidationError
 from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.review import accept, compact
+from sediment.search import SearchRequest, search
 from sediment.store import HUMAN_WRITABLE, LayerName, LayerSet, NewChunk
 from sediment.store.events import FORGET, event_content
 from tests.review.helpers import EMB, agent_propose, agent_write, make_base
@@ -133,7 +134,45 @@ def test_rotation_archives_and_resets_without_reusing_ids(tmp_path: Path) -> Non
     again = compact(tmp_path / "AGENTS.db", user, tmp_path / "second.db", rotate=True,
                     delta=delta, stamp="2026-11-22T123456")
     assert [Path(r.archive).name for r in again.rotated] == [
-        "AGENTS.user.2026-11-22T123456-1.db", "AGENTS.delta.2026-11-22T123456-1.db"]
+        "AGENTS.2026-11-22T123456-1.db", "AGENTS.user.2026-11-22T123456-1.db",
+        "AGENTS.delta.2026-11-22T123456-1.db"]
+
+
+def _accepted_shown(directory: Path) -> bool:
+    ls = LayerSet.from_directory(directory)
+    hits = search(ls, SearchRequest(text="Feature flags LaunchDarkly", k=5, mode="lexical"))
+    return any(h.chunk.content == "Feature flags live in LaunchDarkly." for h in hits.hits)
+
+
+def test_rotation_installs_the_new_base_so_nothing_accepted_goes_missing(
+        tmp_path: Path) -> None:
+    _reviewed(tmp_path)
+    base, user = tmp_path / "AGENTS.db", tmp_path / "AGENTS.user.db"
+    old_base = base.read_bytes()
+    report = compact(base, user, tmp_path / "NEW.db", rotate=True,
+                     delta=tmp_path / "AGENTS.delta.db", stamp="2026-11-22T123456")
+    assert base.read_bytes() == (tmp_path / "NEW.db").read_bytes()
+    assert (tmp_path / "AGENTS.2026-11-22T123456.db").read_bytes() == old_base
+    assert report.rotated[0].installed and report.rotated[0].layer == str(base)
+    assert LayerFile.open(user).chunk_count == 0
+    assert _accepted_shown(tmp_path)
+
+
+def test_rotation_run_again_never_writes_a_base_missing_chunks(tmp_path: Path) -> None:
+    _reviewed(tmp_path)
+    base, user, delta = (tmp_path / n for n in ("AGENTS.db", "AGENTS.user.db",
+                                                 "AGENTS.delta.db"))
+    compact(base, user, tmp_path / "NEW.db", rotate=True, delta=delta)
+    again = compact(base, user, tmp_path / "NEW.db", rotate=True, delta=delta)
+    new = {c.content for c in LayerFile.open(tmp_path / "NEW.db").chunks()}
+    assert "Feature flags live in LaunchDarkly." in new and again.chunks == len(new)
+    assert base.read_bytes() == (tmp_path / "NEW.db").read_bytes()
+    assert _accepted_shown(tmp_path)
+    (tmp_path / "other.db").write_bytes(b"someone else's file")
+    with pytest.raises(ValidationError, match="not what an interrupted rotation left"):
+        compact(base, user, tmp_path / "other.db", rotate=True, delta=delta)
+    with pytest.raises(ValidationError, match="--out must be a file"):
+        compact(base, user, Path("-"), rotate=True, delta=delta)
 
 
 def test_i8_layers_with_different_scales_are_requantised(tmp_path: Path) -> None:

@@ -169,3 +169,29 @@ def test_a_context_write_killed_at_its_rename(sediment: Runner, tmp_path: Path,
     texts = {i.chunk.content for i in after.items()}
     assert {"Acknowledged before the crash.", "Next write."} <= texts
     assert ("In flight." in texts) == (when == "after")
+
+
+@pytest.mark.parametrize(("nth", "when"), [(n, w) for n in (1, 2, 3, 4)
+                                           for w in ("before", "after")])
+def test_a_rotation_killed_anywhere_shows_everything_and_reruns(
+        sediment: Runner, tmp_path: Path, nth: int, when: str) -> None:
+    """``compact --rotate`` renames the new base (1), the installed base (2), user (3) and
+    delta (4): at every point the accepted chunk stays searchable, and the same command
+    run again finishes with a base that holds it."""
+    root = make_base(tmp_path / "store")
+    ls = LayerSet.from_directory(root)
+    cid = write_context(ls, EMB, WriteRequest(content=PROPOSED, kind="note", confidence=0.8,
+                                              sources=[], scope="delta"))
+    assert sediment("proposals", "accept", str(propose(ls, cid).proposal_id), "--dir",
+                    str(root)).code == 0
+    command = ("compact", "--dir", str(root), "--out", str(root / "NEW.db"), "--rotate")
+    kill_at(nth, when, *command)
+    assert_valid(root)
+    assert shown_layer(LayerSet.from_directory(root), cid) is not None
+    r = sediment(*command)
+    assert r.code == 0, r.err
+    assert {c.id for c in LayerFile.open(root / "NEW.db").chunks()} >= {1, 2, cid}
+    assert (root / "NEW.db").read_bytes() == (root / "AGENTS.db").read_bytes()
+    assert LayerFile.open(root / "AGENTS.user.db").chunk_count == 0
+    assert shown_layer(LayerSet.from_directory(root), cid) == "base"
+    assert temporaries(root) == []

@@ -17,6 +17,7 @@ from sediment.agents.model import (
 from sediment.agents.python import ENTRY_POINT_GROUP, PythonPersona
 from sediment.agents.registry import (
     TOOL_ALIASES,
+    BrokenPersona,
     Definition,
     Registry,
     TomlPersona,
@@ -29,6 +30,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "TOOL_ALIASES",
     "Argument",
+    "BrokenPersona",
     "Definition",
     "LuaPersona",
     "Message",

@@ -14,11 +14,14 @@ Absent: ``os``, ``io``, ``load``, ``loadstring``, ``dofile``, ``loadfile``, ``re
 ``setmetatable``, ``rawget``, ``rawset``, ``print``. ``string.dump`` is removed from the
 runtime's shared string table too, since every string reaches it through its metatable.
 
-Time is bounded inside the runtime: a count hook runs every :data:`HOOK_EVERY` VM
-instructions and raises once the persona's ``timeout`` has passed. The ``pcall`` and
+Every load and resolution runs in a worker process (:mod:`sediment.agents.workers`) that
+is killed once the persona's ``timeout`` has passed, counting everything the resolution
+does: waiting for a worker, the script, its ``context`` calls. Inside the worker a count
+hook runs every :data:`HOOK_EVERY` VM instructions and raises a little before that
+deadline, so an ordinary endless loop ends without losing the worker. The ``pcall`` and
 ``xpcall`` the script sees re-raise that error (and out-of-memory), so a script cannot
-catch its way past either. A single long call into a Lua C function (a pathological
-``string.find`` pattern) is not interrupted until it returns.
+catch its way past either. Only the kill stops a single long call into a Lua C function
+(a pathological ``string.find`` pattern).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from sediment.agents.model import (
     info_from,
     prompt_from,
 )
+from sediment.agents.workers import WorkerPool, default_pool
 from sediment.errors import AgentError, AgentTimeoutError, ConfigError
 
 __all__ = ["DEFAULT_MEMORY", "DEFAULT_TIMEOUT", "LuaPersona"]
@@ -95,9 +99,11 @@ def _refuse(_obj: Any, name: Any, _setting: bool) -> str:
 class _Run:
     """One fresh runtime: the sandbox environment, the context bridge, conversions."""
 
-    def __init__(self, name: str, timeout: float, memory: int) -> None:
+    def __init__(self, name: str, timeout: float, memory: int, *,
+                 limit: float | None = None) -> None:
         self.name = name
         self.timeout = timeout
+        self.limit = timeout if limit is None else limit
         self.calls: dict[str, int] = {"searches": 0, "gets": 0, "sources": 0}
         self.lua = lupa.LuaRuntime(register_eval=False, register_builtins=False,
                                    attribute_filter=_refuse, unpack_returned_tuples=False,
@@ -120,7 +126,7 @@ class _Run:
         except Exception as exc:
             if self.timed_out():
                 raise AgentTimeoutError(f"persona {self.name}: the script ran past its time "
-                                        f"limit of {self.timeout:g}s") from None
+                                        f"limit of {self.limit:g}s") from None
             lines = str(exc).strip().splitlines()
             message = lines[0] if lines else type(exc).__name__
             if "not enough memory" in message:
@@ -232,42 +238,51 @@ def _read_script(name: str, path: Path) -> str:
         raise ConfigError(f"persona {name}: {path} is not UTF-8 text") from None
 
 
+def agent_table(run: _Run, name: str, source: str, chunk_name: str) -> Any:
+    """Run the script's top level in ``run``; the agent table it returns (or sets as the
+    global ``agent``), which must have a ``resolve`` function."""
+    agent = run.load(source, chunk_name)
+    if lupa.lua_type(agent) != "table":
+        agent = run.env["agent"]
+    if lupa.lua_type(agent) != "table" or lupa.lua_type(agent["resolve"]) != "function":
+        raise AgentError(f"persona {name}: {chunk_name} must return a table (agent) with "
+                         "a resolve function")
+    return agent
+
+
 class LuaPersona:
-    """A persona whose metadata and ``resolve`` come from a Lua script (see module doc)."""
+    """A persona whose metadata and ``resolve`` come from a Lua script (see module doc),
+    run in ``pool`` (the process's default pool when None)."""
 
     def __init__(self, name: str, path: Path, *, config: Mapping[str, Any],
                  allowed: frozenset[str], aliases: Mapping[str, str],
-                 timeout: float = DEFAULT_TIMEOUT, memory: int = DEFAULT_MEMORY) -> None:
+                 timeout: float = DEFAULT_TIMEOUT, memory: int = DEFAULT_MEMORY,
+                 pool: WorkerPool | None = None) -> None:
         self.path = path
         self.config = dict(config)
         self.timeout = timeout
         self.memory = memory
         self.allowed = allowed
         self.aliases = dict(aliases)
+        self.pool = pool if pool is not None else default_pool()
         self.source = _read_script(name, path)
-        run = _Run(name, timeout, memory)
-        agent = self._agent_table(run, name)
-        meta = run.guard(lambda: {k: run.to_python(agent[k])
-                                  for k in ("description", "tools", "arguments")})
-        self.info = info_from(name, "lua", meta["description"], meta["tools"],
-                              meta["arguments"], allowed, aliases, str(path))
+        meta = self.pool.run(self._job("load", name), name=name, timeout=timeout)
+        if not isinstance(meta, dict):
+            raise AgentError(f"persona {name}: the Lua worker gave no description")
+        self.info = info_from(name, "lua", meta.get("description"), meta.get("tools"),
+                              meta.get("arguments"), allowed, aliases, str(path))
 
-    def _agent_table(self, run: _Run, name: str) -> Any:
-        agent = run.load(self.source, self.path.name)
-        if lupa.lua_type(agent) != "table":
-            agent = run.env["agent"]
-        if lupa.lua_type(agent) != "table" or lupa.lua_type(agent["resolve"]) != "function":
-            raise AgentError(f"persona {name}: {self.path} must return a table (agent) with "
-                             "a resolve function")
-        return agent
+    def _job(self, op: str, name: str, **extra: Any) -> dict[str, Any]:
+        return {"op": op, "name": name, "chunk": self.path.name, "source": self.source,
+                "memory": self.memory, **extra}
 
     def resolve(self, args: Mapping[str, str], context: PersonaContext) -> Resolved:
         args = check_arguments(self.info, args)
-        run = _Run(self.info.name, self.timeout, self.memory)
-        agent = self._agent_table(run, self.info.name)
-        bridge = run.bridge(context)
-        value = run.guard(lambda: agent["resolve"](run.to_lua(args), run.to_lua(self.config),
-                                                   bridge))
-        out = prompt_from(self.info, run.guard(lambda: run.to_python(value)), self.allowed,
-                          self.aliases)
-        return Resolved(out.system, out.tools, out.messages, stats=dict(run.calls))
+        out = self.pool.run(self._job("resolve", self.info.name, args=args,
+                                      config=self.config),
+                            name=self.info.name, timeout=self.timeout, context=context)
+        if not isinstance(out, dict) or not isinstance(out.get("calls"), dict):
+            raise AgentError(f"persona {self.info.name}: the Lua worker gave no prompt")
+        prompt = prompt_from(self.info, out.get("value"), self.allowed, self.aliases)
+        calls = {k: int(v) for k, v in out["calls"].items() if isinstance(v, int)}
+        return Resolved(prompt.system, prompt.tools, prompt.messages, stats=calls)

@@ -89,16 +89,25 @@ def persona_from_object(name: str, spec: str, *, config: Mapping[str, Any],
                          origin=spec)
 
 
-def installed_personas(allowed: frozenset[str],
-                       aliases: Mapping[str, str]) -> list[PythonPersona]:
-    """Personas that installed packages declare in the ``sediment.agents`` group."""
+def installed_personas(allowed: frozenset[str], aliases: Mapping[str, str], *,
+                       on_error: Callable[[str, str, SedimentError], None] | None = None,
+                       ) -> list[PythonPersona]:
+    """Personas that installed packages declare in the ``sediment.agents`` group. One that
+    fails to load is an error, or with ``on_error`` is handed to it (name, origin, error)
+    and skipped."""
     out = []
     for ep in entry_points(group=ENTRY_POINT_GROUP):
+        origin = f"entry point {ep.value}"
         try:
-            target = ep.load()
-        except Exception as exc:
-            raise AgentError(f"persona {ep.name}: cannot load entry point {ep.value!r}: "
-                             f"{type(exc).__name__}: {exc}") from exc
-        out.append(PythonPersona(ep.name, target, config={}, allowed=allowed, aliases=aliases,
-                                 origin=f"entry point {ep.value}"))
+            try:
+                target = ep.load()
+            except Exception as exc:
+                raise AgentError(f"persona {ep.name}: cannot load entry point {ep.value!r}: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+            out.append(PythonPersona(ep.name, target, config={}, allowed=allowed,
+                                     aliases=aliases, origin=origin))
+        except SedimentError as exc:
+            if on_error is None:
+                raise
+            on_error(ep.name, origin, exc)
     return out

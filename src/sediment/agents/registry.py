@@ -4,13 +4,16 @@ Tool names are resolved when a persona loads, against the tools the server regis
 short aliases (:data:`TOOL_ALIASES`) stand for Sediment's full names, and a name the server
 does not serve is passed to the client as written (the personas specification's
 response-level scoping: ``create_jira_ticket`` is the client's tool), with a warning
-(:meth:`Registry.warnings`) so a typo is still seen.
+(:meth:`Registry.warnings`) so a typo is still seen. A persona that fails to load is kept
+aside as a :class:`BrokenPersona` (its name, origin and error): the others, and every tool,
+are served, and ``sediment agent list`` shows it as broken.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,10 +28,10 @@ from sediment.agents.model import (
     unserved_tools,
 )
 from sediment.agents.python import installed_personas, persona_from_object
-from sediment.errors import AgentError, ConfigError, NotFoundError
+from sediment.errors import AgentError, ConfigError, NotFoundError, SedimentError
 
-__all__ = ["TOOL_ALIASES", "Definition", "Registry", "TomlPersona", "load_registry",
-           "tool_aliases"]
+__all__ = ["TOOL_ALIASES", "BrokenPersona", "Definition", "Registry", "TomlPersona",
+           "load_registry", "tool_aliases"]
 
 TOOL_ALIASES = {
     "search": "agents_search",
@@ -72,16 +75,42 @@ class TomlPersona:
                                                           "sources": 0})
 
 
-class Registry:
-    """Personas by name. ``served`` are the tools of the server they were loaded against
-    (None: not known, so nothing is reported as unserved)."""
+@dataclass(frozen=True, slots=True)
+class BrokenPersona:
+    """A persona that failed to load: served by nobody, listed with why."""
 
-    def __init__(self, personas: Iterable[Persona] = (),
+    name: str
+    source: str
+    origin: str
+    error: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "source": self.source, "origin": self.origin,
+                "error": self.error}
+
+
+class Registry:
+    """The personas that loaded, by name, and those that did not (a later entry of the
+    same name replaces an earlier one, loaded or broken). ``served`` are the tools of the
+    server they were loaded against (None: not known, so nothing is reported as
+    unserved)."""
+
+    def __init__(self, personas: Iterable[Persona | BrokenPersona] = (),
                  served: Collection[str] | None = None) -> None:
         self._personas: dict[str, Persona] = {}
+        self._broken: dict[str, BrokenPersona] = {}
         self.served = None if served is None else frozenset(served)
         for p in personas:
-            self._personas[p.info.name] = p
+            if isinstance(p, BrokenPersona):
+                self.set_broken(p)
+            else:
+                self._broken.pop(p.info.name, None)
+                self._personas[p.info.name] = p
+
+    def set_broken(self, broken: BrokenPersona) -> None:
+        """Take ``broken.name`` out of service, keeping why."""
+        self._personas.pop(broken.name, None)
+        self._broken[broken.name] = broken
 
     def warnings(self, name: str | None = None, tools: Iterable[str] = ()) -> list[str]:
         """One line per persona (or only ``name``, with the ``tools`` a resolution
@@ -103,10 +132,16 @@ class Registry:
     def list(self) -> list[PersonaInfo]:
         return [p.info for p in self._personas.values()]
 
+    def broken(self) -> tuple[BrokenPersona, ...]:
+        return tuple(self._broken.values())
+
     def find(self, name: str) -> Persona:
         try:
             return self._personas[name]
         except KeyError:
+            if name in self._broken:
+                raise NotFoundError(f"persona {name} failed to load: "
+                                    f"{self._broken[name].error}") from None
             known = ", ".join(sorted(self._personas)) or "none configured"
             raise NotFoundError(f"no persona {name[:64]!r} (personas: {known})") from None
 
@@ -167,17 +202,28 @@ def _python(d: Definition, allowed: frozenset[str], aliases: Mapping[str, str]) 
 
 def load_registry(definitions: Iterable[Definition], tool_names: Collection[str], *,
                   installed: bool = True) -> Registry:
-    """Every persona: installed packages' first, then the config's (which win by name)."""
+    """Every persona: installed packages' first, then the config's (which win by name).
+    One that fails to load is a :class:`BrokenPersona` in the registry, not an error."""
     allowed = frozenset(tool_names)
     aliases = tool_aliases(allowed)
-    personas: list[Persona] = list(installed_personas(allowed, aliases)) if installed else []
+    personas: list[Persona | BrokenPersona] = []
+    if installed:
+        personas.extend(installed_personas(
+            allowed, aliases, on_error=lambda name, origin, exc: personas.append(
+                BrokenPersona(name, "python", origin, str(exc)))))
     for d in definitions:
-        if d.source == "toml":
-            personas.append(_toml(d, allowed, aliases))
-        elif d.source == "lua":
-            personas.append(_script(d, allowed, aliases))
-        elif d.source == "python":
-            personas.append(_python(d, allowed, aliases))
-        else:
-            raise ConfigError(f"{d.origin}: persona {d.name}: unknown source {d.source!r}")
+        try:
+            personas.append(_load(d, allowed, aliases))
+        except SedimentError as exc:
+            personas.append(BrokenPersona(d.name, d.source, str(d.origin), str(exc)))
     return Registry(personas, served=allowed)
+
+
+def _load(d: Definition, allowed: frozenset[str], aliases: Mapping[str, str]) -> Persona:
+    if d.source == "toml":
+        return _toml(d, allowed, aliases)
+    if d.source == "lua":
+        return _script(d, allowed, aliases)
+    if d.source == "python":
+        return _python(d, allowed, aliases)
+    raise ConfigError(f"{d.origin}: persona {d.name}: unknown source {d.source!r}")

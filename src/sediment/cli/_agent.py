@@ -52,20 +52,25 @@ _embedder_opt = click.option("--embedder", "embedder_name", default=None,
 @click.pass_context
 def list_(ctx: click.Context, /, embedder_name: str | None, as_json: bool,
           layer_dir: Path | None, **paths: Path | None) -> None:
-    """List the configured personas with their source and tools."""
+    """List the configured personas with their source and tools, and those that failed to
+    load with why (``broken``)."""
     registry, _ = _personas(ctx, embedder_name, layer_dir, **paths)
     infos = registry.list()
     warnings = registry.warnings()
     for line in warnings:
         note(line)
+    broken = registry.broken()
     if as_json:
-        emit_json({"agents": [i.to_dict() for i in infos], "warnings": warnings})
+        emit_json({"agents": [i.to_dict() for i in infos], "warnings": warnings,
+                   "broken": [b.to_dict() for b in broken]})
         return
-    if not infos:
+    if not infos and not broken:
         click.echo("No personas configured (see sediment agent init).")
     for i in infos:
         click.echo(f"{i.name:<20} {visible(i.description)}  (tools: "
                    f"{', '.join(i.tools) or 'none'})  [{i.source}]")
+    for b in broken:
+        click.echo(f"{b.name:<20} BROKEN: {visible(b.error)}  [{b.source}]")
 
 
 @agent.command("test")

@@ -97,8 +97,9 @@ def promote_cmd(ctx: click.Context, /, from_path: Path | None, to_path: Path | N
 @click.option("--keep-events", is_flag=True,
               help="Keep meta.* event chunks (and the chunks they supersede or forget).")
 @click.option("--rotate", is_flag=True,
-              help="Then archive user and delta to dated files and reset them to empty "
-                   "layers that keep the profile and id high-water mark.")
+              help="Then install the new base in place of the old one and archive user "
+                   "and delta to dated files, resetting them to empty layers that keep the "
+                   "profile and id high-water mark (safe to interrupt and to run again).")
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @layer_options
 @json_option
@@ -106,7 +107,8 @@ def promote_cmd(ctx: click.Context, /, from_path: Path | None, to_path: Path | N
 def compact_cmd(ctx: click.Context, /, out: Path, keep_events: bool, rotate: bool, force: bool,
                 as_json: bool, layer_dir: Path | None, **paths: Path | None) -> None:
     """Merge base and user into a new immutable base (RFC 15.6): user wins by id, vectors
-    are copied, the bytes are deterministic. Move it over AGENTS.db yourself."""
+    are copied, the bytes are deterministic. Move it over AGENTS.db yourself, or let
+    --rotate install it."""
     to_stdout = str(out) == "-"
     if to_stdout and as_json:
         raise click.UsageError("--json reports on the compaction; it cannot share stdout with "
@@ -126,6 +128,10 @@ def compact_cmd(ctx: click.Context, /, out: Path, keep_events: bool, rotate: boo
         note(f"warning: {report.requantized} int8 vectors were re-quantised to the base's "
              "scale")
     for r in report.rotated:
+        if r.installed:
+            click.echo(f"installed the new base as {visible(r.layer)}; the old one "
+                       f"({r.chunks} chunks) is kept as {visible(r.archive)}", err=to_stdout)
+            continue
         click.echo(f"archived {visible(r.layer)} ({r.chunks} chunks) to {visible(r.archive)}; "
                    "reset it empty", err=to_stdout)
     if report.pending_archived:

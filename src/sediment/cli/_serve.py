@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 import click
 
+from sediment.agents.workers import close_workers
 from sediment.cli._app import cli
 from sediment.cli._options import (
     build_embedder,
@@ -21,6 +24,7 @@ from sediment.cli._output import note, visible
 from sediment.cli._team import team_for
 from sediment.config import Config
 from sediment.errors import NotFoundError
+from sediment.format.mapguard import enable as enable_map_guard
 from sediment.store import FILE_NAMES, LayerName, LayerSet
 
 
@@ -95,6 +99,7 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     from sediment.server.context_tools import add_context_tools
     from sediment.server.prompts import serve_personas
 
+    enable_map_guard()
     if root is not None and not root.is_dir():
         raise NotFoundError(f"--root {root}: no such directory")
     layerset = open_store(cfg, store, layer_dir, paths)
@@ -116,10 +121,18 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     registry, context = serve_personas(server, service, cfg.agents.values(), agent=agent)
     for line in registry.warnings():
         note(f"sediment: {line}")
+    for broken in registry.broken():
+        click.echo(f"sediment: warning: persona {broken.name} skipped: "
+                   f"{visible(broken.error)}", err=True)
     if transport == "stdio":
         if not no_warm_up:
             service.warm_up()
-        anyio.run(server.run_stdio_async)
+        from sediment.server.stdio import run_stdio
+
+        try:
+            run_stdio(lambda: anyio.run(server.run_stdio_async))
+        finally:
+            close_workers()
         return
     assert sock is not None
     from sediment.server.web import WebUI
@@ -137,10 +150,28 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
         service.warm_up()
     bound = sock.getsockname()[1]
     config = uvicorn.Config(app, host=host, port=bound, log_level="warning", lifespan="on")
-    userver = uvicorn.Server(config)
+    userver = _server_class()(config)
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"sediment: serving MCP on http://{shown}:{bound}{http_path} and the web "
                f"page on http://{shown}:{bound}/ui "
                f"(layers in {where}; pid {os.getpid()})",
                err=True)
-    userver.run(sockets=[sock])
+    try:
+        userver.run(sockets=[sock])
+    finally:
+        close_workers()
+
+
+def _server_class() -> type:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """Stopping kills the persona workers first: a resolution in flight then fails at
+        once instead of holding the graceful shutdown until its time limit."""
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            threading.Thread(target=close_workers, daemon=True).start()
+            super().handle_exit(sig, frame)
+
+    return Server
+

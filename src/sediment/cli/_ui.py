@@ -65,6 +65,10 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None, reviewer:
 
     import uvicorn
 
+    from sediment.format.mapguard import enable as enable_map_guard
+
+    enable_map_guard()
+
     from sediment.context import resolve
     from sediment.ops.service import ContextService
     from sediment.server import build_http_app, build_server, is_loopback

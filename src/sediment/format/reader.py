@@ -28,6 +28,7 @@ import numpy.typing as npt
 from sediment.errors import FormatError, NotFoundError
 from sediment.format import layout as L
 from sediment.format.arrays import distinct
+from sediment.format.mapguard import guarded_map
 from sediment.format.metadata import MetadataError, decode_metadata
 from sediment.format.model import AUTHORS, Chunk, Source
 
@@ -277,12 +278,7 @@ class LayerFile:
             if not stat.S_ISREG(os.stat(p).st_mode) and not os.path.isdir(p):
                 raise FormatError("not a regular file (a FIFO or device cannot be mapped)",
                                   rule="8.4.3", field="header", offset=0, path=str(p))
-            with p.open("rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
-                if size == 0:
-                    raise FormatError("file is empty (0 bytes), not an AGENTS.db layer",
-                                      rule="8.4.3", field="header", offset=0, path=str(p))
-                mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            mm = guarded_map(str(p))
         except FileNotFoundError as exc:
             raise NotFoundError(f"{p}: no such layer file") from exc
         except IsADirectoryError as exc:

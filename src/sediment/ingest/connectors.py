@@ -7,9 +7,10 @@ commit its ref names; compile reads that checkout like any directory. Its chunks
 read ``prefix/path:line`` (RFC 7.2's ``file:line``), so two sources holding the same path
 stay apart, and the layer metadata records each source's name, ref and commit.
 
-Git runs as a subprocess (no shell) with a time limit per call, no terminal prompts and the
-``ext`` transport refused, so a repository's configuration cannot make a compile hang or run
-a command; every failure is a ``ValidationError`` naming the source and the git message.
+Git runs as a subprocess (no shell) with a time limit per call, no terminal prompts and only
+the https, ssh and file transports allowed (checked here, :func:`check_git_url`, and by git's
+``protocol.allow``), so a source's URL or a repository's configuration cannot make a compile
+hang or run a command; every failure is a ``ValidationError`` naming the source and the git message.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from sediment.errors import NotFoundError, ValidationError
 
-__all__ = ["GIT_TIMEOUT", "FilesystemSource", "GitSource", "SourceRoot", "public_url",
-           "resolve_sources"]
+__all__ = ["GIT_TIMEOUT", "FilesystemSource", "GitSource", "SourceRoot", "check_git_url",
+           "public_url", "resolve_sources"]
 
 GIT_TIMEOUT = 300.0
 """Seconds one git command (a clone or fetch of a large repository) may take."""
@@ -133,9 +134,40 @@ def public_url(url: str) -> str:
     return url
 
 
+_SCHEMES = frozenset({"https", "ssh", "git+ssh", "ssh+git", "file"})
+_SCP_HOST = re.compile(r"^(?:[A-Za-z0-9._~%+-]+@)?(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])$")
+_HELPER = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)::")
+_TRANSPORTS = ("-c", "protocol.allow=never", "-c", "protocol.https.allow=always",
+               "-c", "protocol.ssh.allow=always", "-c", "protocol.file.allow=always")
+"""Git itself refuses every other transport too (``fd::``, ``ext::``, ``git://``, http)."""
+
+
+def check_git_url(name: str, url: str) -> None:
+    """Refuse a git source URL unless it is https, ssh (``ssh://`` or ``user@host:path``)
+    or a local path: another transport can hang a compile (``fd::0`` reads the terminal),
+    run a command (``ext::``) or fetch in clear text (``http://``, ``git://``)."""
+    def refuse(why: str) -> ValidationError:
+        return ValidationError(f"source {name!r}: url {public_url(url)[:200]!r} {why}; a git "
+                               "source is an https:// or ssh:// URL, user@host:path, or a "
+                               "local path")
+    if not url or url.startswith("-") or any(ord(c) < 32 for c in url):
+        raise refuse("is not a repository URL or path")
+    helper = _HELPER.match(url)
+    if helper:
+        raise refuse(f"uses git's {helper.group(1)[:40]!r} remote helper")
+    head = url.split("/", 1)[0]
+    if "://" in url:
+        scheme = url.split("://", 1)[0].lower()
+        if scheme not in _SCHEMES:
+            raise refuse(f"uses the {scheme[:40]!r} transport")
+        return
+    if ":" in head and not Path(url).is_absolute() \
+            and not _SCP_HOST.match(head.rsplit(":", 1)[0]):
+        raise refuse("names no host before ':'")
+
+
 def _resolve_git(s: GitSource, cache_dir: Path) -> SourceRoot:
-    if s.url.startswith("-") or s.url.startswith("ext::"):
-        raise ValidationError(f"source {s.name!r}: {s.url!r} is not a repository URL or path")
+    check_git_url(s.name, s.url)
     key = hashlib.sha256(s.url.encode()).hexdigest()[:16]
     dest = cache_dir / "git" / f"{s.name}-{key}"
     git = _Git(s, dest)
@@ -162,7 +194,7 @@ class _Git:
                     "SSH_ASKPASS": "", "GCM_INTERACTIVE": "never", "LC_ALL": "C"}
 
     def run(self, *args: str, cwd: Path | None = None) -> str:
-        cmd = ["git", "-c", "protocol.ext.allow=never", "-c", "core.hooksPath=/dev/null",
+        cmd = ["git", *_TRANSPORTS, "-c", "core.hooksPath=/dev/null",
                "-c", "advice.detachedHead=false"]
         if cwd is None:
             cmd += ["-C", str(self.dest)]

@@ -6,7 +6,8 @@ Every fetch, and every redirect it follows, must pass the same checks:
 - the URL is ``https://`` with a host and no user info;
 - the host is resolved once (``resolver``) and *every* address must pass
   ``address_allowed`` (default ``public_only``: no private, loopback, link-local, shared,
-  reserved or multicast addresses, IPv4-mapped IPv6 included); the connection then goes to
+  reserved or multicast addresses; an IPv6 address embedding an IPv4 one (mapped, NAT64,
+  6to4) is judged by that IPv4 address too); the connection then goes to
   that checked address (TLS still verifies the host name), so a DNS answer that changes
   between check and connect (rebinding) cannot redirect it;
 - the body is read up to ``max_bytes`` (1 MB, KCP 3.6) within ``timeout`` seconds in all
@@ -55,10 +56,39 @@ def system_resolver(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
+_NEVER_PUBLIC = (
+    ipaddress.IPv6Network("::/96"),
+    ipaddress.IPv6Network("64:ff9b:1::/48"),
+    ipaddress.IPv6Network("fec0::/10"),
+    ipaddress.IPv6Network("2001::/32"),
+)
+"""IPv4-compatible (deprecated, RFC 4291), local-use NAT64 (RFC 8215), site-local
+(deprecated, RFC 3879) and Teredo: never a public destination, whatever they embed."""
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address a mapped, translated, NAT64 or 6to4 address reaches."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip in _NAT64 or ip in _TRANSLATED:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
 def public_only(ip: IPAddress) -> bool:
-    """Only globally routable unicast addresses (KCP 12.3 and then some)."""
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    """Only globally routable unicast addresses (KCP 12.3 and then some). An IPv6 address
+    that carries an IPv4 one (mapped, NAT64, 6to4, SIIT) is judged by that IPv4 address
+    too, since that is where a gateway sends the connection."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.is_unspecified or ip.is_loopback or any(ip in n for n in _NEVER_PUBLIC):
+            return False
+        inner = _embedded_ipv4(ip)
+        if inner is not None:
+            return public_only(inner)
     return ip.is_global and not ip.is_multicast
 
 

@@ -8,8 +8,14 @@ sha256 (no timestamps). ``meta.*`` events are dropped by default, and the chunks
 (superseded or forgotten) with them, so dropping a forget never brings a chunk back;
 ``keep_events`` keeps both. Memory state (``store.events.about_memories``) always survives:
 memories, their versions and the events that fold into their state are kept (``sediment
-memory purge`` is how forgotten memory text leaves the disk). With ``rotate``, user and
-delta are then archived and reset (``rotate.py``), all under their write locks.
+memory purge`` is how forgotten memory text leaves the disk).
+
+With ``rotate``, all under the layers' write locks and in this order: the output is written,
+it replaces the live base (the old base kept as ``AGENTS.<stamp>.db``), and only then are
+user and delta archived and reset (``rotate.py``). Every point in between is a set that
+still shows everything accepted (the new base holds the user layer's chunks under the same
+ids), and running the same command again finishes the job: an ``out`` left by an
+interrupted rotation (the same bytes as the live base, or as this merge) is not an error.
 """
 
 from __future__ import annotations
@@ -30,9 +36,15 @@ from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.format.profile import PROFILE_KEYS, check_compatible
 from sediment.format.writer import quantize
 from sediment.review._common import is_event
-from sediment.review.rotate import Rotation, archive_and_reset, high_water, utc_stamp
+from sediment.review.rotate import (
+    Rotation,
+    archive_and_reset,
+    high_water,
+    install_base,
+    utc_stamp,
+)
 from sediment.store import LayerName, LayerSet
-from sediment.store.atomic import write_output
+from sediment.store.atomic import remove_stale_temporaries, write_output
 from sediment.store.events import (
     MEMORY_KIND_PREFIX,
     about_memories,
@@ -171,6 +183,18 @@ def _check_out(out: Path, inputs: Sequence[Path], force: bool) -> None:
         raise ValidationError(f"{out} already exists; pass --force to overwrite it")
 
 
+def _check_rerun(out: Path, base: Path, data: bytes | bytearray, force: bool) -> None:
+    """With ``rotate``, an existing ``out`` is this rotation's own output, left by an
+    interruption, when it holds the live base's bytes or this merge's; anything else needs
+    ``force``."""
+    if force or not out.is_file():
+        return
+    left = _sha256(out)
+    if left not in (_sha256(base), hashlib.sha256(data).hexdigest()):
+        raise ValidationError(f"{out} already exists and is not what an interrupted rotation "
+                              "left; pass --force to overwrite it")
+
+
 def _pending(delta: Path | None) -> int:
     if delta is None or not delta.exists():
         return 0
@@ -187,7 +211,10 @@ def compact(base: Path, user: Path, out: Path, *, keep_events: bool = False,
         if not p.exists():
             raise NotFoundError(f"{p}: no such layer file (the {what} layer to compact)")
     resets = [user, *([delta] if delta is not None else [])] if rotate else []
-    _check_out(out, [base, user, *resets], force)
+    if rotate and str(out) == "-":
+        raise ValidationError("--rotate installs the new base, so --out must be a file, "
+                              "not standard output")
+    _check_out(out, [base, user, *resets], force or rotate)
     lock_set = LayerSet({LayerName.USER: user, LayerName.DELTA: delta}, lock_timeout=lock_timeout)
     locked = lock_set.transaction() if resets else contextlib.nullcontext()
     with locked:
@@ -195,14 +222,20 @@ def compact(base: Path, user: Path, out: Path, *, keep_events: bool = False,
         data, stats = merge(base_f, user_f, keep_events=keep_events,
                             provenance={"base_sha256": _sha256(base),
                                         "user_sha256": _sha256(user)})
+        if rotate:
+            _check_rerun(out, base, data, force)
+            for p in (out, base, *resets):
+                remove_stale_temporaries(p)
         out.parent.mkdir(parents=True, exist_ok=True)
         write_output(out, data)
         rotated: list[Rotation] = []
         pending = _pending(delta) if rotate else 0
         if resets:
+            when = stamp or utc_stamp()
+            installed = install_base(base, data, stamp=when)
+            rotated.append(installed)
             present = [LayerFile.open(p) for p in resets if p.exists()]
             top = max([stats["id_high_water"], *(high_water(f) for f in present)])
-            when = stamp or utc_stamp()
             for p in resets:
                 r = archive_and_reset(p, id_high_water=top, stamp=when)
                 if r is not None:

@@ -1,10 +1,12 @@
 """Archive a layer to a dated file and reset it to an empty layer (RFC 15.6).
 
-After a compaction folds the user layer into a new base, user and delta start over. The
-old file is kept under a dated name (the date lives only in the file name, never in layer
-metadata, which stays reproducible); the reset layer is an empty file that keeps the
-embedding profile, the schema and an ``id_high_water`` at least as high as any id ever
-used, so no id is ever handed out twice.
+After a compaction folds the user layer into a new base, the new base replaces the live one
+(:func:`install_base`, the old base archived), and only then do user and delta start over,
+so no moment shows a set missing what was accepted. Each old file is kept under a dated
+name (the date lives only in the file name, never in layer metadata, which stays
+reproducible); the reset layer is an empty file that keeps the embedding profile, the
+schema and an ``id_high_water`` at least as high as any id ever used, so no id is ever
+handed out twice.
 
 Callers hold the layers' write locks (``LayerSet.transaction``) for the whole operation, the
 same lock files ``LayerSet.append`` takes, so no concurrent append is lost between reading a
@@ -34,10 +36,12 @@ class Rotation:
     archive: str
     chunks: int
     id_high_water: int
+    installed: bool = False
+    """True for the base: the new base took its place (else the layer was reset empty)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"layer": self.layer, "archive": self.archive, "chunks": self.chunks,
-                "id_high_water": self.id_high_water}
+                "id_high_water": self.id_high_water, "installed": self.installed}
 
 
 def utc_stamp() -> str:
@@ -75,6 +79,25 @@ def empty_layer(like: LayerFile, id_high_water: int) -> bytearray:
                         quant_scale=like.quant_scale if i8 else None, metadata=metadata)
 
 
+def _archive(layer: Path, stamp: str) -> Path:
+    target = archive_path(layer, stamp)
+    try:
+        os.link(layer, target)
+        fsync_dir(target.parent)
+    except OSError:
+        atomic_write(target, layer.read_bytes())
+    return target
+
+
+def install_base(base: Path, data: bytes | bytearray, *, stamp: str) -> Rotation:
+    """Keep the live ``base`` under a dated name and put ``data`` (the new base) in its
+    place atomically; readers see the old base or the new one, never neither."""
+    old = LayerFile.open(base)
+    target = _archive(base, stamp)
+    atomic_write(base, data)
+    return Rotation(str(base), str(target), old.chunk_count, high_water(old), installed=True)
+
+
 def archive_and_reset(layer: Path, *, id_high_water: int, stamp: str) -> Rotation | None:
     """Keep ``layer`` under a dated name and replace it by an empty layer.
 
@@ -86,12 +109,7 @@ def archive_and_reset(layer: Path, *, id_high_water: int, stamp: str) -> Rotatio
         return None
     f = LayerFile.open(layer)
     data = empty_layer(f, id_high_water)
-    target = archive_path(layer, stamp)
-    try:
-        os.link(layer, target)
-        fsync_dir(target.parent)
-    except OSError:
-        atomic_write(target, layer.read_bytes())
+    target = _archive(layer, stamp)
     atomic_write(layer, data)
     return Rotation(str(layer), str(target), f.chunk_count,
                     max(id_high_water, high_water(f)))

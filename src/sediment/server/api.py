@@ -14,7 +14,6 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio.to_thread
 import pydantic
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -38,6 +37,7 @@ from sediment.ops.requests import describe_errors
 from sediment.server.http import is_loopback, loopback_security
 from sediment.server.openapi import openapi_document
 from sediment.server.principals import CALLER, request_principal
+from sediment.server.prompts import resolve_off_loop
 
 __all__ = ["MAX_BODY", "mount_api"]
 
@@ -203,7 +203,7 @@ class Api:
         if not isinstance(arguments, dict):
             raise ApiError(400, "bad_request", "arguments must be an object of strings")
         try:
-            resolved = await anyio.to_thread.run_sync(
+            resolved = await resolve_off_loop(
                 lambda: self.registry.resolve(name, arguments, self.context))
         except SedimentError as exc:
             raise _classify(exc) from None

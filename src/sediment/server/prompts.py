@@ -18,19 +18,28 @@ from typing import Any, TypeVar, cast
 
 import anyio
 import anyio.to_thread
+from anyio.lowlevel import RunVar
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.prompts.base import Message, Prompt, PromptArgument
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
-from sediment.agents import Definition, PersonaContext, Registry, Resolved, load_registry
-from sediment.errors import ConfigError, NotFoundError, RequestError, SedimentError
+from sediment.agents import (
+    BrokenPersona,
+    Definition,
+    PersonaContext,
+    Registry,
+    Resolved,
+    load_registry,
+)
+from sediment.errors import NotFoundError, RequestError, SedimentError
 from sediment.ops.requests import GetRequest, SearchOptions, SourcesRequest, parse
 from sediment.ops.service import ContextService
 
-__all__ = ["SYSTEM_HEADER", "ServiceContext", "add_prompts", "prompt_messages", "scope_tools",
-           "serve_personas", "tool_names", "unknown_prompt_guard"]
+__all__ = ["PERSONA_THREADS", "SYSTEM_HEADER", "ServiceContext", "add_prompts",
+           "prompt_messages", "resolve_off_loop", "scope_tools", "serve_personas",
+           "tool_names", "unknown_prompt_guard"]
 
 SYSTEM_HEADER = "[System instructions for this conversation]\n"
 _HIT_FIELDS = ("id", "layer", "kind", "content", "score", "confidence", "sources")
@@ -81,9 +90,26 @@ def prompt_messages(resolved: Resolved) -> list[Message]:
     return out
 
 
+PERSONA_THREADS = 16
+"""Threads resolving personas at once, apart from the pool every other request uses."""
+_persona_limiter: RunVar[anyio.CapacityLimiter] = RunVar("sediment_persona_limiter")
+
+
+async def resolve_off_loop(fn: Callable[[], _T]) -> _T:
+    """``fn()`` (a persona resolution) on a thread of its own limiter, so personas can
+    never take the threads searches and writes run on; a cancelled request (a client
+    gone, a server stopping) stops waiting for it, and the persona's own limit ends it."""
+    try:
+        limiter = _persona_limiter.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(PERSONA_THREADS)
+        _persona_limiter.set(limiter)
+    return await anyio.to_thread.run_sync(fn, limiter=limiter, abandon_on_cancel=True)
+
+
 class _PersonaPrompt(Prompt):
     """Arguments are checked by the persona (so a missing one is an invalid-params error
-    naming it, not the SDK's internal error); resolving runs on a worker thread."""
+    naming it, not the SDK's internal error); resolving runs off the event loop."""
 
     async def render(self, arguments: dict[str, Any] | None,
                      context: Any) -> list[Message]:
@@ -91,11 +117,12 @@ class _PersonaPrompt(Prompt):
         def call() -> list[Message]:
             return cast(list[Message], self.fn(**(arguments or {})))
 
-        return await anyio.to_thread.run_sync(call)
+        return await resolve_off_loop(call)
 
 
 def add_prompts(server: MCPServer, registry: Registry, context: PersonaContext) -> None:
-    """Every persona as a prompt: ``prompts/get`` resolves it (errors name the persona)."""
+    """Every persona as a prompt: ``prompts/get`` resolves it (errors name the persona). One
+    whose name another prompt has is marked broken in ``registry``."""
 
     def renderer(name: str) -> Any:
         def render(**arguments: Any) -> list[Message]:
@@ -110,8 +137,11 @@ def add_prompts(server: MCPServer, registry: Registry, context: PersonaContext) 
     taken = {p.name for p in _listed(server.list_prompts)}
     for info in registry.list():
         if info.name in taken:
-            raise ConfigError(f"persona {info.name}: the server already has a prompt of that "
-                              "name; choose another name for the persona")
+            registry.set_broken(BrokenPersona(
+                info.name, info.source, info.origin,
+                f"persona {info.name}: the server already has a prompt of that name; choose "
+                "another name for the persona"))
+            continue
         server.add_prompt(_PersonaPrompt(
             name=info.name, title=None, description=info.description, fn=renderer(info.name),
             context_kwarg=None,
@@ -159,7 +189,8 @@ def serve_personas(server: MCPServer, service: ContextService,
                    definitions: Iterable[Definition], *,
                    agent: str | None = None) -> tuple[Registry, ServiceContext]:
     """Load the personas against ``server``'s tools, add them as prompts, and with
-    ``agent`` keep only that persona's tools."""
+    ``agent`` keep only that persona's tools (an error if that one failed to load); the
+    others that failed are in ``registry.broken()`` for the caller to report."""
     registry = load_registry(definitions, tool_names(server))
     context = ServiceContext(service)
     add_prompts(server, registry, context)
