@@ -46,10 +46,26 @@ class Staging:
             raise SedimentError(f"{path}: write failed: {exc.strerror or exc}") from exc
 
     def commit(self) -> None:
-        """Rename every staged file over its target, then make the renames durable."""
+        """Rename every staged file over its target, then make the renames durable. A
+        target that cannot be replaced (a directory of that name) is found before any
+        rename, so the pull fails with every target as it was."""
+        for _, path in self._pending:
+            if path.is_dir():
+                self.discard()
+                raise SedimentError(f"{path} is a directory; a layer file cannot replace "
+                                    "it (nothing was written)")
         pending, self._pending = self._pending, []
-        for tmp, path in pending:
-            os.replace(tmp, path)
+        for n, (tmp, path) in enumerate(pending):
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:
+                for rest, _ in pending[n:]:
+                    with contextlib.suppress(OSError):
+                        os.unlink(rest)
+                done = ", ".join(str(p) for _, p in pending[:n]) or "none"
+                raise SedimentError(f"{path}: cannot put the pulled file in place: "
+                                    f"{exc.strerror or exc} (already replaced: {done})"
+                                    ) from exc
         for directory in {path.parent for _, path in pending}:
             fsync_dir(directory)
 
