@@ -40,8 +40,12 @@ TOOL_ALIASES = {
     "write": "agents_context_write",
     "propose": "agents_context_propose",
     "knowledge": "search_knowledge",
+    "agents.search": "agents_search",
+    "agents.context.write": "agents_context_write",
+    "agents.context.propose": "agents_context_propose",
 }
-"""Short names a persona may use for Sediment's tools."""
+"""Short names a persona may use for Sediment's tools, and the RFC's dotted names (which
+the server accepts when called but does not list)."""
 MAX_TIMEOUT = 300.0
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_-]+)\s*\}\}")
 

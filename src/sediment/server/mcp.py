@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.mcpserver.tools import Tool
@@ -81,7 +83,8 @@ def _render_search(out: dict[str, Any]) -> str:
 
 
 def context_tools(service: ContextService) -> list[Tool]:
-    """The RFC's tools, each also under its dotted name (``agents.search``, ...)."""
+    """The RFC's tools under their underscore names; the dotted names (``agents.search``,
+    ...) are accepted when called (:func:`legacy_tool_names`), never listed."""
 
     def search(params: SearchParams, who: Principal) -> CallToolResult:
         out = service.search(params, who.actor)
@@ -106,19 +109,19 @@ def context_tools(service: ContextService) -> list[Tool]:
         return result(out, _render_sources(out))
 
     tools: list[Tool] = []
-    for name in ("agents_search", "agents.search"):
+    for name in ("agents_search",):
         tools.append(actor_tool(
             name, SearchParams, search, output=SearchOut, annotations=READ_ONLY,
             description="""Search the layered context store (hybrid vector + keyword,
             precedence local > user > delta > base). Results carry their layer, score,
             provenance and any conflicting lower-layer versions."""))
-    for name in ("agents_context_write", "agents.context.write"):
+    for name in ("agents_context_write",):
         tools.append(actor_tool(
             name, WriteRequest, write, output=WriteOut, annotations=APPEND_ONLY,
             description="""Append a chunk to the local or delta layer (append-only; author
             is recorded as mcp). Base and user are not writable by agents. Returns the new
             chunk id."""))
-    for name in ("agents_context_propose", "agents.context.propose"):
+    for name in ("agents_context_propose",):
         tools.append(actor_tool(
             name, ProposeRequest, propose, output=ProposeOut, annotations=APPEND_ONLY,
             description="""Propose a local or delta chunk for promotion to the user layer.
@@ -182,7 +185,7 @@ def build_server(service: ContextService, *, name: str = "sediment",
                        log_level="WARNING",
                        tools=[*context_tools(service), *knowledge_tools(service),
                               *(memory_tools(memory) if memory is not None else ()), *tools],
-                       middleware=[unknown_prompt_guard(lambda: server)])
+                       middleware=[legacy_tool_names, unknown_prompt_guard(lambda: server)])
 
     def _resource(fn: Any, *args: Any) -> str:
         try:
@@ -217,6 +220,25 @@ def build_server(service: ContextService, *, name: str = "sediment",
     if context is not None or service.files is not None:
         add_context_tools(server, service, loop=context)
     return server
+
+
+LEGACY_TOOL_NAMES = {"agents.search": "agents_search",
+                     "agents.context.write": "agents_context_write",
+                     "agents.context.propose": "agents_context_propose"}
+"""The RFC's dotted tool names, which a server "MAY also accept": accepted, not listed (a
+listing costs every client tokens, and dots break clients that allow only [a-zA-Z0-9_-])."""
+
+
+async def legacy_tool_names(ctx: ServerRequestContext[Any, Any],
+                            call_next: CallNext) -> HandlerResult:
+    """A server middleware (the SDK's public way to rewrite a request before it is
+    validated): ``tools/call`` of a dotted RFC name calls its underscore tool."""
+    params = ctx.params
+    if ctx.method == "tools/call" and params is not None:
+        name = params.get("name")
+        if isinstance(name, str) and name in LEGACY_TOOL_NAMES:
+            ctx = replace(ctx, params={**params, "name": LEGACY_TOOL_NAMES[name]})
+    return await call_next(ctx)
 
 
 def _reader(ctx: Context) -> str:
