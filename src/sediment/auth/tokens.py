@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from filelock import FileLock
 
 from sediment.auth.roles import ROLES, Permission, allowed, require
-from sediment.errors import ConfigError, NotFoundError, ValidationError
+from sediment.errors import ConfigError, NotFoundError, SedimentError, ValidationError
 from sediment.store.atomic import atomic_write
 
 _ACTOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
@@ -61,6 +61,44 @@ class TokenCheck(Protocol):
 
     def verify(self, token: str) -> Principal | None:
         ...
+
+
+class TokenList(TokenCheck, Protocol):
+    """A token store that can also list its tokens (the web page ends the sessions of a
+    revoked token)."""
+
+    def list(self) -> list[TokenInfo]:
+        ...
+
+
+class FailClosed:
+    """A server's decision whether a request needs a token: once it has needed one, it
+    always does, so revoking the last token or emptying the token file never turns
+    authentication off (it locks everyone out instead, until the server restarts).
+
+    ``required`` starts it closed: a server bound off loopback, or one given a shared
+    token. A store that cannot be read counts as needing a token. One instance is shared
+    by the MCP endpoint, the HTTP API and the web page, so they always agree.
+    """
+
+    def __init__(self, tokens: TokenList, *, required: bool = False) -> None:
+        self.tokens = tokens
+        self._closed = required
+        self.any()
+
+    def any(self) -> bool:
+        if not self._closed:
+            try:
+                self._closed = bool(self.tokens.any())
+            except SedimentError:
+                self._closed = True
+        return self._closed
+
+    def verify(self, token: str) -> Principal | None:
+        return self.tokens.verify(token)
+
+    def list(self) -> list[TokenInfo]:
+        return self.tokens.list()
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +141,8 @@ def token_id(token: str) -> str | None:
 
 
 def matches(token: str, salt: bytes, digest: str) -> bool:
-    return hmac.compare_digest(_digest(salt, token), digest)
+    """Compared as bytes: ``compare_digest`` raises TypeError on non-ASCII str."""
+    return hmac.compare_digest(_digest(salt, token).encode(), digest.encode())
 
 
 class TokenStore:

@@ -129,16 +129,14 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
                tokens=team.tokens if team else None)
     app = build_http_app(server, host=host, token=token, path=http_path, ui=ui,
                          tokens=team.tokens if team else None)
-    import uvicorn
+    from sediment.server.serving import serve_http
 
     if not no_warm_up:
         service.warm_up()
     bound = sock.getsockname()[1]
-    config = uvicorn.Config(app, host=host, port=bound, log_level="warning", lifespan="on")
-    userver = uvicorn.Server(config)
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"sediment: serving MCP on http://{shown}:{bound}{http_path} and the web "
                f"page on http://{shown}:{bound}/ui "
                f"(layers in {where}; pid {os.getpid()})",
                err=True)
-    userver.run(sockets=[sock])
+    serve_http(app, sock)

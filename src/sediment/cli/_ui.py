@@ -63,11 +63,10 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None, reviewer:
     right, as a database login has them; tokens of the database sign in as their actors."""
     import webbrowser
 
-    import uvicorn
-
     from sediment.context import resolve
     from sediment.ops.service import ContextService
     from sediment.server import build_http_app, build_server, is_loopback
+    from sediment.server.serving import serve_http
     from sediment.server.web import WebUI
 
     if not is_loopback(host):
@@ -112,5 +111,4 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None, reviewer:
     service.warm_up()
     if not no_browser:
         webbrowser.open(link)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    server.run(sockets=[sock])
+    serve_http(app, sock)

@@ -18,7 +18,6 @@ import anyio.to_thread
 import pydantic
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -35,7 +34,8 @@ from sediment.errors import (
     StoreUnavailableError,
 )
 from sediment.ops.requests import describe_errors
-from sediment.server.http import is_loopback, loopback_security
+from sediment.server.hosts import HostPolicy, policy_for
+from sediment.server.http import is_loopback
 from sediment.server.openapi import openapi_document
 from sediment.server.principals import CALLER, request_principal
 
@@ -80,26 +80,20 @@ def _classify(exc: BaseException) -> ApiError:
     return ApiError(500, "internal_error", "the server failed; see its log")
 
 
-def _allowed(value: str, patterns: list[str]) -> bool:
-    return any(value == p or (p.endswith(":*") and value.startswith(p[:-1]))
-               for p in patterns)
-
-
 class Api:
     def __init__(self, server: MCPServer, registry: Registry, context: PersonaContext,
-                 security: TransportSecuritySettings | None) -> None:
+                 hosts: HostPolicy) -> None:
         self.server = server
         self.registry = registry
         self.context = context
-        self.security = security
+        self.hosts = hosts
 
     def _check_headers(self, request: Request) -> None:
-        if self.security is None or not self.security.enable_dns_rebinding_protection:
-            return
-        if not _allowed(request.headers.get("host", ""), self.security.allowed_hosts):
+        """The rule :class:`~sediment.server.hosts.HostGuard` applies before any endpoint,
+        checked again here for an API mounted on another app."""
+        if not self.hosts.host_ok(request.headers.get("host")):
             raise ApiError(421, "misdirected", "the Host header names no loopback address")
-        origin = request.headers.get("origin")
-        if origin and not _allowed(origin, self.security.allowed_origins):
+        if not self.hosts.origin_ok(request.headers.get("origin")):
             raise ApiError(403, "forbidden", "requests from this Origin are refused")
 
     async def _body(self, request: Request) -> dict[str, Any]:
@@ -218,7 +212,7 @@ class Api:
 def mount_api(server: MCPServer, registry: Registry, context: PersonaContext, *,
               host: str) -> None:
     """Add the API's routes to ``server`` (before its HTTP app is built)."""
-    api = Api(server, registry, context, loopback_security(host) if is_loopback(host) else None)
+    api = Api(server, registry, context, policy_for(host, is_loopback(host)))
     for path, method, fn in (
             ("/health", "GET", api.health),
             ("/tools/list", "GET", api.tools_list),

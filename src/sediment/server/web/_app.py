@@ -30,6 +30,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sediment.auth.tokens import FailClosed
 from sediment.context import ContextLoop, ContextSettings
 from sediment.errors import SedimentError, StoreUnavailableError
 from sediment.memory import MemoryService
@@ -38,7 +39,8 @@ from sediment.ops.service import ContextService
 from sediment.review import AlreadyDecided, Outcome, accept, reject
 from sediment.search import MAX_K
 from sediment.server.context_tools import context_loop_for
-from sediment.server.http import is_loopback, loopback_security
+from sediment.server.hosts import policy_for
+from sediment.server.http import is_loopback
 from sediment.server.memory_tools import memory_service_for
 from sediment.server.principals import default_actor, default_tokens
 from sediment.server.web import _personal as personal
@@ -102,9 +104,7 @@ class WebUI:
         self._build = threading.Lock()
         self.root = root
         self.pubkey = pubkey
-        hosts = ([h.removesuffix(":*") for h in loopback_security(host).allowed_hosts]
-                 if is_loopback(host) else None)
-        self.policy = OriginPolicy(hosts)
+        self.policy = OriginPolicy(policy_for(host, is_loopback(host)))
         self.env = _env()
         static = Path(__file__).parent / "static"
         self.app = Starlette(routes=[
@@ -152,8 +152,11 @@ class WebUI:
 
         await self.app(scope, receive, secured)
 
-    def mount(self, app: ASGIApp) -> ASGIApp:
-        """``app`` with this page at ``/ui``."""
+    def mount(self, app: ASGIApp, gate: FailClosed | None = None) -> ASGIApp:
+        """``app`` with this page at ``/ui``; ``gate`` is the server's decision whether a
+        token is needed, so the page asks for one exactly when the endpoints do."""
+        if gate is not None:
+            self.sessions.tokens = gate
         return with_ui(app, self)
 
     # -- helpers --------------------------------------------------------------------------
