@@ -107,10 +107,19 @@ class TokenInfo:
     actor: str
     role: str
     created_at_ms: int
+    expires_at_ms: int | None = None
+    """When the token stops working (None: never)."""
+
+    def expired(self, now_ms: int | None = None) -> bool:
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        return self.expires_at_ms is not None and now_ms >= self.expires_at_ms
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "actor": self.actor, "role": self.role,
-                "created_at_ms": self.created_at_ms}
+        out: dict[str, Any] = {"id": self.id, "actor": self.actor, "role": self.role,
+                               "created_at_ms": self.created_at_ms}
+        if self.expires_at_ms is not None:
+            out["expires_at_ms"] = self.expires_at_ms
+        return out
 
 
 def _digest(salt: bytes, token: str) -> str:
@@ -189,11 +198,12 @@ class TokenStore:
         return bool(self._records())
 
     def list(self) -> list[TokenInfo]:
-        return [TokenInfo(str(r.get("id")), str(r.get("actor")), str(r.get("role")),
-                          int(r.get("created_at_ms") or 0)) for r in self._records()]
+        return [_info(r) for r in self._records()]
 
-    def create(self, actor: str, role: str) -> tuple[str, TokenInfo]:
-        """Mint a token for ``actor``; return it (shown once) and its record."""
+    def create(self, actor: str, role: str,
+               expires_at_ms: int | None = None) -> tuple[str, TokenInfo]:
+        """Mint a token for ``actor``, valid until ``expires_at_ms`` (None: until revoked);
+        return it (shown once) and its record."""
         check_grant(actor, role)
         with self._lock():
             records = list(self._records())
@@ -202,7 +212,7 @@ class TokenStore:
             while tid in used:
                 tid = secrets.token_hex(4)
             token, salt, digest = mint(tid)
-            info = TokenInfo(tid, actor, role, int(time.time() * 1000))
+            info = TokenInfo(tid, actor, role, int(time.time() * 1000), expires_at_ms)
             records.append({**info.to_dict(), "salt": salt.hex(), "hmac": digest})
             self._write(records)
         return token, info
@@ -215,8 +225,7 @@ class TokenStore:
                 raise NotFoundError(f"no token with id {token_id!r} (see sediment token list)")
             gone = next(r for r in records if r.get("id") == token_id)
             self._write(kept)
-        return TokenInfo(token_id, str(gone.get("actor")), str(gone.get("role")),
-                         int(gone.get("created_at_ms") or 0))
+        return _info(gone)
 
     def verify(self, token: str) -> Principal | None:
         """The principal a presented token stands for, or None."""
@@ -230,7 +239,17 @@ class TokenStore:
                 salt = bytes.fromhex(str(r.get("salt")))
             except ValueError:
                 return None
-            if matches(token, salt, str(r.get("hmac"))):
+            if matches(token, salt, str(r.get("hmac"))) and not _info(r).expired():
                 return Principal(str(r.get("actor")), str(r.get("role")))
             return None
         return None
+
+
+def _info(record: dict[str, Any]) -> TokenInfo:
+    """A record's public part; an expiry that is not a number has passed (fail closed)."""
+    expires = record.get("expires_at_ms")
+    if expires is not None:
+        ok = isinstance(expires, int | float) and not isinstance(expires, bool)
+        expires = int(expires) if ok else 0
+    return TokenInfo(str(record.get("id")), str(record.get("actor")), str(record.get("role")),
+                     int(record.get("created_at_ms") or 0), expires)

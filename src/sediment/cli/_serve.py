@@ -14,8 +14,10 @@ from sediment.cli._options import (
     build_embedder,
     get_config,
     open_store,
+    shared_token,
     signature_option,
     store_layer_options,
+    token_options,
 )
 from sediment.cli._output import note, visible
 from sediment.cli._team import team_for
@@ -28,13 +30,13 @@ from sediment.store import FILE_NAMES, LayerName, LayerSet
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio",
               show_default=True, help="stdio for a local client, http for streamable HTTP.")
 @click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to bind (http). Anything but loopback needs --token.")
+              help="Address to bind (http). Anything but loopback needs a token "
+                   "(SEDIMENT_TOKEN, --token-file, or sediment token create).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="Port to bind (http; 0 picks a free one and prints it).")
 @click.option("--path", "http_path", default="/mcp", show_default=True,
               help="URL path of the MCP endpoint (http).")
-@click.option("--token", default=None, envvar="SEDIMENT_TOKEN",
-              help="Bearer token clients must send (http; env SEDIMENT_TOKEN).")
+@token_options
 @click.option("--embedder", "embedder_name", default=None,
               help="Embedder for text queries and writes (minilm, hash, openai; default: "
                    "configured, else the one the layers record).")
@@ -49,9 +51,9 @@ from sediment.store import FILE_NAMES, LayerName, LayerSet
 @signature_option
 @click.pass_context
 def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path: str,
-          token: str | None, embedder_name: str | None, root: Path | None, no_warm_up: bool,
-          agent: str | None, store: str | None, layer_dir: Path | None,
-          **paths: Path | None) -> None:
+          token: str | None, token_file: Path | None, embedder_name: str | None,
+          root: Path | None, no_warm_up: bool, agent: str | None, store: str | None,
+          layer_dir: Path | None, **paths: Path | None) -> None:
     """Serve the layers to agents over MCP (tools agents_search, agents_context_write,
     agents_context_propose; chunks and layers as agentsdb:// resources).
 
@@ -63,6 +65,7 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
     from sediment.server import bind_socket, check_binding, check_http_path
 
     cfg = get_config(ctx)
+    token = shared_token(ctx, token, token_file)
     sock = None
     if transport == "http":
         check_http_path(http_path)

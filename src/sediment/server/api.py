@@ -34,6 +34,7 @@ from sediment.errors import (
     StoreUnavailableError,
 )
 from sediment.ops.requests import describe_errors
+from sediment.server.disclosure import public_message
 from sediment.server.hosts import HostPolicy, policy_for
 from sediment.server.http import is_loopback
 from sediment.server.openapi import openapi_document
@@ -69,7 +70,7 @@ def _classify(exc: BaseException) -> ApiError:
         if isinstance(seen, PermissionDeniedError):
             return ApiError(403, "forbidden", str(seen))
         if isinstance(seen, StoreUnavailableError):
-            return ApiError(503, "unavailable", str(seen))
+            return ApiError(503, "unavailable", public_message(seen))
         if isinstance(seen, SedimentError):
             return ApiError(400, "bad_request", str(seen))
         if isinstance(seen, pydantic.ValidationError):

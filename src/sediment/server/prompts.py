@@ -28,6 +28,7 @@ from sediment.agents import Definition, PersonaContext, Registry, Resolved, load
 from sediment.errors import ConfigError, NotFoundError, RequestError, SedimentError
 from sediment.ops.requests import SearchOptions, parse
 from sediment.ops.service import ContextService
+from sediment.server.disclosure import public_message
 from sediment.store import LayerName
 
 __all__ = ["SYSTEM_HEADER", "ServiceContext", "add_prompts", "prompt_messages", "scope_tools",
@@ -102,9 +103,9 @@ def add_prompts(server: MCPServer, registry: Registry, context: PersonaContext) 
             try:
                 return prompt_messages(registry.resolve(name, arguments, context))
             except RequestError as exc:
-                raise MCPError(INVALID_PARAMS, str(exc)) from exc
+                raise MCPError(INVALID_PARAMS, public_message(exc)) from exc
             except SedimentError as exc:
-                raise MCPError(INTERNAL_ERROR, str(exc)) from exc
+                raise MCPError(INTERNAL_ERROR, public_message(exc)) from exc
         return render
 
     taken = {p.name for p in _listed(server.list_prompts)}

@@ -39,6 +39,7 @@ from sediment.ops.service import ContextService
 from sediment.review import AlreadyDecided, Outcome, accept, reject
 from sediment.search import MAX_K
 from sediment.server.context_tools import context_loop_for
+from sediment.server.disclosure import public_message
 from sediment.server.hosts import policy_for
 from sediment.server.http import is_loopback
 from sediment.server.memory_tools import memory_service_for
@@ -248,7 +249,7 @@ class WebUI:
             got = await run_in_threadpool(self.sessions.authenticate,
                                           str(form.get("token", "")))
         except StoreUnavailableError as exc:
-            got, error = None, f"The store is unavailable: {exc}"
+            got, error = None, public_message(exc).capitalize() + "."
         name = clean_name(str(form.get("reviewer", "")))
         if error is not None:
             pass
@@ -306,7 +307,7 @@ class WebUI:
             items, pg = await run_in_threadpool(views.queue, self.service.store, self.root,
                                                 page)
         except SedimentError as exc:
-            return self._render(request, "error.html", session, 500, error=str(exc))
+            return self._render(request, "error.html", session, 500, error=public_message(exc))
         return self._render(request, "queue.html", session, items=items, page=pg,
                             can_decide=allowed(session, "reviewer"))
 
@@ -345,7 +346,7 @@ class WebUI:
                                            f"by {exc.decided_by} ({exc.status}); nothing "
                                            "was written."))
         except SedimentError as exc:
-            session.flash.append(("error", str(exc)))
+            session.flash.append(("error", public_message(exc)))
         else:
             for o in outcomes:
                 if o.changed:
@@ -366,7 +367,10 @@ class WebUI:
             rows = await run_in_threadpool(views.layers, ls, self.pubkey)
             report = await run_in_threadpool(views.diff, ls)
         except SedimentError as exc:
-            return self._render(request, "error.html", session, 500, error=str(exc))
+            return self._render(request, "error.html", session, 500, error=public_message(exc))
+        if not allowed(session, "writer"):
+            for row in rows:  # a reader sees no file path or connection details
+                row["path"] = None
         changes = [] if report is None else list(report.chunks)
         pg = views.Page(page, views.PER_PAGE * 2, len(changes))
         return self._render(request, "layers.html", session, rows=rows, report=report,
@@ -396,7 +400,7 @@ class WebUI:
                     "layers": chosen or None, "explain": True})
                 result = await run_in_threadpool(self.service.search, params)
             except SedimentError as exc:
-                error = str(exc)
+                error = public_message(exc)
             else:
                 hits = result["results"]
                 more = len(hits) == k and k < MAX_K

@@ -121,7 +121,8 @@ class Sessions:
 
     def _revoked(self, token_id: str) -> bool:
         try:
-            return self.tokens is None or all(t.id != token_id for t in self.tokens.list())
+            return self.tokens is None or all(t.id != token_id or t.expired()
+                                              for t in self.tokens.list())
         except ConfigError:
             return True
         except StoreUnavailableError:
