@@ -4,8 +4,9 @@ Issue 26 item 3: about 1,000 idle TCP connections took ``sediment serve --transp
 down at ``ulimit -n 1024``. This starts the real server in a subprocess with that file
 limit (``resource.setrlimit`` in the child), then, to 127.0.0.1 only, holds ``--idle``
 connections that send nothing and ``--slow`` requests whose body trickles a byte a
-second, each reopened when the server closes it (at most ``--max-connects`` connections in
-all, for ``--seconds``). Meanwhile one client searches with a bearer token, one request
+second (the sign-in form, which reads its body before any token is checked), each
+reopened when the server closes it (at most ``--max-connects`` connections in all, for
+``--seconds``). Meanwhile one client searches with a bearer token, one request
 after another on a kept-alive connection. It reports whether the server stayed up, the
 searches that answered, and their p50 / p99 against the same searches on a quiet server.
 
@@ -101,16 +102,16 @@ async def _hold(port: int, slow: bool, until: float, attack: Attack, budget: lis
         attack.peak_open = max(attack.peak_open, attack.open_now)
         try:
             if slow:
-                writer.write(b"POST /tools/agents_search HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                             b"Content-Type: application/json\r\nContent-Length: 100000\r\n"
-                             b"\r\n{")
+                writer.write(b"POST /ui/login HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                             b"Content-Type: application/x-www-form-urlencoded\r\n"
+                             b"Content-Length: 100000\r\n\r\nreviewer=")
             got = b""
             while time.monotonic() < until:
                 try:
                     piece = await asyncio.wait_for(reader.read(4096), 1.0)
                 except TimeoutError:
                     if slow:
-                        writer.write(b" ")
+                        writer.write(b"x")
                     continue
                 if not piece:
                     attack.closed_by_server += 1
@@ -209,6 +210,10 @@ def main(argv: list[str] | None = None) -> int:
                     client, time.monotonic() + opts.seconds - min(5.0, opts.seconds / 4) - 1,
                     None)
                 attacker.join(opts.seconds + 30)
+                try:
+                    answers = client.get("/health", timeout=10).status_code == 200
+                except httpx.HTTPError:
+                    answers = False
             alive = proc.poll() is None
         finally:
             proc.terminate()
@@ -223,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": asdict(machine),
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(opts).items()},
         "server_alive_after_attack": alive,
+        "server_answers_after_attack": answers,
         "server_exit_code": proc.returncode,
         "attack": asdict(attack),
         "quiet": _summary(quiet, quiet_failed),
@@ -233,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     if opts.json:
         opts.json.parent.mkdir(parents=True, exist_ok=True)
         opts.json.write_text(json.dumps(result, indent=2))
-    return 0 if alive and not loaded_failed else 1
+    return 0 if alive and answers and not loaded_failed else 1
 
 
 def _summary(samples: list[float], failed: int) -> dict[str, float | int]:
@@ -249,7 +255,8 @@ def _print(result: dict[str, object]) -> None:
     assert isinstance(m, dict) and isinstance(a, dict)
     print(f"{m['date']}  {m['cpu']}  {m['usable_cores']} cores  "
           f"{m['ram_bytes'] / 2**30:.0f} GiB  load at start {m['load_start']}")
-    print(f"server alive after the attack: {result['server_alive_after_attack']} "
+    print(f"server process alive after the attack: {result['server_alive_after_attack']}, "
+          f"answering: {result['server_answers_after_attack']} "
           f"(exit code at SIGTERM: {result['server_exit_code']})")
     print(f"attack: {a['opened']} connections opened ({a['refused']} refused), at most "
           f"{a['peak_open']} open at once, {a['closed_by_server']} closed by the server; "

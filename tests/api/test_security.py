@@ -154,3 +154,28 @@ def test_one_host_rule_for_every_endpoint(tmp_path: Path, path: str) -> None:
             assert r.status_code == 200, (path, host, r.status_code)
     finally:
         stop(server.process)
+
+
+@pytest.mark.parametrize("depth", [65, 1000, 100_000])
+def test_deeply_nested_json_is_a_json_error(api: httpx.Client, depth: int) -> None:
+    """Issue 26 item 9 (HTTP): nesting 1,000 deep was a plain-text 500."""
+    nested = "[" * depth + "]" * depth
+    for path, body in (("/tools/agents_search", f'{{"query": "x", "k": {nested}}}'),
+                       ("/agents/onboarding/prompt", f'{{"arguments": {nested}}}')):
+        r = api.post(path, content=body, headers={"Content-Type": "application/json"})
+        assert r.status_code == 400, (path, r.status_code, r.text[:200])
+        assert r.json()["error"] == {"code": "bad_request", "message":
+                                     "the body nests arrays and objects more than 64 deep"}
+    r = api.post("/mcp", content=f'{{"jsonrpc": "2.0", "id": 1, "method": "ping", '
+                                 f'"params": {{"x": {nested}}}}}',
+                 headers={**ACCEPT, "Content-Type": "application/json"})
+    assert r.headers["content-type"].startswith("application/json"), r.text[:200]
+    assert "error" in r.json(), r.text[:200]
+
+
+def test_nesting_just_inside_the_limit_is_read(api: httpx.Client) -> None:
+    nested = "[" * 62 + "]" * 62
+    r = api.post("/tools/agents_search", content=f'{{"query": "x", "k": {nested}}}',
+                 headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and "k" in r.json()["error"]["message"]
+    assert "deep" not in r.json()["error"]["message"]

@@ -120,7 +120,9 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     if transport == "stdio":
         if not no_warm_up:
             service.warm_up()
-        anyio.run(server.run_stdio_async)
+        from sediment.server.stdio import run_stdio
+
+        anyio.run(run_stdio, server)
         return
     assert sock is not None
     from sediment.server.web import WebUI

@@ -40,9 +40,12 @@ from sediment.server.http import is_loopback
 from sediment.server.openapi import openapi_document
 from sediment.server.principals import CALLER, request_principal
 
-__all__ = ["MAX_BODY", "mount_api"]
+__all__ = ["MAX_BODY", "MAX_DEPTH", "mount_api", "nesting"]
 
 MAX_BODY = 1024 * 1024
+MAX_DEPTH = 64
+"""How deep a body may nest arrays and objects: deeper is refused with 400 before anything
+walks it (Python's parser stops near 1,000 with a RecursionError, a 500 before)."""
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -54,6 +57,22 @@ class ApiError(Exception):
 
 def error_response(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def nesting(value: object) -> int:
+    """How deep ``value`` nests lists and dicts (0 for a scalar), without recursion."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            depth += 1
+            deepest = max(deepest, depth)
+            if depth > MAX_DEPTH:
+                break
+            stack.extend((v, depth) for v in (item.values() if isinstance(item, dict)
+                                              else item))
+    return deepest
 
 
 def _classify(exc: BaseException) -> ApiError:
@@ -114,6 +133,13 @@ class Api:
             data = json.loads(raw or b"{}")
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ApiError(400, "bad_request", f"the body is not valid JSON: {exc}") from None
+        except RecursionError:
+            data, too_deep = None, True
+        else:
+            too_deep = nesting(data) > MAX_DEPTH
+        if too_deep:
+            raise ApiError(400, "bad_request", f"the body nests arrays and objects more than "
+                                               f"{MAX_DEPTH} deep")
         if not isinstance(data, dict):
             raise ApiError(400, "bad_request", "the body must be a JSON object")
         return data
