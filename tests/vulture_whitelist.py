@@ -5,6 +5,8 @@ Click commands, MCP resources and pytest fixtures are found by their decorators 
 Importing the real objects keeps this list honest: a rename breaks it.
 """
 
+from uvicorn import Server
+
 from sediment.cli._app import EXIT_USAGE
 from sediment.context.settings import ContextSettings
 from sediment.format.reader import Header
@@ -28,4 +30,5 @@ _ = (
     Listing.by_category,  # read by the web page's templates
     Listing.uncategorised,
     Progress.iterations,
+    Server.should_exit,  # uvicorn reads it: how a test stops a server run in a thread
 )

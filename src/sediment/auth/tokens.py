@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from filelock import FileLock
 
 from sediment.auth.roles import ROLES, Permission, allowed, require
-from sediment.errors import ConfigError, NotFoundError, ValidationError
+from sediment.errors import ConfigError, NotFoundError, SedimentError, ValidationError
 from sediment.store.atomic import atomic_write
 
 _ACTOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
@@ -63,16 +63,63 @@ class TokenCheck(Protocol):
         ...
 
 
+class TokenList(TokenCheck, Protocol):
+    """A token store that can also list its tokens (the web page ends the sessions of a
+    revoked token)."""
+
+    def list(self) -> list[TokenInfo]:
+        ...
+
+
+class FailClosed:
+    """A server's decision whether a request needs a token: once it has needed one, it
+    always does, so revoking the last token or emptying the token file never turns
+    authentication off (it locks everyone out instead, until the server restarts).
+
+    ``required`` starts it closed: a server bound off loopback, or one given a shared
+    token. A store that cannot be read counts as needing a token. One instance is shared
+    by the MCP endpoint, the HTTP API and the web page, so they always agree.
+    """
+
+    def __init__(self, tokens: TokenList, *, required: bool = False) -> None:
+        self.tokens = tokens
+        self._closed = required
+        self.any()
+
+    def any(self) -> bool:
+        if not self._closed:
+            try:
+                self._closed = bool(self.tokens.any())
+            except SedimentError:
+                self._closed = True
+        return self._closed
+
+    def verify(self, token: str) -> Principal | None:
+        return self.tokens.verify(token)
+
+    def list(self) -> list[TokenInfo]:
+        return self.tokens.list()
+
+
 @dataclass(frozen=True, slots=True)
 class TokenInfo:
     id: str
     actor: str
     role: str
     created_at_ms: int
+    expires_at_ms: int | None = None
+    """When the token stops working (None: never)."""
+
+    def expired(self, now_ms: int | None = None) -> bool:
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        return self.expires_at_ms is not None and now_ms >= self.expires_at_ms
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "actor": self.actor, "role": self.role,
-                "created_at_ms": self.created_at_ms}
+        out: dict[str, Any] = {"id": self.id, "actor": self.actor, "role": self.role,
+                               "created_at_ms": self.created_at_ms}
+        if self.expires_at_ms is not None:
+            out["expires_at_ms"] = self.expires_at_ms
+        return out
 
 
 def _digest(salt: bytes, token: str) -> str:
@@ -103,7 +150,8 @@ def token_id(token: str) -> str | None:
 
 
 def matches(token: str, salt: bytes, digest: str) -> bool:
-    return hmac.compare_digest(_digest(salt, token), digest)
+    """Compared as bytes: ``compare_digest`` raises TypeError on non-ASCII str."""
+    return hmac.compare_digest(_digest(salt, token).encode(), digest.encode())
 
 
 class TokenStore:
@@ -150,11 +198,12 @@ class TokenStore:
         return bool(self._records())
 
     def list(self) -> list[TokenInfo]:
-        return [TokenInfo(str(r.get("id")), str(r.get("actor")), str(r.get("role")),
-                          int(r.get("created_at_ms") or 0)) for r in self._records()]
+        return [_info(r) for r in self._records()]
 
-    def create(self, actor: str, role: str) -> tuple[str, TokenInfo]:
-        """Mint a token for ``actor``; return it (shown once) and its record."""
+    def create(self, actor: str, role: str,
+               expires_at_ms: int | None = None) -> tuple[str, TokenInfo]:
+        """Mint a token for ``actor``, valid until ``expires_at_ms`` (None: until revoked);
+        return it (shown once) and its record."""
         check_grant(actor, role)
         with self._lock():
             records = list(self._records())
@@ -163,7 +212,7 @@ class TokenStore:
             while tid in used:
                 tid = secrets.token_hex(4)
             token, salt, digest = mint(tid)
-            info = TokenInfo(tid, actor, role, int(time.time() * 1000))
+            info = TokenInfo(tid, actor, role, int(time.time() * 1000), expires_at_ms)
             records.append({**info.to_dict(), "salt": salt.hex(), "hmac": digest})
             self._write(records)
         return token, info
@@ -176,8 +225,7 @@ class TokenStore:
                 raise NotFoundError(f"no token with id {token_id!r} (see sediment token list)")
             gone = next(r for r in records if r.get("id") == token_id)
             self._write(kept)
-        return TokenInfo(token_id, str(gone.get("actor")), str(gone.get("role")),
-                         int(gone.get("created_at_ms") or 0))
+        return _info(gone)
 
     def verify(self, token: str) -> Principal | None:
         """The principal a presented token stands for, or None."""
@@ -191,7 +239,17 @@ class TokenStore:
                 salt = bytes.fromhex(str(r.get("salt")))
             except ValueError:
                 return None
-            if matches(token, salt, str(r.get("hmac"))):
+            if matches(token, salt, str(r.get("hmac"))) and not _info(r).expired():
                 return Principal(str(r.get("actor")), str(r.get("role")))
             return None
         return None
+
+
+def _info(record: dict[str, Any]) -> TokenInfo:
+    """A record's public part; an expiry that is not a number has passed (fail closed)."""
+    expires = record.get("expires_at_ms")
+    if expires is not None:
+        ok = isinstance(expires, int | float) and not isinstance(expires, bool)
+        expires = int(expires) if ok else 0
+    return TokenInfo(str(record.get("id")), str(record.get("actor")), str(record.get("role")),
+                     int(record.get("created_at_ms") or 0), expires)

@@ -13,7 +13,7 @@ import click
 from sediment.cli._output import detail
 from sediment.config import Config, load_config, store_url
 from sediment.embed import DEFAULT_EMBEDDER, Embedder, make_configured
-from sediment.errors import NotFoundError
+from sediment.errors import ConfigError, NotFoundError
 from sediment.ops.embedding import embedder_for_layers
 from sediment.store import LayerName, LayerSet, LayerStore
 
@@ -161,3 +161,43 @@ def signature_option(f: F) -> F:
         help="Refuse to run unless the base layer's signature (AGENTS.db.sig) verifies "
              "with this Ed25519 public key.")
     return option(wrapper)  # type: ignore[arg-type]
+
+
+def token_options(f: F) -> F:
+    """``--token`` (or SEDIMENT_TOKEN) and ``--token-file``: the shared bearer token of
+    ``serve`` and ``ui``, resolved by :func:`shared_token`."""
+    f = click.option("--token-file", type=click.Path(path_type=Path, dir_okay=False),
+                     default=None,
+                     help="Read the shared bearer token from this file (its first line; "
+                          "keep the file private, mode 0600).")(f)
+    return click.option("--token", default=None, envvar="SEDIMENT_TOKEN",
+                        help="Shared bearer token (env SEDIMENT_TOKEN). Prefer the "
+                             "variable or --token-file: a value given here is visible to "
+                             "every user of the machine (ps, /proc).")(f)
+
+
+def shared_token(ctx: click.Context, token: str | None, token_file: Path | None) -> str | None:
+    """The shared token from ``--token-file``, SEDIMENT_TOKEN or ``--token``; a token
+    typed on the command line works but is warned about, since any local user can read a
+    process's arguments."""
+    given = ctx.get_parameter_source("token") is click.core.ParameterSource.COMMANDLINE
+    if token_file is not None:
+        if given:
+            raise click.UsageError("give --token or --token-file, not both")
+        try:
+            text = token_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"--token-file {token_file}: cannot read it "
+                              f"({getattr(exc, 'strerror', None) or exc})") from None
+        lines = text.strip().splitlines()
+        if not lines or not lines[0].strip():
+            raise ConfigError(f"--token-file {token_file}: the file is empty")
+        if token_file.stat().st_mode & 0o077:
+            click.echo(f"sediment: warning: {token_file} can be read by other users; "
+                       f"chmod 600 {token_file}", err=True)
+        return lines[0].strip()
+    if token is not None and given:
+        click.echo("sediment: warning: --token on the command line is visible to every "
+                   "user of this machine (ps, /proc); set SEDIMENT_TOKEN or use "
+                   "--token-file instead", err=True)
+    return token

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 from pathlib import Path
-from typing import Any
 
 import anyio
 import click
@@ -17,8 +15,10 @@ from sediment.cli._options import (
     build_embedder,
     get_config,
     open_store,
+    shared_token,
     signature_option,
     store_layer_options,
+    token_options,
 )
 from sediment.cli._output import note, visible
 from sediment.cli._team import team_for
@@ -32,13 +32,13 @@ from sediment.store import FILE_NAMES, LayerName, LayerSet
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio",
               show_default=True, help="stdio for a local client, http for streamable HTTP.")
 @click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to bind (http). Anything but loopback needs --token.")
+              help="Address to bind (http). Anything but loopback needs a token "
+                   "(SEDIMENT_TOKEN, --token-file, or sediment token create).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="Port to bind (http; 0 picks a free one and prints it).")
 @click.option("--path", "http_path", default="/mcp", show_default=True,
               help="URL path of the MCP endpoint (http).")
-@click.option("--token", default=None, envvar="SEDIMENT_TOKEN",
-              help="Bearer token clients must send (http; env SEDIMENT_TOKEN).")
+@token_options
 @click.option("--embedder", "embedder_name", default=None,
               help="Embedder for text queries and writes (minilm, hash, openai; default: "
                    "configured, else the one the layers record).")
@@ -53,9 +53,9 @@ from sediment.store import FILE_NAMES, LayerName, LayerSet
 @signature_option
 @click.pass_context
 def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path: str,
-          token: str | None, embedder_name: str | None, root: Path | None, no_warm_up: bool,
-          agent: str | None, store: str | None, layer_dir: Path | None,
-          **paths: Path | None) -> None:
+          token: str | None, token_file: Path | None, embedder_name: str | None,
+          root: Path | None, no_warm_up: bool, agent: str | None, store: str | None,
+          layer_dir: Path | None, **paths: Path | None) -> None:
     """Serve the layers to agents over MCP (tools agents_search, agents_context_write,
     agents_context_propose; chunks and layers as agentsdb:// resources).
 
@@ -67,6 +67,7 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
     from sediment.server import bind_socket, check_binding, check_http_path
 
     cfg = get_config(ctx)
+    token = shared_token(ctx, token, token_file)
     sock = None
     if transport == "http":
         check_http_path(http_path)
@@ -144,34 +145,17 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
                tokens=team.tokens if team else None)
     app = build_http_app(server, host=host, token=token, path=http_path, ui=ui,
                          tokens=team.tokens if team else None)
-    import uvicorn
+    from sediment.server.serving import serve_http
 
     if not no_warm_up:
         service.warm_up()
     bound = sock.getsockname()[1]
-    config = uvicorn.Config(app, host=host, port=bound, log_level="warning", lifespan="on")
-    userver = _server_class()(config)
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"sediment: serving MCP on http://{shown}:{bound}{http_path} and the web "
                f"page on http://{shown}:{bound}/ui "
                f"(layers in {where}; pid {os.getpid()})",
                err=True)
     try:
-        userver.run(sockets=[sock])
+        serve_http(app, sock, on_exit=close_workers)
     finally:
         close_workers()
-
-
-def _server_class() -> type:
-    import uvicorn
-
-    class Server(uvicorn.Server):
-        """Stopping kills the persona workers first: a resolution in flight then fails at
-        once instead of holding the graceful shutdown until its time limit."""
-
-        def handle_exit(self, sig: int, frame: Any) -> None:
-            threading.Thread(target=close_workers, daemon=True).start()
-            super().handle_exit(sig, frame)
-
-    return Server
-

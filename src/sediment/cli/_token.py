@@ -4,8 +4,11 @@ server's database."""
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -35,11 +38,28 @@ def _tokens(store: str | None) -> Iterator[Any]:
         db.close()
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def duration_ms(text: str) -> int:
+    """``30d`` and the like, in milliseconds."""
+    m = re.fullmatch(r"\s*([0-9]{1,6})\s*([smhdw])\s*", text)
+    if m is None or int(m.group(1)) == 0:
+        raise click.BadParameter(f"{text!r} is not a duration: give a number and s, m, h, d "
+                                 "or w, e.g. 12h or 30d", param_hint="--expires")
+    return int(m.group(1)) * _UNITS[m.group(2)] * 1000
+
+
+def _when(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
 @cli.group()
 def token() -> None:
     """Create, list and revoke the bearer tokens of the HTTP server (stored hashed in the
     user configuration directory, or with --store in the team server's database; once one
-    exists, every HTTP request needs one, and a team server always needs one)."""
+    exists, every HTTP request needs one, and a running server keeps needing one even after
+    the last is revoked; a team server always needs one)."""
 
 
 @token.command(name="create")
@@ -48,19 +68,30 @@ def token() -> None:
               help="reader: search and recall; writer: also write, propose and save "
                    "memories and context; reviewer: also review and write global memories; "
                    "admin: also manage tokens.")
+@click.option("--expires", "expires", default=None, metavar="DURATION",
+              help="Stop working after this long: a number and s, m, h, d or w (e.g. 30d; "
+                   "default: never, until revoked). Token file only.")
 @store_option
 @json_option
-def create_cmd(actor: str, role: str, store: str | None, as_json: bool) -> None:
+def create_cmd(actor: str, role: str, expires: str | None, store: str | None,
+               as_json: bool) -> None:
     """Mint a token; it is printed once and cannot be shown again."""
+    until = None if expires is None else int(time.time() * 1000) + duration_ms(expires)
     with _tokens(store) as tokens:
-        secret, info = tokens.create(actor, role) if isinstance(tokens, TokenStore) else \
-            tokens.create(actor, role, created_by=default_actor())
+        if isinstance(tokens, TokenStore):
+            secret, info = tokens.create(actor, role, until)
+        elif until is not None:
+            raise click.UsageError("--expires works with the token file; the team server's "
+                                   "tokens last until revoked (sediment token revoke)")
+        else:
+            secret, info = tokens.create(actor, role, created_by=default_actor())
     if as_json:
         emit_json({**info.to_dict(), "token": secret})
         return
     click.echo(secret)
-    click.echo(f"token {info.id} for actor {info.actor} ({info.role}); store it now: it is "
-               "not shown again", err=True)
+    lasts = "" if info.expires_at_ms is None else f", until {_when(info.expires_at_ms)}"
+    click.echo(f"token {info.id} for actor {info.actor} ({info.role}{lasts}); store it now: "
+               "it is not shown again", err=True)
 
 
 @token.command(name="list")
@@ -76,7 +107,10 @@ def list_cmd(store: str | None, as_json: bool) -> None:
     if not rows:
         click.echo("no tokens")
     for r in rows:
-        click.echo(f"{r['id']}  {r['actor']}  {r['role']}  created {r['created_at_ms']}")
+        ends = r.get("expires_at_ms")
+        lasts = "" if ends is None else \
+            f"  {'expired' if ends <= time.time() * 1000 else 'expires'} {_when(ends)}"
+        click.echo(f"{r['id']}  {r['actor']}  {r['role']}  created {r['created_at_ms']}{lasts}")
 
 
 @token.command(name="revoke")

@@ -15,7 +15,9 @@ from sediment.cli._options import (
     get_config,
     json_option,
     open_store,
+    shared_token,
     store_layer_options,
+    token_options,
 )
 from sediment.cli._proposals import reviewer_name
 from sediment.cli._team import team_for
@@ -31,9 +33,7 @@ from sediment.store import LayerSet
                    "--transport http --token` to share it).")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
               help="Port to bind (0: any free port).")
-@click.option("--token", default=None, envvar="SEDIMENT_TOKEN",
-              help="Token for the sign-in form and the MCP endpoint (env SEDIMENT_TOKEN; "
-                   "default: a new random one, not shown).")
+@token_options
 @click.option("--reviewer", default=None, envvar="SEDIMENT_REVIEWER",
               help="Name the one-time link signs in as, recorded with each decision (env "
                    "SEDIMENT_REVIEWER; default: SEDIMENT_ACTOR, else the OS user).")
@@ -51,7 +51,8 @@ from sediment.store import LayerSet
 @store_layer_options
 @json_option
 @click.pass_context
-def ui(ctx: click.Context, /, host: str, port: int, token: str | None, reviewer: str | None,
+def ui(ctx: click.Context, /, host: str, port: int, token: str | None,
+       token_file: Path | None, reviewer: str | None,
        embedder_name: str | None, root: Path | None, pubkey: Path | None, no_browser: bool,
        actor: str | None, as_json: bool, store: str | None, layer_dir: Path | None,
        **paths: Path | None) -> None:
@@ -63,8 +64,6 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None, reviewer:
     right, as a database login has them; tokens of the database sign in as their actors."""
     import webbrowser
 
-    import uvicorn
-
     from sediment.format.mapguard import enable as enable_map_guard
 
     enable_map_guard()
@@ -72,12 +71,13 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None, reviewer:
     from sediment.context import resolve
     from sediment.ops.service import ContextService
     from sediment.server import build_http_app, build_server, is_loopback
+    from sediment.server.serving import serve_http
     from sediment.server.web import WebUI
 
     if not is_loopback(host):
         raise ConfigError(f"sediment ui binds loopback only, not {host}; to serve others, "
                           "use `sediment serve --transport http --token ...`")
-    token = token or secrets.token_urlsafe(24)
+    token = shared_token(ctx, token, token_file) or secrets.token_urlsafe(24)
     cfg = get_config(ctx)
     name = check_actor(actor) if actor is not None else default_actor()
     layerset = open_store(cfg, store, layer_dir, paths)
@@ -116,5 +116,4 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None, reviewer:
     service.warm_up()
     if not no_browser:
         webbrowser.open(link)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    server.run(sockets=[sock])
+    serve_http(app, sock)

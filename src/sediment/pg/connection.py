@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 
@@ -35,12 +35,56 @@ class StoreUrl:
     @property
     def redacted(self) -> str:
         """The URL without its password, for messages and logs."""
-        parts = urlsplit(self.conninfo)
-        netloc = parts.netloc
-        if "@" in netloc:
-            user, host = netloc.rsplit("@", 1)
-            netloc = f"{user.split(':', 1)[0]}@{host}"
-        return urlunsplit(parts._replace(netloc=netloc))
+        return redact_url(self.conninfo)
+
+    def scrub(self, text: str) -> str:
+        """``text`` (a driver's error message) with this URL's passwords taken out."""
+        return scrub(text, self.conninfo)
+
+
+_SECRET_KEYS = {"password", "sslpassword"}
+
+
+def _secrets(url: str) -> list[str]:
+    parts = urlsplit(url)
+    found = []
+    userinfo = parts.netloc.rpartition("@")[0]
+    if ":" in userinfo:
+        found.append(userinfo.split(":", 1)[1])
+    found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True)
+              if k.lower() in _SECRET_KEYS]
+    for raw in re.findall(r"(?:^|&)(?:ssl)?password=([^&]*)", parts.query, re.IGNORECASE):
+        found.append(raw)
+    out = set()
+    for secret in found:
+        if secret:
+            out |= {secret, unquote(secret)}
+    return sorted(out, key=len, reverse=True)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with the password of its user and its ``password``/``sslpassword`` query
+    parameters replaced by ``***``: what every message, log line and page shows of a store
+    URL (issue 26 item 11)."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    user, at, host = netloc.rpartition("@")
+    if at and ":" in user:
+        netloc = f"{user.split(':', 1)[0]}:***@{host}"
+    query = "&".join(
+        f"{key}=***" if key.lower() in _SECRET_KEYS else pair
+        for pair in parts.query.split("&")
+        for key in [unquote(pair.split("=", 1)[0])]) if parts.query else ""
+    tail = (f"?{query}" if query else "") + (f"#{parts.fragment}" if parts.fragment else "")
+    return f"{parts.scheme}://{netloc}{parts.path}{tail}" if parts.scheme else \
+        urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def scrub(text: str, url: str) -> str:
+    """``text`` with every password ``url`` holds (raw and decoded) replaced by ``***``."""
+    for secret in _secrets(url):
+        text = text.replace(secret, "***")
+    return text
 
 
 def is_store_url(value: str) -> bool:
@@ -59,7 +103,7 @@ def parse_store_url(url: str, project: str | None = None) -> StoreUrl:
     the URL's ``?project=``."""
     parts = urlsplit(url.strip())
     if parts.scheme not in SCHEMES:
-        raise ValidationError(f"store {url!r} is not a PostgreSQL URL: expected "
+        raise ValidationError(f"store {redact_url(url)!r} is not a PostgreSQL URL: expected "
                               "postgresql://[user[:password]@]host[:port]/database[?project=NAME]")
     query = parse_qsl(parts.query, keep_blank_values=True)
     named = [v for k, v in query if k == "project"]
@@ -93,5 +137,6 @@ def connect(url: str | StoreUrl, *, connect_timeout: float = CONNECT_TIMEOUT_S,
                                autocommit=autocommit,
                                options=f"-c statement_timeout={int(statement_timeout_ms)}")
     except psycopg.Error as exc:
-        raise StoreUnavailableError(f"store {store.redacted}: {_reason(exc)}") from exc
+        raise StoreUnavailableError(f"store {store.redacted}: {store.scrub(_reason(exc))}") \
+            from exc
     return conn

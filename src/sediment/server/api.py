@@ -17,7 +17,6 @@ from typing import Any
 import pydantic
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -34,14 +33,19 @@ from sediment.errors import (
     StoreUnavailableError,
 )
 from sediment.ops.requests import describe_errors
-from sediment.server.http import is_loopback, loopback_security
+from sediment.server.disclosure import public_message
+from sediment.server.hosts import HostPolicy, policy_for
+from sediment.server.http import is_loopback
 from sediment.server.openapi import openapi_document
 from sediment.server.principals import CALLER, request_principal
 from sediment.server.prompts import resolve_off_loop
 
-__all__ = ["MAX_BODY", "mount_api"]
+__all__ = ["MAX_BODY", "MAX_DEPTH", "mount_api", "nesting"]
 
 MAX_BODY = 1024 * 1024
+MAX_DEPTH = 64
+"""How deep a body may nest arrays and objects: deeper is refused with 400 before anything
+walks it (Python's parser stops near 1,000 with a RecursionError, a 500 before)."""
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -53,6 +57,22 @@ class ApiError(Exception):
 
 def error_response(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def nesting(value: object) -> int:
+    """How deep ``value`` nests lists and dicts (0 for a scalar), without recursion."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            depth += 1
+            deepest = max(deepest, depth)
+            if depth > MAX_DEPTH:
+                break
+            stack.extend((v, depth) for v in (item.values() if isinstance(item, dict)
+                                              else item))
+    return deepest
 
 
 def _classify(exc: BaseException) -> ApiError:
@@ -69,7 +89,7 @@ def _classify(exc: BaseException) -> ApiError:
         if isinstance(seen, PermissionDeniedError):
             return ApiError(403, "forbidden", str(seen))
         if isinstance(seen, StoreUnavailableError):
-            return ApiError(503, "unavailable", str(seen))
+            return ApiError(503, "unavailable", public_message(seen))
         if isinstance(seen, SedimentError):
             return ApiError(400, "bad_request", str(seen))
         if isinstance(seen, pydantic.ValidationError):
@@ -80,26 +100,20 @@ def _classify(exc: BaseException) -> ApiError:
     return ApiError(500, "internal_error", "the server failed; see its log")
 
 
-def _allowed(value: str, patterns: list[str]) -> bool:
-    return any(value == p or (p.endswith(":*") and value.startswith(p[:-1]))
-               for p in patterns)
-
-
 class Api:
     def __init__(self, server: MCPServer, registry: Registry, context: PersonaContext,
-                 security: TransportSecuritySettings | None) -> None:
+                 hosts: HostPolicy) -> None:
         self.server = server
         self.registry = registry
         self.context = context
-        self.security = security
+        self.hosts = hosts
 
     def _check_headers(self, request: Request) -> None:
-        if self.security is None or not self.security.enable_dns_rebinding_protection:
-            return
-        if not _allowed(request.headers.get("host", ""), self.security.allowed_hosts):
+        """The rule :class:`~sediment.server.hosts.HostGuard` applies before any endpoint,
+        checked again here for an API mounted on another app."""
+        if not self.hosts.host_ok(request.headers.get("host")):
             raise ApiError(421, "misdirected", "the Host header names no loopback address")
-        origin = request.headers.get("origin")
-        if origin and not _allowed(origin, self.security.allowed_origins):
+        if not self.hosts.origin_ok(request.headers.get("origin")):
             raise ApiError(403, "forbidden", "requests from this Origin are refused")
 
     async def _body(self, request: Request) -> dict[str, Any]:
@@ -119,6 +133,13 @@ class Api:
             data = json.loads(raw or b"{}")
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ApiError(400, "bad_request", f"the body is not valid JSON: {exc}") from None
+        except RecursionError:
+            data, too_deep = None, True
+        else:
+            too_deep = nesting(data) > MAX_DEPTH
+        if too_deep:
+            raise ApiError(400, "bad_request", f"the body nests arrays and objects more than "
+                                               f"{MAX_DEPTH} deep")
         if not isinstance(data, dict):
             raise ApiError(400, "bad_request", "the body must be a JSON object")
         return data
@@ -218,7 +239,7 @@ class Api:
 def mount_api(server: MCPServer, registry: Registry, context: PersonaContext, *,
               host: str) -> None:
     """Add the API's routes to ``server`` (before its HTTP app is built)."""
-    api = Api(server, registry, context, loopback_security(host) if is_loopback(host) else None)
+    api = Api(server, registry, context, policy_for(host, is_loopback(host)))
     for path, method, fn in (
             ("/health", "GET", api.health),
             ("/tools/list", "GET", api.tools_list),

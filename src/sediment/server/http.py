@@ -1,12 +1,12 @@
 """Streamable HTTP for the MCP server: bearer tokens off loopback, Host/Origin checks on it.
 
 Binding to a non-loopback address without a token is refused: anyone on the network could
-otherwise read and write the store. On every loopback bind (127.0.0.0/8, ::1 however it is
-written, ``localhost``) the SDK's DNS-rebinding protection checks the Host and Origin
-headers against loopback names only, so a web page cannot reach a local server through a
-name it rebound to 127.0.0.1; a token, when given, is required there too. (The SDK turns
-the protection on by itself only for the three spellings ``127.0.0.1``, ``localhost`` and
-``::1``, so Sediment always passes its own settings.)
+otherwise read and write the store, and such a server refuses every request without a
+valid token even when its tokens are later revoked (:class:`FailClosed`). On every loopback
+bind (127.0.0.0/8, ::1 however it is written, ``localhost``) :class:`HostGuard` checks the
+Host and Origin headers of every endpoint against loopback names only, so a web page cannot
+reach a local server through a name it rebound to 127.0.0.1; a token, when given or once
+one exists, is required there too. (The SDK's own check matches by prefix, so it is off.)
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
 
-from sediment.auth.tokens import TokenCheck
+from sediment.auth.tokens import FailClosed, TokenCheck, TokenList
 from sediment.errors import ConfigError
+from sediment.server.hosts import HostGuard, loopback_names, policy_for
 from sediment.server.lifecycle import ShutdownHooks
 from sediment.server.principals import ActorAuth, default_tokens
 
@@ -37,19 +38,10 @@ def is_loopback(host: str) -> bool:
 
 
 def loopback_security(host: str) -> TransportSecuritySettings:
-    """Host and Origin headers a loopback server accepts: the bound address as written and
-    in its canonical form, and the usual loopback names, on any port."""
-    names = {"localhost", "127.0.0.1", "[::1]"}
-    try:
-        addr = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        names.add(host)
-    else:
-        if addr.version == 6:
-            names |= {f"[{host.strip('[]')}]", f"[{addr.compressed}]", f"[{addr.exploded}]"}
-        else:
-            names.add(str(addr))
-    hosts = sorted(names)
+    """Host and Origin headers a loopback server accepts, in the SDK's terms: the bound
+    address as written and in its canonical form, and the usual loopback names, on any
+    port. (The server checks them itself, with :class:`HostGuard`.)"""
+    hosts = loopback_names(host)
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"{h}:*" for h in hosts],
@@ -99,16 +91,28 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 def build_http_app(server: Any, *, host: str, token: str | None, path: str = "/mcp",
-                   tokens: TokenCheck | None = None, ui: Any = None) -> Any:
+                   tokens: TokenList | None = None, ui: Any = None) -> Any:
     """The streamable HTTP ASGI app behind bearer auth: the legacy token, or any actor
     token of the token file (``sediment token create``), which binds the actor. Host and
     Origin are checked on every loopback bind (DNS rebinding). The web page (a
     :class:`sediment.server.web.WebUI`) is mounted at ``/ui`` when given."""
-    tokens = tokens or default_tokens()
-    check_binding(host, token, tokens)
+    check_binding(host, token, tokens.tokens if isinstance(tokens, FailClosed) else tokens)
+    gate = server_gate(host, token, tokens)
     check_http_path(path)
-    security = loopback_security(host) if is_loopback(host) else None
-    app = server.streamable_http_app(streamable_http_path=path, host=host,
-                                     transport_security=security)
-    app = ShutdownHooks(ActorAuth(app, tokens, legacy=token))
-    return app if ui is None else ui.mount(app)
+    app = server.streamable_http_app(
+        streamable_http_path=path, host=host,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    app = ActorAuth(app, gate, legacy=token)
+    if ui is not None:
+        app = ui.mount(app, gate)
+    return ShutdownHooks(HostGuard(app, policy_for(host, is_loopback(host))))
+
+
+def server_gate(host: str, token: str | None, tokens: TokenList | None = None) -> FailClosed:
+    """Whether a request needs a token, decided once per server and shared by every
+    endpoint: closed from the start off loopback or with a shared token, and closed for
+    good once any token exists."""
+    if isinstance(tokens, FailClosed):
+        return tokens
+    return FailClosed(tokens or default_tokens(),
+                      required=token is not None or not is_loopback(host))

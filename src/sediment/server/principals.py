@@ -27,6 +27,7 @@ from sediment.auth import Principal, TokenStore
 from sediment.auth.tokens import TokenCheck
 from sediment.errors import ConfigError, StoreUnavailableError
 from sediment.memory import DEFAULT_DEDUP_THRESHOLD
+from sediment.server.disclosure import public_message
 
 PRINCIPAL_KEY = "sediment.principal"
 CALLER: ContextVar[Principal | None] = ContextVar("sediment_caller", default=None)
@@ -113,7 +114,7 @@ class ActorAuth:
             try:
                 principal = self._principal(scope)
             except StoreUnavailableError as exc:
-                await _refuse(send, 503, "unavailable", str(exc))
+                await _refuse(send, 503, "unavailable", public_message(exc))
                 return
             if principal is None:
                 await _unauthorized(send)

@@ -36,6 +36,7 @@ from sediment.agents import (
 from sediment.errors import NotFoundError, RequestError, SedimentError
 from sediment.ops.requests import GetRequest, SearchOptions, SourcesRequest, parse
 from sediment.ops.service import ContextService
+from sediment.server.disclosure import public_message
 
 __all__ = ["PERSONA_THREADS", "SYSTEM_HEADER", "ServiceContext", "add_prompts",
            "prompt_messages", "resolve_off_loop", "scope_tools", "serve_personas",
@@ -129,9 +130,9 @@ def add_prompts(server: MCPServer, registry: Registry, context: PersonaContext) 
             try:
                 return prompt_messages(registry.resolve(name, arguments, context))
             except RequestError as exc:
-                raise MCPError(INVALID_PARAMS, str(exc)) from exc
+                raise MCPError(INVALID_PARAMS, public_message(exc)) from exc
             except SedimentError as exc:
-                raise MCPError(INTERNAL_ERROR, str(exc)) from exc
+                raise MCPError(INTERNAL_ERROR, public_message(exc)) from exc
         return render
 
     taken = {p.name for p in _listed(server.list_prompts)}

@@ -30,6 +30,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sediment.auth.tokens import FailClosed
 from sediment.context import ContextLoop, ContextSettings
 from sediment.errors import SedimentError, StoreUnavailableError
 from sediment.memory import MemoryService
@@ -38,7 +39,9 @@ from sediment.ops.service import ContextService
 from sediment.review import AlreadyDecided, Outcome, accept, reject
 from sediment.search import MAX_K
 from sediment.server.context_tools import context_loop_for
-from sediment.server.http import is_loopback, loopback_security
+from sediment.server.disclosure import public_message
+from sediment.server.hosts import policy_for
+from sediment.server.http import is_loopback
 from sediment.server.memory_tools import memory_service_for
 from sediment.server.principals import default_actor, default_tokens
 from sediment.server.web import _personal as personal
@@ -102,9 +105,7 @@ class WebUI:
         self._build = threading.Lock()
         self.root = root
         self.pubkey = pubkey
-        hosts = ([h.removesuffix(":*") for h in loopback_security(host).allowed_hosts]
-                 if is_loopback(host) else None)
-        self.policy = OriginPolicy(hosts)
+        self.policy = OriginPolicy(policy_for(host, is_loopback(host)))
         self.env = _env()
         static = Path(__file__).parent / "static"
         self.app = Starlette(routes=[
@@ -152,8 +153,11 @@ class WebUI:
 
         await self.app(scope, receive, secured)
 
-    def mount(self, app: ASGIApp) -> ASGIApp:
-        """``app`` with this page at ``/ui``."""
+    def mount(self, app: ASGIApp, gate: FailClosed | None = None) -> ASGIApp:
+        """``app`` with this page at ``/ui``; ``gate`` is the server's decision whether a
+        token is needed, so the page asks for one exactly when the endpoints do."""
+        if gate is not None:
+            self.sessions.tokens = gate
         return with_ui(app, self)
 
     # -- helpers --------------------------------------------------------------------------
@@ -245,7 +249,7 @@ class WebUI:
             got = await run_in_threadpool(self.sessions.authenticate,
                                           str(form.get("token", "")))
         except StoreUnavailableError as exc:
-            got, error = None, f"The store is unavailable: {exc}"
+            got, error = None, public_message(exc).capitalize() + "."
         name = clean_name(str(form.get("reviewer", "")))
         if error is not None:
             pass
@@ -303,7 +307,7 @@ class WebUI:
             items, pg = await run_in_threadpool(views.queue, self.service.store, self.root,
                                                 page)
         except SedimentError as exc:
-            return self._render(request, "error.html", session, 500, error=str(exc))
+            return self._render(request, "error.html", session, 500, error=public_message(exc))
         return self._render(request, "queue.html", session, items=items, page=pg,
                             can_decide=allowed(session, "reviewer"))
 
@@ -342,7 +346,7 @@ class WebUI:
                                            f"by {exc.decided_by} ({exc.status}); nothing "
                                            "was written."))
         except SedimentError as exc:
-            session.flash.append(("error", str(exc)))
+            session.flash.append(("error", public_message(exc)))
         else:
             for o in outcomes:
                 if o.changed:
@@ -363,7 +367,10 @@ class WebUI:
             rows = await run_in_threadpool(views.layers, ls, self.pubkey)
             report = await run_in_threadpool(views.diff, ls)
         except SedimentError as exc:
-            return self._render(request, "error.html", session, 500, error=str(exc))
+            return self._render(request, "error.html", session, 500, error=public_message(exc))
+        if not allowed(session, "writer"):
+            for row in rows:  # a reader sees no file path or connection details
+                row["path"] = None
         changes = [] if report is None else list(report.chunks)
         pg = views.Page(page, views.PER_PAGE * 2, len(changes))
         return self._render(request, "layers.html", session, rows=rows, report=report,
@@ -393,7 +400,7 @@ class WebUI:
                     "layers": chosen or None, "explain": True})
                 result = await run_in_threadpool(self.service.search, params)
             except SedimentError as exc:
-                error = str(exc)
+                error = public_message(exc)
             else:
                 hits = result["results"]
                 more = len(hits) == k and k < MAX_K

@@ -12,7 +12,10 @@ shared token (``--token``) signs in as the server's own actor with the admin rol
 does on the MCP endpoint; the name is then what the person types (or ``sediment ui
 --reviewer``), declared, not proven, like a git author. Without any token (a loopback
 server started without one and no token file, as the API allows) the form asks only for
-the name. The name is recorded in each decision so reviewers can tell theirs apart.
+the name and signs in with the writer role, what the MCP endpoint gives any caller there;
+deciding needs a token or the one-time link. The name is recorded in each decision so
+reviewers can tell theirs apart. Sessions are capped per actor, so one actor signing in
+again and again ends only its own oldest sessions.
 """
 
 from __future__ import annotations
@@ -29,12 +32,17 @@ from typing import Protocol
 from sediment.auth import ROLES, Principal
 from sediment.auth.tokens import TokenCheck, TokenInfo
 from sediment.errors import ConfigError, StoreUnavailableError
+from sediment.server.hosts import HostPolicy
 
 COOKIE = "sediment_session"
 LOGIN_COOKIE = "sediment_login"
 SESSION_SECONDS = 12 * 3600
 LINK_SECONDS = 15 * 60
-MAX_SESSIONS = 256
+MAX_SESSIONS = 4096
+MAX_PER_ACTOR = 32
+OPEN_ROLE = "writer"
+"""The role of a name-only sign-in on a server without tokens: what its MCP endpoint gives
+any caller there. Deciding proposals needs a token or the one-time link."""
 MAX_LINKS = 16
 MAX_NAME = 64
 _TOKEN_ID = re.compile(r"^sdm_([0-9a-f]{8})_")
@@ -104,16 +112,17 @@ class Sessions:
             m = _TOKEN_ID.match(token.strip())
             if got is not None and m is not None:
                 return got, m.group(1)
-        if self.token is not None and hmac.compare_digest(token.encode(),
+        if self.token is not None and hmac.compare_digest(token.encode("utf-8", "replace"),
                                                           self.token.encode()):
             return Principal(self.actor, "admin"), None
         if not self.needs_token:
-            return Principal(self.actor, "admin"), None
+            return Principal(self.actor, OPEN_ROLE), None
         return None
 
     def _revoked(self, token_id: str) -> bool:
         try:
-            return self.tokens is None or all(t.id != token_id for t in self.tokens.list())
+            return self.tokens is None or all(t.id != token_id or t.expired()
+                                              for t in self.tokens.list())
         except ConfigError:
             return True
         except StoreUnavailableError:
@@ -121,9 +130,14 @@ class Sessions:
 
     def open(self, principal: Principal, reviewer: str,
              token_id: str | None = None) -> Session:
+        """A new session; the actor's oldest one ends when it has ``MAX_PER_ACTOR``, so one
+        actor signing in again and again never signs anyone else out."""
         now = time.monotonic()
         with self._lock:
             for sid in [s for s, v in self._sessions.items() if v.expires < now]:
+                del self._sessions[sid]
+            own = [sid for sid, v in self._sessions.items() if v.actor == principal.actor]
+            for sid in own[:max(0, len(own) - MAX_PER_ACTOR + 1)]:
                 del self._sessions[sid]
             while len(self._sessions) >= MAX_SESSIONS:
                 self._sessions.popitem(last=False)
@@ -145,16 +159,27 @@ class Sessions:
         server's own actor (the link is printed to whoever started the server)."""
         code = secrets.token_urlsafe(32)
         with self._lock:
+            self._purge_links()
             while len(self._links) >= MAX_LINKS:
                 self._links.popitem(last=False)
             self._links[code] = (reviewer, time.monotonic() + LINK_SECONDS)
         return code
 
+    def _purge_links(self) -> None:
+        now = time.monotonic()
+        for code in [c for c, (_, until) in self._links.items() if until < now]:
+            del self._links[code]
+
     def redeem(self, code: str) -> Session | None:
+        """The session a link's code opens, once; any string is merely not a code (compared
+        as UTF-8 bytes: ``compare_digest`` refuses non-ASCII str)."""
+        got = code.encode("utf-8", "replace")
         with self._lock:
-            found = next((k for k in self._links if hmac.compare_digest(k, code)), None)
+            self._purge_links()
+            found = next((k for k in self._links if hmac.compare_digest(k.encode(), got)),
+                         None)
             entry = self._links.pop(found) if found is not None else None
-        if entry is None or entry[1] < time.monotonic():
+        if entry is None:
             return None
         return self.open(Principal(self.actor, "admin"), entry[0])
 
@@ -181,29 +206,24 @@ def allowed(session: Session, role: str) -> bool:
 
 
 def csrf_ok(expected: str, got: object) -> bool:
-    return isinstance(got, str) and hmac.compare_digest(expected.encode(), got.encode())
+    return isinstance(got, str) and hmac.compare_digest(expected.encode(),
+                                                      got.encode("utf-8", "replace"))
 
 
 class OriginPolicy:
     """Host and Origin headers the page accepts.
 
-    On loopback, the Host must be one of the loopback names the MCP endpoint accepts (so a
-    page cannot reach the server through a name rebound to 127.0.0.1); anywhere, a request
+    On loopback, the Host must pass the rule of every endpoint (:mod:`sediment.server.hosts`:
+    a page cannot reach the server through a name rebound to 127.0.0.1); anywhere, a request
     that changes state must come from the page's own origin when the browser says where it
     came from.
     """
 
-    def __init__(self, hosts: list[str] | None) -> None:
-        self.hosts = None if hosts is None else {h.lower() for h in hosts}
-
-    @staticmethod
-    def _name(hostport: str) -> str:
-        if hostport.startswith("["):
-            return hostport[: hostport.find("]") + 1].lower()
-        return hostport.rsplit(":", 1)[0].lower() if ":" in hostport else hostport.lower()
+    def __init__(self, hosts: HostPolicy) -> None:
+        self.hosts = hosts
 
     def host_ok(self, host: str) -> bool:
-        return self.hosts is None or self._name(host) in self.hosts
+        return self.hosts.host_ok(host)
 
     def origin_ok(self, origin: str | None, host: str, scheme: str) -> bool:
         if origin is None:

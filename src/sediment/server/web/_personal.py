@@ -21,6 +21,7 @@ from starlette.routing import Route
 from sediment.errors import NotFoundError, SedimentError, ValidationError
 from sediment.memory import CATEGORIES
 from sediment.memory.service import MAX_LIST_LIMIT
+from sediment.server.disclosure import public_message
 from sediment.server.web import _memories as memories
 from sediment.server.web import _progress as progress
 from sediment.server.web import _views as views
@@ -70,7 +71,7 @@ class Personal:
             got = await run_in_threadpool(memories.listing, self.ui.memory, session.actor,
                                           flt, page)
         except SedimentError as exc:
-            return self.ui._render(request, "error.html", session, 500, error=str(exc))
+            return self.ui._render(request, "error.html", session, 500, error=public_message(exc))
         keep = flt.query()
         base = f"{PREFIX}/memories?" + (urlencode(keep) + "&" if keep else "")
         return self.ui._render(request, "memories.html", session, got=got, flt=flt,
@@ -85,9 +86,9 @@ class Personal:
         try:
             shown = await run_in_threadpool(self.ui.memory.show, session.actor, ref)
         except (NotFoundError, ValidationError) as exc:
-            return self._missing(request, session, str(exc))
+            return self._missing(request, session, public_message(exc))
         except SedimentError as exc:
-            return self.ui._render(request, "error.html", session, 500, error=str(exc))
+            return self.ui._render(request, "error.html", session, 500, error=public_message(exc))
         m = shown["memory"]
         return self.ui._render(request, "memory.html", session, shown=shown, m=m,
                                status_of=memories.status, categories=CATEGORIES,
@@ -101,7 +102,7 @@ class Personal:
             shown = await run_in_threadpool(self.ui.memory.show, session.actor,
                                             request.path_params["ref"])
         except (NotFoundError, ValidationError) as exc:
-            return self._missing(request, session, str(exc))
+            return self._missing(request, session, public_message(exc))
         m: dict[str, Any] = shown["memory"]
         if not self._may_change(session, m):
             role = "reviewer" if m["scope"] == "global" else "writer"
@@ -173,7 +174,8 @@ class Personal:
                 got = await run_in_threadpool(self.ui.memory.list_memories, session.actor,
                                               None, MAX_LIST_LIMIT)
             except SedimentError as exc:
-                return self.ui._render(request, "error.html", session, 500, error=str(exc))
+                return self.ui._render(request, "error.html", session, 500,
+                                       error=public_message(exc))
             mine = [m for m in got["memories"]
                     if m["scope"] in ("user", "project") and not m.get("pending")]
             return self.ui._render(request, "forget_all.html", session, count=len(mine))
@@ -187,7 +189,7 @@ class Personal:
             out = await run_in_threadpool(lambda: self.ui.memory.forget_all(
                 session.actor, True, human=True))
         except SedimentError as exc:
-            session.flash.append(("error", str(exc)))
+            session.flash.append(("error", public_message(exc)))
         else:
             n = out["forgotten"]
             session.flash.append(("ok", f"Forgot {n} memor{'y' if n == 1 else 'ies'} "
@@ -207,7 +209,7 @@ class Personal:
                 self.ui.context_of(session.actor), session.actor, q.get("project"), state,
                 page))
         except SedimentError as exc:
-            return self.ui._render(request, "error.html", session, 500, error=str(exc))
+            return self.ui._render(request, "error.html", session, 500, error=public_message(exc))
         keep = [(k, v) for k, v in (("project", got.project), ("state", state)) if v]
         base = f"{PREFIX}/context?" + (urlencode(keep) + "&" if keep else "")
         return self.ui._render(request, "context.html", session, got=got, state=state,
