@@ -161,7 +161,7 @@ async def run_flow(client: Client) -> None:
     chunk = await client.read_resource(f"agentsdb://chunks/{new_id}")
     assert "Billing retries" in chunk.contents[0].text
     layer = await client.read_resource("agentsdb://layers/delta")
-    assert '"chunks": 2' in layer.contents[0].text
+    assert '"chunks": 3' in layer.contents[0].text  # the note, who wrote it, its proposal
 
     r = await client.call_tool("agents_search", {"query": "deploy staging", "k": 1})
     assert not r.is_error and r.structured_content["results"][0]["id"] == 3
