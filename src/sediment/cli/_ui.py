@@ -15,6 +15,7 @@ from sediment.cli._options import (
     get_config,
     json_option,
     open_store,
+    source_lines,
     store_layer_options,
 )
 from sediment.cli._proposals import reviewer_name
@@ -85,6 +86,7 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None, reviewer:
                              root=root or layer_dir or cfg.root)
     team = None if isinstance(layerset, LayerSet) else team_for(layerset, service, cfg)
     page = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host,
+                 sources=source_lines(cfg, root or layer_dir or cfg.root),
                  pubkey=pubkey, context_settings=resolve(cfg.context)[0], actor=name,
                  memory=team.memory if team else None, context=team.context if team else None,
                  tokens=team.tokens if team else None)
