@@ -70,6 +70,9 @@ def write_context(layerset: LayerStore, embedder: Embedder, request: WriteReques
     """Validate, embed and append one chunk; return its new id."""
     scope = check_scope(request.scope, allowed)
     refuse_credentials(request.content, "content")
+    for i, ref in enumerate(request.sources or ()):
+        if isinstance(ref, str):
+            refuse_credentials(ref, f"sources[{i}]")
     sources = check_sources(layerset, request.sources)
     check_profile(layerset, embedder, None)
     vec = embedder.embed([request.content])
