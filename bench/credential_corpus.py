@@ -177,13 +177,15 @@ def _repo_files() -> list[Path]:
 
 
 def repository_lines(limit: int = 6000) -> list[tuple[str, str]]:
-    """(origin, line) from this repository's source and docs: every non-blank line."""
+    """(origin, line) from this repository's source and docs: ``limit`` non-blank lines
+    spread evenly over all of them."""
     out: list[tuple[str, str]] = []
     for f in _repo_files():
         for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
             if line.strip():
                 out.append((f"{f.relative_to(REPO).as_posix()}:{n}", line))
-    return out[:limit]
+    step = max(1, len(out) // limit)
+    return out[::step][:limit]
 
 
 def git_log_lines(limit: int = 3000) -> list[tuple[str, str]]:

@@ -2,7 +2,7 @@
 
 Text an agent asks to store is scanned line by line, twice: as prose (quotes optional for
 the entropy plugins, which then look at every word) and as a config file (so that an
-unquoted ``password = hunter2`` counts as an assignment). The plugins are instantiated
+unquoted assignment to a password key counts as one). The plugins are instantiated
 directly rather than through detect-secrets' global settings, which are not thread-safe.
 What is found is reported by type only: the secret itself is never echoed.
 
@@ -44,6 +44,8 @@ _CODE_VALUE = re.compile(
     r"|(?:str|int|bytes|bool|None|Optional|list|dict|Path)\b.*"  # a type annotation
     r"|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")  # the name of an environment variable
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+_PRIVATE_KEY = "Private Key"
+_PEM_BODY = re.compile(r"[A-Za-z0-9+/]{40,}")
 """A keyword's value that is code, not a secret (``e.api_key``, ``str(private)``, a type,
 ``OPENAI_API_KEY``); an unquoted snake_case name (``password=db_password``) too."""
 _ID_BEFORE = re.compile(
@@ -105,6 +107,14 @@ def _identifier(value: str) -> bool:
     return True
 
 
+def _prose(value: str) -> bool:
+    """The rest of a sentence after ``secret:`` (``anything secret: Sediment refuses``):
+    two or more words, most of them plain words."""
+    words = value.split()
+    plain = sum(1 for w in words if w.strip(",.;:!?()`'\"").isalpha())
+    return len(words) >= 2 and plain * 3 >= len(words) * 2
+
+
 def _kept(kind: str, value: str, line: str, plugin: Any) -> bool:
     """Whether a plugin's finding is a credential rather than engineering text."""
     from detect_secrets.filters import heuristic
@@ -126,7 +136,7 @@ def _kept(kind: str, value: str, line: str, plugin: Any) -> bool:
                     or heuristic.is_prefixed_with_dollar_sign(value)
                     or heuristic.is_indirect_reference(line)
                     or _CODE_VALUE.fullmatch(value)
-                    or (not quoted and _SNAKE.fullmatch(value)))
+                    or _prose(value) or (not quoted and _SNAKE.fullmatch(value)))
     return True
 
 
@@ -159,10 +169,14 @@ def _scan_line(line: str, number: int) -> list[Finding]:
 def find_credentials(text: str) -> list[Finding]:
     """Every distinct credential type in ``text`` (at its first line)."""
     out: dict[str, Finding] = {}
-    for number, line in enumerate(text[:MAX_SCANNED_CHARS].splitlines(), 1):
+    lines = text[:MAX_SCANNED_CHARS].splitlines()
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         for f in _scan_line(line, number):
+            if f.type == _PRIVATE_KEY and not _PEM_BODY.search(
+                    "\n".join(lines[number - 1:number + 1]).split("PRIVATE KEY", 1)[-1]):
+                continue  # the header alone (code that looks for one) is no key
             out.setdefault(f.type, f)
     return list(out.values())
 
