@@ -88,8 +88,12 @@ def test_reads_are_bounded_and_each_file_version_is_read_once(repo: Path) -> Non
     assert lines.reads == 1
     past = lines.read("docs/big.md:150000")
     assert not past.found and "past the first 100000 bytes" in past.note
-    big.write_text("changed\n")
-    assert lines.read("docs/big.md:1").text == "changed" and lines.reads == 2
+    assert lines.read("docs/big.md:100").text == "line 100"
+    big.write_text("changed\n" * 100)
+    assert lines.read("docs/big.md:100").text == "changed" and lines.reads == 2
+    assert lines.read("docs/guide.md:2").text == "Use the staging database."
+    (repo / "docs" / "guide.md").write_text(f"# Guide\n{SECRET}\n")
+    assert not lines.read("docs/guide.md:2").found
 
 
 def test_inspect_passes_its_sources_through_the_reader(repo: Path) -> None:

@@ -119,6 +119,7 @@ temporaries): never shown as a source, whatever the globs say."""
 MAX_SOURCE_BYTES = 1 << 20
 """Bytes of one file read to show its lines: a line past them is not shown."""
 CACHED_FILES = 32
+CACHED_REFS = 4096
 
 
 class SourceLines:
@@ -131,7 +132,8 @@ class SourceLines:
     proposal shows only what a compile would read), and the line does not look like a
     credential. At most ``max_bytes`` of a file are read; the lines are kept per file,
     keyed by its inode, size and mtime, so a queue citing one large file many times reads
-    it once.
+    it once, and each reference's result is kept while that file version lasts (a refusal
+    by path for good), so a page shown again costs a stat per source.
     """
 
     def __init__(self, root: str | os.PathLike[str],
@@ -140,9 +142,12 @@ class SourceLines:
         self.root = Path(root).resolve()
         self.selects = selects
         self.max_bytes = max_bytes
-        self._files: OrderedDict[tuple[str, int, int, int], tuple[list[str], bool]] = \
-            OrderedDict()
+        self._files: OrderedDict[tuple[str, int, int, int],
+                                 tuple[list[str], bool, dict[int, bool]]] = OrderedDict()
+        """(lines, cut at max_bytes, line number -> looks like a credential) per version."""
         self._lock = threading.Lock()
+        self._refs: OrderedDict[str, tuple[tuple[str, int, int, int] | None,
+                                           ResolvedSource]] = OrderedDict()
         self.reads = 0
         """Files read so far (not served from the cache)."""
 
@@ -163,9 +168,13 @@ class SourceLines:
                 return "not a file this project compiles (compile include/exclude); not shown"
         return None
 
-    def _lines(self, target: Path) -> tuple[list[str], bool]:
+    @staticmethod
+    def _key(target: Path) -> tuple[str, int, int, int]:
         st = target.stat()
-        key = (str(target), st.st_ino, st.st_size, st.st_mtime_ns)
+        return (str(target), st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def _lines(self, target: Path) -> tuple[list[str], bool, dict[int, bool]]:
+        key = self._key(target)
         with self._lock:
             got = self._files.get(key)
             if got is not None:
@@ -179,12 +188,61 @@ class SourceLines:
             lines.pop()  # the last one may be cut short
         with self._lock:
             self.reads += 1
-            self._files[key] = (lines, cut)
+            got = self._files[key] = (lines, cut, {})
             while len(self._files) > CACHED_FILES:
                 self._files.popitem(last=False)
-        return lines, cut
+        return got
 
     def read(self, ref: str) -> ResolvedSource:
+        """The source ``ref`` for people. A result is remembered per reference: a refusal
+        (decided by the path alone) as it is, a line while its file's version is the same."""
+        with self._lock:
+            hit = self._refs.get(ref)
+        if hit is not None:
+            key, result = hit
+            try:
+                if key is None or self._key(Path(key[0])) == key:
+                    return result
+            except OSError:
+                pass
+        result, key = self._read(ref)
+        if key is not None or (result.note.endswith("not shown")
+                               or result.note.endswith("not read")):
+            with self._lock:
+                self._refs[ref] = (key, result)
+                while len(self._refs) > CACHED_REFS:
+                    self._refs.popitem(last=False)
+        return result
+
+    def _read(self, ref: str) -> tuple[ResolvedSource, tuple[str, int, int, int] | None]:
+        """The result and, when it depends on a file's content, that file's version."""
+        found = self._resolve(ref)
+        if isinstance(found, ResolvedSource):
+            return found, None
+        target, rel, line = found
+        try:
+            key = self._key(target)
+            lines, cut, secret = self._lines(target)
+        except OSError as exc:
+            return ResolvedSource(ref, "file", False, file=rel, line=line,
+                                  note=f"unreadable: {exc.strerror or exc}"), None
+        if line > len(lines):
+            note = (f"line {line} is past the first {self.max_bytes} bytes; not shown" if cut
+                    else f"line {line} is past the end of the file ({len(lines)} lines)")
+            return ResolvedSource(ref, "file", False, file=rel, line=line, note=note), key
+        text = lines[line - 1]
+        if len(text) > MAX_LINE_CHARS:
+            text = text[:MAX_LINE_CHARS] + "…"
+        if line not in secret:
+            secret[line] = bool(find_credentials(text))
+        if secret[line]:
+            return ResolvedSource(ref, "file", False, file=rel, line=line,
+                                  note="the line looks like it holds a credential; not shown"
+                                  ), key
+        return ResolvedSource(ref, "file", True, file=rel, line=line, text=text), key
+
+    def _resolve(self, ref: str) -> ResolvedSource | tuple[Path, str, int]:
+        """The file a reference may be read from, or why it may not."""
         parsed = parse_source_ref(ref)
         if parsed is None:
             return ResolvedSource(ref, "other", False, note="neither a chunk id nor path:line")
@@ -200,22 +258,7 @@ class SourceLines:
         if not target.is_file():
             return ResolvedSource(ref, "file", False, file=rel, line=line,
                                   note=f"no such file under {base}")
-        try:
-            lines, cut = self._lines(target)
-        except OSError as exc:
-            return ResolvedSource(ref, "file", False, file=rel, line=line,
-                                  note=f"unreadable: {exc.strerror or exc}")
-        if line > len(lines):
-            note = (f"line {line} is past the first {self.max_bytes} bytes; not read" if cut
-                    else f"line {line} is past the end of the file ({len(lines)} lines)")
-            return ResolvedSource(ref, "file", False, file=rel, line=line, note=note)
-        text = lines[line - 1]
-        if len(text) > MAX_LINE_CHARS:
-            text = text[:MAX_LINE_CHARS] + "…"
-        if find_credentials(text):
-            return ResolvedSource(ref, "file", False, file=rel, line=line,
-                                  note="the line looks like it holds a credential; not shown")
-        return ResolvedSource(ref, "file", True, file=rel, line=line, text=text)
+        return target, rel, line
 
 
 class _Resolver:
