@@ -584,8 +584,9 @@ class MemoryService:
             raise ValidationError(f"priority must be a number from 0.0 to 1.0, got "
                                   f"{priority!r}")
         data: dict[str, Any] = {"event": "context", "actor": actor, "name": ctx}
-        if description:
-            check_text(description, "description")
+        if description is not None:
+            if description:  # "" clears it
+                check_text(description, "description")
             data["description"] = description
         if priority is not None:
             data["priority"] = float(priority)
