@@ -193,3 +193,11 @@ def test_a_non_finite_number_anywhere_is_refused(value: dict[str, Any], bad: flo
     with pytest.raises(ValidationError, match="must be a finite number"):
         check_metadata(value)
     assert json.dumps(value)  # Python's own json would have written it: NaN is not JSON
+
+
+def test_an_empty_description_still_clears_a_context(sediment: Runner) -> None:
+    for text in ("Deploy notes", ""):
+        r = sediment("memory", "contexts", "deploys", "--description", text, "--json")
+        assert r.code == 0, r.err
+    listed = sediment("memory", "contexts", "--json").json()["contexts"]
+    assert [(c["name"], c["description"]) for c in listed] == [("deploys", "")]
