@@ -3,7 +3,7 @@
 ``credential_samples()``: synthetic credentials in at least 60 formats, generated from a
 fixed seed in each format's real shape (prefix, length, alphabet), each in an ordinary
 sentence or assignment; nothing here is a real secret. ``ordinary_lines()``: text an agent
-stores every day that must be accepted: lines of this repository's own source and docs, its
+stores every day that must be accepted: lines of this repository's own source, its
 git log messages, and generated log lines full of commit SHAs, image digests, trace ids,
 UUIDs, npm integrity strings, IP addresses and timestamps.
 
@@ -172,13 +172,14 @@ def credential_samples(seed: int = 26) -> list[tuple[str, str]]:
 
 
 def _repo_files() -> list[Path]:
-    files = sorted((REPO / "src").rglob("*.py")) + sorted((REPO / "docs").rglob("*.md"))
-    return [f for f in files if f.is_file()]
+    """The package's own source: code and docstrings. The docs are left out, since they
+    may quote a placeholder credential to explain what is refused."""
+    return [f for f in sorted((REPO / "src").rglob("*.py")) if f.is_file()]
 
 
 def repository_lines(limit: int = 6000) -> list[tuple[str, str]]:
-    """(origin, line) from this repository's source and docs: ``limit`` non-blank lines
-    spread evenly over all of them."""
+    """(origin, line) from this repository's source: ``limit`` non-blank lines spread
+    evenly over all of them."""
     out: list[tuple[str, str]] = []
     for f in _repo_files():
         for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):

@@ -132,6 +132,7 @@ def _kept(kind: str, value: str, line: str, plugin: Any) -> bool:
         return not _identifier(value)
     if kind == _KEYWORD:
         quoted = f'"{value}"' in line or f"'{value}'" in line
+        value = value if quoted else value.rstrip(",;)")
         return not (heuristic.is_templated_secret(value)
                     or heuristic.is_prefixed_with_dollar_sign(value)
                     or heuristic.is_indirect_reference(line)

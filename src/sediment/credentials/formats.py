@@ -74,7 +74,9 @@ FORMATS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("a 1Password token", _B + r"ops_eyJ[A-Za-z0-9_.-]{50,}"),
         ("a Twilio key", _B + r"SK[0-9a-fA-F]{32}" + _E),
         ("an Azure SAS token", r"[?&]sig=[A-Za-z0-9%+/=]{40,}"),
-        ("a URL with a password", r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?![$<{%*])[^\s/@]{6,}@[^\s/@]+"),
+        ("a URL with a password", r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?![$<{%*])"
+                                  r"(?!(?:password|passwd|secret|changeme|example|x{3,})@)"
+                                  r"[^\s/@]{6,}@[^\s/@]+"),
     )
 )
 """(what it is, pattern): refused wherever they occur in a line."""
