@@ -15,9 +15,10 @@ Engineering text is not a credential (issue 26, item 10): digests and integrity 
 (``trace_id=``, ``x-amz-id-2:``, ``etag``) is an identifier; a bare hex string (a commit
 SHA, a trace id) counts only after a word such as ``secret`` or ``token``; a high-entropy
 word made of real words (``src/sediment/cli/_options``) is a name; public IP addresses are
-not secrets; a keyword's value that is code (``api_key=e.api_key``, ``OPENAI_API_KEY``) is
-not one either. Formats detect-secrets lacks come from ``formats.FORMATS``. The rates on
-labelled sets are in docs/security.md (``python -m bench.credentials``).
+not secrets; a keyword's value that is code (an attribute, a call, a type, the name of an
+environment variable) is not one either. Formats detect-secrets lacks come from
+``formats.FORMATS``. The rates on labelled sets are in docs/security.md
+(``python -m bench.credentials``).
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ _CODE_VALUE = re.compile(
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 _PRIVATE_KEY = "Private Key"
 _PEM_BODY = re.compile(r"[A-Za-z0-9+/]{40,}")
-"""A keyword's value that is code, not a secret (``e.api_key``, ``str(private)``, a type,
-``OPENAI_API_KEY``); an unquoted snake_case name (``password=db_password``) too."""
+"""A keyword's value that is code, not a secret: an attribute, a call, a type, the name of
+an environment variable; an unquoted snake_case name too."""
 _ID_BEFORE = re.compile(
     r"(?i)(?:\bids?|[_-]ids?(?:[_-]\d)?|request|trace|span|etag|checksum|hash|digest|"
     r"fingerprint|commit|revision|nonce|uuid|guid|object|blob|tree)\b[\s\"':=#@(\[]*$")

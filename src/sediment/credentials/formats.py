@@ -19,6 +19,7 @@ __all__ = ["BENIGN", "CREDENTIAL_WORD", "FORMATS"]
 
 _B = r"(?<![A-Za-z0-9_-])"
 _E = r"(?![A-Za-z0-9_-])"
+_BECH32 = "QPZRY9X8GF2TVDW0" "S3JN54KHCE6MUA7L"  # in two, or it reads as a key itself
 
 FORMATS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern)) for name, pattern in (
@@ -53,7 +54,7 @@ FORMATS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("a Grafana token", _B + r"(?:glsa_[A-Za-z0-9]{32}_[0-9a-f]{8}|glc_[A-Za-z0-9+/=]{32,})"),
         ("a New Relic key", _B + r"NR(?:AK|II|JS|RA)-[A-Z0-9]{27}" + _E),
         ("an Alibaba key", _B + r"LTAI[A-Za-z0-9]{12,20}" + _E),
-        ("an age secret key", r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+        ("an age identity", r"AGE-SECRET-KEY-1[" + _BECH32 + r"]{58}"),
         ("an authorization header", r"(?i)\bauthorization\s*[:=]\s*\"?(?:bearer|basic|token|ssws|"
                                     r"digest)\s+[A-Za-z0-9._~+/=-]{16,}"),
         ("a Square token", _B + r"(?:EAAA[A-Za-z0-9_-]{60}|sq0(?:atp|csp)-[A-Za-z0-9_-]{22,})"),
@@ -75,7 +76,7 @@ FORMATS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("a Twilio key", _B + r"SK[0-9a-fA-F]{32}" + _E),
         ("an Azure SAS token", r"[?&]sig=[A-Za-z0-9%+/=]{40,}"),
         ("a URL with a password", r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?![$<{%*])"
-                                  r"(?!(?:password|passwd|secret|changeme|example|x{3,})@)"
+                                  r"(?!(?:password|passwd|secret|changeme|example|x{3,})@)(?![^\s/@]*[\[\]])"
                                   r"[^\s/@]{6,}@[^\s/@]+"),
     )
 )
