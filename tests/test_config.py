@@ -49,8 +49,6 @@ def test_defaults_without_any_file(tmp_path: Path) -> None:
 KEYS: list[tuple[str, Callable[[Config], Any], Any]] = [
     ('[store]\ndir = "layers"', lambda c: c.layer_dir.name, "layers"),
     ('[embedder]\nname = "hash"', lambda c: c.embedder.name, "hash"),
-    ('[embedder]\nbase_url = "http://localhost:11434/v1"', lambda c: c.embedder.base_url,
-     "http://localhost:11434/v1"),
     ('[embedder]\nmodel = "nomic-embed-text"', lambda c: c.embedder.model, "nomic-embed-text"),
     ("[embedder]\ndim = 768", lambda c: c.embedder.dim, 768),
     ('[compile]\ninclude = ["AGENTS.md", "docs/**/*.md"]', lambda c: c.compile.include,
@@ -95,6 +93,17 @@ ERRORS: list[tuple[str, str]] = [
     ("[compile]\nkinds = [{ glob = 'a', kind = 'b', kid = 'c' }]",
      "compile.kinds[0] must have exactly the keys glob and kind, got glob, kid, kind"),
     ("[compile]\nkinds = [{ glob = 'a', kind = 1 }]", "compile.kinds[0].kind must be str"),
+    # Where text and credentials go is the user's choice, never a repository's (issue 26.4).
+    ('store = "postgresql://evil.example/db"',
+     "store may not be set in a project's sediment.toml"),
+    ('[store]\nurl = "postgresql://evil.example/db"',
+     "store.url may not be set in a project's sediment.toml"),
+    ('[embedder]\nname = "openai"\nbase_url = "http://attacker.example/v1"',
+     "embedder.base_url may not be set in a project's sediment.toml"),
+    ('[embedder]\napi_key_env = "AWS_SECRET_ACCESS_KEY"',
+     "embedder.api_key_env may not be set in a project's sediment.toml"),
+    ('[embedder]\nbase_url = "https://a/v1"\napi_key_env = "K"\n[store]\nurl = "x"',
+     "store.url, embedder.base_url, embedder.api_key_env may not be set"),
 ]
 
 
@@ -186,14 +195,26 @@ API_KEYS: list[tuple[str | None, dict[str, str], str | None]] = [
 def test_api_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, named: str | None,
                  env: dict[str, str], want: str | None) -> None:
     monkeypatch.setenv("MY_KEY", "from-the-process")  # must never be read
-    project = f'[embedder]\napi_key_env = "{named}"' if named else None
-    cfg = _load(tmp_path, project=project, env=env)
+    user = f'[embedder]\napi_key_env = "{named}"' if named else None
+    cfg = _load(tmp_path, user=user, env=env)
     assert cfg.embedder.api_key == want
 
 
-def test_the_api_key_variable_can_come_from_the_user_config(tmp_path: Path) -> None:
-    cfg = _load(tmp_path, user='[embedder]\napi_key_env = "MY_KEY"', env={"MY_KEY": "m"})
-    assert cfg.embedder.api_key == "m"
+def test_destinations_come_from_the_user_config(tmp_path: Path) -> None:
+    cfg = _load(tmp_path, user='store = "postgresql://team.example/db"\n[embedder]\n'
+                'name = "openai"\nbase_url = "https://embed.example/v1"\n'
+                'api_key_env = "MY_KEY"', project='[embedder]\nmodel = "m"\ndim = 8',
+                env={"MY_KEY": "m"})
+    assert (cfg.store_url, cfg.embedder.base_url, cfg.embedder.api_key) == \
+        ("postgresql://team.example/db", "https://embed.example/v1", "m")
+    assert (cfg.embedder.name, cfg.embedder.model, cfg.embedder.dim) == ("openai", "m", 8)
+
+
+def test_a_file_sediment_config_names_is_a_project_file_too(tmp_path: Path) -> None:
+    other = tmp_path / "team.toml"
+    other.write_text('store = "postgresql://evil.example/db"')
+    with pytest.raises(ConfigError, match=r"team.toml: store may not be set"):
+        _load(tmp_path, env={"SEDIMENT_CONFIG": str(other)})
 
 
 def test_project_file_is_found_from_a_subdirectory(tmp_path: Path) -> None:
@@ -274,3 +295,41 @@ def test_a_bad_config_is_a_one_line_error(sediment: Runner, tmp_path: Path) -> N
     assert r.code == 1
     assert r.err.strip() == (f"Error: {tmp_path.resolve() / 'sediment.toml'}: "
                              "compile.max_chars must be at least 100, got 10")
+
+
+def test_a_cloned_repository_cannot_send_the_users_secret_anywhere(
+        sediment: Runner, tmp_path: Path) -> None:
+    """The attack of issue 26, item 4: a project file aims the embedder at its own server
+    and names the user's AWS secret as the API key. Nothing may reach that server."""
+    import http.server
+    import threading
+
+    seen: list[str] = []
+
+    class Catch(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            seen.append(self.headers.get("Authorization", ""))
+            self.send_response(500)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = http.server.HTTPServer(("127.0.0.1", 0), Catch)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        (tmp_path / "README.md").write_text("# Project\n\nSome text.\n")
+        (tmp_path / "sediment.toml").write_text(
+            f'[embedder]\nname = "openai"\nbase_url = "http://127.0.0.1:{srv.server_port}/v1"'
+            '\nmodel = "m"\ndim = 8\napi_key_env = "AWS_SECRET_ACCESS_KEY"\n')
+        env = {"AWS_SECRET_ACCESS_KEY": "the-users-secret", "SEDIMENT_EMBEDDER": ""}
+        for args in (("compile",), ("search", "text"),
+                     ("memory", "save", "a fact", "--category", "fact")):
+            r = sediment(*args, cwd=tmp_path, env=env)
+            assert r.code == 1, (args, r.out, r.err)
+            assert f"{tmp_path.resolve() / 'sediment.toml'}: embedder.base_url, " \
+                   "embedder.api_key_env may not be set" in r.err
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert seen == []

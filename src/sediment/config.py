@@ -13,6 +13,11 @@ names it; so are a ``[[sources]]`` entry's ``root`` and a git source's local ``u
 (docs/sources.md). The API key never sits in a file: ``embedder.api_key_env`` names the
 variable that holds it.
 
+Where text and credentials go is the user's choice, never a repository's: ``store`` URLs,
+``embedder.base_url`` and ``embedder.api_key_env`` are refused in a project file (the one
+found or the one ``SEDIMENT_CONFIG`` names), and read only from the user config, the
+environment and flags. There is no per-project trust switch.
+
 Environment variables: ``SEDIMENT_DIR`` (layer directory), ``SEDIMENT_STORE`` (a PostgreSQL
 store URL, as ``--store``), ``SEDIMENT_EMBEDDER``
 (minilm | hash | openai), ``SEDIMENT_EMBED_BASE_URL``, ``SEDIMENT_EMBED_MODEL``,
@@ -36,6 +41,7 @@ import platformdirs
 from sediment.errors import ConfigError
 
 PROJECT_FILE = "sediment.toml"
+USER_CONFIG_HINT = "~/.config/sediment/config.toml on Linux, or the file SEDIMENT_USER_CONFIG names"
 KEYS: dict[str, frozenset[str]] = {
     "store": frozenset({"dir", "cache_dir", "url"}),
     "embedder": frozenset({"name", "base_url", "model", "dim", "api_key_env"}),
@@ -229,7 +235,29 @@ def _agents(cfg: Config, data: Mapping[str, Any], source: Path, *, trusted: bool
             cfg.agents[key] = AgentDefinition(key, "toml", dict(value), source)
 
 
+def _destinations(data: Mapping[str, Any], source: Path) -> None:
+    """A project's sediment.toml comes with the repository: it may not choose where the
+    user's text and credentials go (the store server, the embedding server, the variable
+    whose secret is sent as the bearer token)."""
+    store = data.get("store")
+    emb = data.get("embedder")
+    named = [*(["store"] if isinstance(store, str) else []),
+             *(["store.url"] if isinstance(store, dict) and "url" in store else []),
+             *(f"embedder.{k}" for k in ("base_url", "api_key_env")
+               if isinstance(emb, dict) and k in emb)]
+    if named:
+        them = "it" if len(named) == 1 else "them"
+        raise ConfigError(
+            f"{source}: {', '.join(named)} may not be set in a project's sediment.toml: a "
+            "cloned repository must not choose where your memories, queries and API keys "
+            f"are sent. Set {them} in your user config ({USER_CONFIG_HINT}), the environment "
+            "(SEDIMENT_STORE, SEDIMENT_EMBED_BASE_URL, SEDIMENT_EMBED_API_KEY) or a flag "
+            f"(--store) instead, and remove {them} from this file")
+
+
 def _apply(cfg: Config, data: Mapping[str, Any], source: Path, *, trusted: bool = False) -> None:
+    if not trusted:
+        _destinations(data, source)
     _agents(cfg, data, source, trusted=trusted)
     data = dict(data)
     sources = data.pop("sources", None)

@@ -85,7 +85,7 @@ def test_profile_for() -> None:
     assert profile_for("hash", dim=8) == HashEmbedder(8).profile
     p = profile_for()
     assert p.backend == "onnxruntime" and p.dim == 384
-    assert profile_for("openai", base_url="http://h/v1", model="m", dim=5).model == "m"
+    assert profile_for("openai", base_url="https://h/v1", model="m", dim=5).model == "m"
 
 
 def test_package_all_is_importable() -> None:

@@ -219,6 +219,22 @@ def test_rejects_bad_arguments(kwargs: dict[str, object]) -> None:
         OpenAIEmbedder(**args)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("url", ["http://attacker.example/v1", "http://10.0.0.5:8000/v1",
+                                 "http://user:pw@192.168.1.2/v1", "http://[fe80::1]/v1",
+                                 "http://localhost.attacker.example/v1"])
+def test_plain_http_only_to_this_machine(url: str) -> None:
+    with pytest.raises(ValidationError, match="plain http to another machine") as info:
+        OpenAIEmbedder(url, "m", 4)
+    assert "pw" not in str(info.value)
+
+
+@pytest.mark.parametrize("url", ["http://localhost:11434/v1", "http://127.0.0.1:8000/v1",
+                                 "http://127.9.9.9/v1", "http://[::1]:8080/v1",
+                                 "http://LOCALHOST/v1", "https://api.example.com/v1"])
+def test_https_anywhere_and_http_to_loopback_are_accepted(url: str) -> None:
+    assert OpenAIEmbedder(url, "m", 4).url.endswith("/embeddings")
+
+
 def test_retry_after_parsing() -> None:
     def parse(value: str) -> float | None:
         return _retry_after(httpx.Response(429, headers={"Retry-After": value}))

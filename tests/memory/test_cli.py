@@ -128,7 +128,7 @@ def test_tokens_create_list_revoke(sediment: Runner, tmp_path: Path) -> None:
 
 def test_the_configured_store_is_used_when_no_directory_is_named(
         sediment: Runner, pg_url: str, tmp_path: Path) -> None:
-    (tmp_path / "sediment.toml").write_text(f'store = "{pg_url}"\n')
+    Path(os.environ["SEDIMENT_USER_CONFIG"]).write_text(f'store = "{pg_url}"\n')
     saved = mem(sediment, None, "alice", "save", "Alice deploys on Fridays", "--category",
                 "fact", "--scope", "project")
     assert [m["id"] for m in mem(sediment, pg_url, "alice", "list")["memories"]] == [

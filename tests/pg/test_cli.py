@@ -56,7 +56,7 @@ def test_write_search_layers_propose_accept(sediment: Runner, pg_url: str,
     assert gone.json()["layer"] == "user"
 
 
-def test_the_store_comes_from_the_environment_or_sediment_toml(
+def test_the_store_comes_from_the_environment_or_the_user_config(
         sediment: Runner, pg_url: str, tmp_path: Path) -> None:
     (tmp_path / "x").mkdir()
     _pushed(pg_url, tmp_path / "x")
@@ -64,11 +64,14 @@ def test_the_store_comes_from_the_environment_or_sediment_toml(
     assert by_env.json()["layers"][3]["chunks"] == 8
     project = tmp_path / "proj"
     project.mkdir()
-    (project / "sediment.toml").write_text(f'[store]\nurl = "{pg_url}"\n')
-    by_toml = sediment("layers", "--json", cwd=project)
-    assert by_toml.json()["layers"][3]["chunks"] == 8
+    Path(os.environ["SEDIMENT_USER_CONFIG"]).write_text(f'[store]\nurl = "{pg_url}"\n')
+    by_config = sediment("layers", "--json", cwd=project)
+    assert by_config.json()["layers"][3]["chunks"] == 8
     files = sediment("layers", "--json", "--dir", str(tmp_path / "x"), cwd=project)
     assert "project" not in files.json()["layers"][3]["path"]
+    (project / "sediment.toml").write_text(f'[store]\nurl = "{pg_url}"\n')
+    refused = sediment("layers", "--json", cwd=project)
+    assert refused.code == 1 and "store.url may not be set" in refused.err
 
 
 def test_store_and_dir_together_is_a_usage_error(sediment: Runner, pg_url: str,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -118,9 +119,9 @@ def test_db_migrate_command(sediment: Runner, pg_empty_url: str) -> None:
     assert status.json()["version"] == status.json()["latest"]
 
 
-def test_db_migrate_reads_the_store_from_sediment_toml(sediment: Runner, pg_empty_url: str,
-                                                       tmp_path: Path) -> None:
-    (tmp_path / "sediment.toml").write_text(f'store = "{pg_empty_url}"\n')
+def test_db_migrate_reads_the_store_from_the_user_config(sediment: Runner, pg_empty_url: str,
+                                                         tmp_path: Path) -> None:
+    Path(os.environ["SEDIMENT_USER_CONFIG"]).write_text(f'store = "{pg_empty_url}"\n')
     r = sediment("db", "migrate", "--json")
     assert r.code == 0, r.err
     assert r.json()["version"] == latest_version()

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from sediment.cli._output import emit_json, snippet, visible
-from sediment.review import ChunkReport, ResolvedSource, inspect_chunk
+from sediment.review import ChunkReport, ResolvedSource, SourceLines, inspect_chunk
 from sediment.store import LayerSet
 
 
@@ -65,9 +65,9 @@ def print_chunk_report(report: ChunkReport) -> None:
 
 
 def show_chunk(path: Path, chunk_id: int, *, root: Path | None = None, as_json: bool = False,
-               layerset: LayerSet | None = None) -> None:
+               layerset: LayerSet | None = None, lines: SourceLines | None = None) -> None:
     """``inspect PATH --id N``: the chunk, its resolved provenance and its events."""
-    report = inspect_chunk(path, chunk_id, layerset=layerset, root=root)
+    report = inspect_chunk(path, chunk_id, layerset=layerset, root=root, lines=lines)
     if as_json:
         emit_json(report.to_dict())
     else:

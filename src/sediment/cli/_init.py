@@ -48,10 +48,11 @@ TOML = """\
 # minilm (offline, default), hash (offline, for tests) or openai (any OpenAI-compatible
 # /v1/embeddings server). Unset, a search uses the offline embedder the layers record.
 # name = "minilm"
-# base_url = "http://localhost:11434/v1"
 # model = "nomic-embed-text"
 # dim = 768
-# api_key_env = "OPENAI_API_KEY"
+# Where texts and keys are sent (base_url, api_key_env) and a team store's URL are yours to
+# choose, not the repository's: set them in your user config or the environment
+# (SEDIMENT_EMBED_BASE_URL, SEDIMENT_STORE); this file may not (docs/configuration.md).
 
 [compile]
 # include = ["**/*.md"]

@@ -15,6 +15,7 @@ from sediment.cli._options import (
     get_config,
     json_option,
     open_store,
+    source_lines,
     store_layer_options,
 )
 from sediment.cli._output import console, emit_json, visible
@@ -62,8 +63,9 @@ def _describe_file(f: LayerFile) -> dict[str, Any]:
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Directory that `path:line` sources are relative to (default: cwd).")
 @json_option
-def inspect(path: Path | None, layer_path: Path | None, chunk_id: int | None,
-            root: Path | None, as_json: bool) -> None:
+@click.pass_context
+def inspect(ctx: click.Context, /, path: Path | None, layer_path: Path | None,
+            chunk_id: int | None, root: Path | None, as_json: bool) -> None:
     """Show a layer file's header, sections, counts and embedding profile, or with --id one
     chunk with its sources resolved and the proposals and decisions that refer to it."""
     if (path is None) == (layer_path is None):
@@ -73,7 +75,8 @@ def inspect(path: Path | None, layer_path: Path | None, chunk_id: int | None,
     if chunk_id is not None:
         from sediment.cli._chunk import show_chunk
 
-        show_chunk(target, chunk_id, root=root, as_json=as_json)
+        show_chunk(target, chunk_id, as_json=as_json,
+                   lines=source_lines(get_config(ctx), root or Path.cwd()))
         return
     f = LayerFile.open(target)
     info = _describe_file(f)

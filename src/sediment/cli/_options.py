@@ -14,7 +14,9 @@ from sediment.cli._output import detail
 from sediment.config import Config, load_config, store_url
 from sediment.embed import DEFAULT_EMBEDDER, Embedder, make_configured
 from sediment.errors import ConfigError, NotFoundError
+from sediment.ingest import selector
 from sediment.ops.embedding import embedder_for_layers
+from sediment.review import SourceLines
 from sediment.store import LayerName, LayerSet, LayerStore
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -26,6 +28,12 @@ def get_config(ctx: click.Context) -> Config:
         obj["config"] = load_config()
     cfg: Config = obj["config"]
     return cfg
+
+
+def source_lines(cfg: Config, root: Path) -> SourceLines:
+    """How ``path:line`` sources are shown to people: read under ``root``, and only from
+    the files the project's compile globs select (never dotfiles or Sediment's own)."""
+    return SourceLines(root, selector(cfg.compile.include, cfg.compile.exclude))
 
 
 def json_option(f: F) -> F:

@@ -20,19 +20,8 @@ from typing import Any
 import click
 from rich.console import Console
 
-_BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x2028,
-         0x2029)
-_UNSAFE = [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)]
-_ESCAPES: dict[int, str] = {c: f"\\x{c:02x}" for c in _UNSAFE}
-_ESCAPES.update({c: f"\\u{c:04x}" for c in _BIDI})
-_ESCAPES_KEEP_LINES = {c: e for c, e in _ESCAPES.items() if c not in (0x0A, 0x09)}
-_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in (*_BIDI, *range(0x7F, 0xA0))}
-
-
-def visible(text: str, *, keep_lines: bool = False) -> str:
-    """``text`` with control characters and bidirectional controls written as escapes
-    (``\\x1b``, ``\\u202e``); ``keep_lines`` leaves newlines and tabs as they are."""
-    return text.translate(_ESCAPES_KEEP_LINES if keep_lines else _ESCAPES)
+from sediment.format.visible import escape_json_text
+from sediment.format.visible import visible as visible
 
 
 def snippet(text: str, width: int = 70) -> str:
@@ -121,7 +110,7 @@ def console(*, stderr: bool = False) -> Console:
 
 def emit_json(value: Any) -> None:
     text = json.dumps(value, ensure_ascii=False, indent=2, default=str)
-    click.echo(text.translate(_JSON_ESCAPES))
+    click.echo(escape_json_text(text))
 
 
 def verbosity() -> int:

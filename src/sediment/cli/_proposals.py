@@ -15,6 +15,7 @@ from sediment.cli._options import (
     get_config,
     json_option,
     open_store,
+    source_lines,
     store_layer_options,
 )
 from sediment.cli._output import emit_json, entry, visible
@@ -99,7 +100,9 @@ def proposals_show(ctx: click.Context, /, proposal_id: int, root: Path | None, a
     view = get_proposal(ls, proposal_id)
     holder = next((n for n in (LayerName.DELTA, LayerName.LOCAL)
                    if ls.chunk(n, view.context_id) is not None), None)
-    report = (inspect_stored(ls, holder, view.context_id, root=root)
+    cfg = get_config(ctx)
+    report = (inspect_stored(ls, holder, view.context_id,
+                             lines=source_lines(cfg, root or Path.cwd()))
               if holder is not None else None)
     if as_json:
         emit_json({**view.to_dict(), "inspection": report.to_dict() if report else None})

@@ -17,6 +17,7 @@ from sediment.cli._options import (
     open_store,
     shared_token,
     signature_option,
+    source_lines,
     store_layer_options,
     token_options,
 )
@@ -140,6 +141,7 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
 
     mount_api(server, registry, context, host=host)
     ui = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host,
+               sources=source_lines(cfg, root or layer_dir or cfg.root),
                context=team.context if team else loop,
                memory=team.memory if team else None,
                tokens=team.tokens if team else None)

@@ -16,6 +16,7 @@ from sediment.cli._options import (
     json_option,
     open_store,
     shared_token,
+    source_lines,
     store_layer_options,
     token_options,
 )
@@ -89,6 +90,7 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None,
                              root=root or layer_dir or cfg.root)
     team = None if isinstance(layerset, LayerSet) else team_for(layerset, service, cfg)
     page = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host,
+                 sources=source_lines(cfg, root or layer_dir or cfg.root),
                  pubkey=pubkey, context_settings=resolve(cfg.context)[0], actor=name,
                  memory=team.memory if team else None, context=team.context if team else None,
                  tokens=team.tokens if team else None)

@@ -40,7 +40,13 @@ from sediment.context.state import (
 from sediment.context.store import ITEM_PREFIX, ContextStore, NewEvent, NewItem, StoredItem
 from sediment.context.tokens import count_tokens, tokenizer_name
 from sediment.context.uses import UseBuffer
-from sediment.credentials import refuse_credentials
+from sediment.credentials import (
+    check_metadata,
+    check_number,
+    check_text,
+    check_texts,
+    refuse_credentials,
+)
 from sediment.embed import Embedder
 from sediment.errors import NotFoundError, ValidationError
 from sediment.store.events import FORGET, SUPERSEDE
@@ -268,13 +274,14 @@ class ContextLoop:
         if context_type not in CONTEXT_TYPES:
             raise ValidationError(f"context_type: {context_type!r} is not one of "
                                   f"{', '.join(CONTEXT_TYPES)}")
-        refuse_credentials(content, "content")
-        if metadata:
-            refuse_credentials(json.dumps(metadata, ensure_ascii=False), "metadata")
+        check_text(content, "content")
+        tags = check_texts(tags, "tags")
+        metadata = check_metadata(metadata)
+        check_text(run_id, "run_id")
         self._make_room()
         iteration = self._folded_state().current(actor, run_id)
         cid, embedded = self._store(actor, run_id, content, context_type, iteration, tags,
-                                    dict(metadata or {}))
+                                    metadata)
         out = {"id": item_ref(cid), "context_type": context_type, "run_id": run_id,
                "iteration": iteration, "embedded": embedded}
         if not embedded:
@@ -286,9 +293,14 @@ class ContextLoop:
                                tool_calls: Sequence[str] = (), artifacts: Sequence[str] = (),
                                error: str | None = None, run_id: str = DEFAULT_RUN
                                ) -> dict[str, Any]:
-        refuse_credentials(summary, "summary")
-        if error:
-            refuse_credentials(error, "error")
+        check_text(summary, "summary")
+        check_text(error, "error", optional=True)
+        tool_calls, artifacts = check_texts(tool_calls, "tool_calls"), \
+            check_texts(artifacts, "artifacts")
+        cost = check_number(cost, "cost", minimum=0)
+        check_number(duration_ms, "duration_ms", minimum=0)
+        check_number(tokens_used, "tokens_used", minimum=0)
+        check_text(run_id, "run_id")
         self._make_room()
         verb = "succeeded" if success else "failed"
         meta = {"success": success, "duration_ms": duration_ms, "tokens_used": tokens_used,
@@ -316,6 +328,10 @@ class ContextLoop:
         with self._votes_lock:
             remembered = self._returned.get((actor, cid), "")
         asked = (query if query and query.strip() else remembered)[:QUERY_CHARS]
+        if asked:
+            refuse_credentials(asked, "query")
+        if reason:
+            refuse_credentials(reason, "reason")
         data: dict[str, Any] = {"event": "feedback", "item": cid, "actor": actor,
                                 "helpful": helpful, "reason": reason or ""}
         if asked:

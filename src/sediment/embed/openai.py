@@ -8,6 +8,7 @@ key, unknown model) fail at once with the server's own words in the message.
 from __future__ import annotations
 
 import email.utils
+import ipaddress
 import math
 import random
 import threading
@@ -67,6 +68,11 @@ class OpenAIEmbedder:
             raise ValidationError(
                 f"base_url must be an http(s) URL like http://localhost:11434/v1, got {base_url!r}"
             )
+        if parts.scheme == "http" and not _loopback(parts.hostname or ""):
+            raise ValidationError(
+                f"base_url http://{parts.hostname}/... is plain http to another machine: every "
+                "embedded text and the API key would cross the network unencrypted; use "
+                "https, or plain http only to this machine (localhost, 127.0.0.1, ::1)")
         _positive("batch_size", batch_size)
         _positive("timeout", timeout)
         _positive("dim", dim)
@@ -224,6 +230,15 @@ class OpenAIEmbedder:
                     timeout=self.timeout, headers=headers, transport=self._transport
                 )
             return self._client
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _positive(name: str, value: float) -> None:

@@ -14,7 +14,12 @@ from sediment.ingest.chunker import (
     chunk_text,
     is_markdown,
 )
-from sediment.ingest.discover import ALWAYS_EXCLUDED_DIRS, DEFAULT_EXCLUDED_DIRS, discover
+from sediment.ingest.discover import (
+    ALWAYS_EXCLUDED_DIRS,
+    DEFAULT_EXCLUDED_DIRS,
+    discover,
+    selector,
+)
 from sediment.ingest.kinds import DEFAULT_KIND, KindRule, kind_problem, resolve_kind
 from sediment.ingest.model import ChunkedFile, DocChunk, Skipped, SourceText, source_ref
 from sediment.ingest.sources import BINARY_SNIFF_BYTES, DEFAULT_MAX_BYTES, read_text_file
@@ -41,5 +46,6 @@ __all__ = [
     "kind_problem",
     "read_text_file",
     "resolve_kind",
+    "selector",
     "source_ref",
 ]

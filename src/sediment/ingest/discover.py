@@ -34,7 +34,7 @@ from sediment.errors import NotFoundError, ValidationError
 from sediment.ingest.model import Skipped
 from sediment.ingest.patterns import Matcher, compile_patterns, literal_segments, normalize_patterns
 
-__all__ = ["ALWAYS_EXCLUDED_DIRS", "DEFAULT_EXCLUDED_DIRS", "discover"]
+__all__ = ["ALWAYS_EXCLUDED_DIRS", "DEFAULT_EXCLUDED_DIRS", "discover", "selector"]
 
 ALWAYS_EXCLUDED_DIRS = frozenset({".git"})
 DEFAULT_EXCLUDED_DIRS = frozenset({
@@ -79,24 +79,48 @@ def discover(
     Raises ``NotFoundError`` when ``root`` is not a directory and ``ValidationError`` for
     an empty include list or a bad pattern.
     """
+    rules = _rules(include, exclude, default_excludes)
+    base = _real_root(Path(root))
+    report = on_skip or (lambda _: None)
+    found = _walk(base, rules, report)
+    return [PurePosixPath(rel) for rel in sorted(_dedupe(found, report))]
+
+
+def selector(
+    include: Sequence[str], exclude: Sequence[str] = (), *, default_excludes: bool = True,
+) -> Callable[[str], bool]:
+    """Whether ``discover`` would keep a path by its name alone: the same globs, skipped
+    and hidden directories, and directory excludes, for one relative posix path (the
+    file itself is not looked at). Shows people only the files a compile reads."""
+    rules = _rules(include, exclude, default_excludes)
+
+    def selects(rel: str) -> bool:
+        parts = rel.split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            return False
+        for i in range(1, len(parts)):
+            if not rules.enters(parts[i - 1], "/".join(parts[:i])):
+                return False
+        return rules.wanted(rel)
+
+    return selects
+
+
+def _rules(include: Sequence[str], exclude: Sequence[str], default_excludes: bool) -> _Rules:
     includes = normalize_patterns(include, "include")
     if not includes:
         raise ValidationError("include: at least one glob is required")
     excludes = normalize_patterns(exclude, "exclude")
-    base = _real_root(Path(root))
     named = literal_segments(includes, "include")
     skip_dirs = ALWAYS_EXCLUDED_DIRS
     if default_excludes:
         skip_dirs |= DEFAULT_EXCLUDED_DIRS - named
-    rules = _Rules(
+    return _Rules(
         include=compile_patterns(includes),
         exclude=compile_patterns(excludes) if excludes else None,
         skip_dirs=skip_dirs,
         enter_hidden=any(s.startswith(".") for s in named),
     )
-    report = on_skip or (lambda _: None)
-    found = _walk(base, rules, report)
-    return [PurePosixPath(rel) for rel in sorted(_dedupe(found, report))]
 
 
 def _real_root(root: Path) -> Path:

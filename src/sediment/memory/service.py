@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from sediment.credentials import refuse_credentials
+from sediment.credentials import check_text, refuse_credentials
 from sediment.embed import Embedder
 from sediment.errors import NotFoundError, PermissionDeniedError, ValidationError
 from sediment.memory.correction import (
@@ -101,6 +101,7 @@ def _context_name(value: object) -> str | None:
         return None
     if not isinstance(value, str) or not CONTEXT_RE.match(value.strip() or "\x00"):
         raise ValidationError("context must be a name of 1-100 printable characters")
+    refuse_credentials(value, "context")
     return value.strip()
 
 
@@ -117,6 +118,8 @@ def _related(value: object, allow_chunk_sources: bool) -> tuple[list[str], list[
     targets: list[str] = []
     sources: list[int | str] = []
     for i, item in enumerate(value):
+        if isinstance(item, str):
+            refuse_credentials(item, f"related_to[{i}]")
         if isinstance(item, int) and not isinstance(item, bool) and 0 < item < 2**32:
             targets.append(str(item))
             if allow_chunk_sources:
@@ -583,7 +586,8 @@ class MemoryService:
                                   f"{priority!r}")
         data: dict[str, Any] = {"event": "context", "actor": actor, "name": ctx}
         if description is not None:
-            refuse_credentials(description, "description")
+            if description:  # "" clears it
+                check_text(description, "description")
             data["description"] = description
         if priority is not None:
             data["priority"] = float(priority)

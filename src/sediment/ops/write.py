@@ -78,6 +78,9 @@ def write_context(layerset: LayerStore, embedder: Embedder, request: WriteReques
     (one commit); return the chunk's new id."""
     scope = check_scope(request.scope, allowed)
     refuse_credentials(request.content, "content")
+    for i, ref in enumerate(request.sources or ()):
+        if isinstance(ref, str):
+            refuse_credentials(ref, f"sources[{i}]")
     sources = check_sources(layerset, request.sources, actor)
     check_profile(layerset, embedder, None)
     vec = embedder.embed([request.content])

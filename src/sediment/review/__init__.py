@@ -33,6 +33,7 @@ from sediment.review.provenance import (
     ChunkReport,
     EventRecord,
     ResolvedSource,
+    SourceLines,
     inspect_chunk,
     inspect_stored,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "ResolvedSource",
     "Rotation",
     "SignatureError",
+    "SourceLines",
     "accept",
     "archive_and_reset",
     "compact",

@@ -6,19 +6,27 @@ layers' versions of the same id, and every event that refers to it, in time orde
 
 A source id equal to the chunk's own id is the version it was promoted from: an accepted
 copy in user names the delta original that way, so it resolves to a lower layer's version.
-File sources are read only inside ``root``, so a chunk citing ``/etc/passwd:1`` shows
-nothing from outside the project.
+File sources are read by :class:`SourceLines`: only inside ``root`` (a chunk citing
+``/etc/passwd:1`` shows nothing from outside the project), never a dotfile or one of
+Sediment's own files, only what the project compiles when the caller gives its globs, and
+a bounded number of bytes per file, cached.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import posixpath
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sediment.credentials import find_credentials
 from sediment.errors import NotFoundError
 from sediment.format import Chunk, LayerFile, Source
 from sediment.format.ids import parse_source_ref
@@ -115,41 +123,161 @@ def _same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
 
 
-def _read_line(root: Path, ref: str) -> ResolvedSource:
-    parsed = parse_source_ref(ref)
-    if parsed is None:
-        return ResolvedSource(ref, "other", False, note="neither a chunk id nor path:line")
-    rel, line = parsed.path, parsed.line
-    base = root.resolve()
-    target = (base / rel).resolve()
-    if not target.is_relative_to(base):
-        return ResolvedSource(ref, "file", False, file=rel, line=line,
-                              note=f"outside the root {base}; not read")
-    if not target.is_file():
-        return ResolvedSource(ref, "file", False, file=rel, line=line,
-                              note=f"no such file under {base}")
-    n = 0
-    try:
-        with target.open(encoding="utf-8", errors="replace") as fh:
-            for n, text in enumerate(fh, 1):
-                if n == line:
-                    text = text.rstrip("\r\n")
-                    if len(text) > MAX_LINE_CHARS:
-                        text = text[:MAX_LINE_CHARS] + "…"
-                    return ResolvedSource(ref, "file", True, file=rel, line=line, text=text)
-    except OSError as exc:
-        return ResolvedSource(ref, "file", False, file=rel, line=line,
-                              note=f"unreadable: {exc.strerror or exc}")
-    return ResolvedSource(ref, "file", False, file=rel, line=line,
-                          note=f"line {line} is past the end of the file ({n} lines)")
+OWN_FILES = ("*.db", "*.db.*", "*.lex", "*.ann", "*.lock", "*.tmp")
+"""Names of files Sediment writes (layers, their signatures and derived indexes, locks,
+temporaries): never shown as a source, whatever the globs say."""
+MAX_SOURCE_BYTES = 1 << 20
+"""Bytes of one file read to show its lines: a line past them is not shown."""
+CACHED_FILES = 32
+CACHED_REFS = 4096
+
+
+class SourceLines:
+    """The lines of ``path:line`` sources a person may see, read once per file version.
+
+    A source is shown only when its file is under ``root`` (symlinks resolved), no part of
+    its path starts with a dot (``.env``, ``.git/``, ``.sediment/``: the context store), its
+    name is not one of Sediment's own files (:data:`OWN_FILES`: ``AGENTS.local.db`` holds
+    other actors' memories), ``selects`` accepts it (the project's compile globs, so a
+    proposal shows only what a compile would read), and the line does not look like a
+    credential. At most ``max_bytes`` of a file are read; the lines are kept per file,
+    keyed by its inode, size and mtime, so a queue citing one large file many times reads
+    it once, and each reference's result is kept while that file version lasts (a refusal
+    by path for good), so a page shown again costs a stat per source.
+    """
+
+    def __init__(self, root: str | os.PathLike[str],
+                 selects: Callable[[str], bool] | None = None, *,
+                 max_bytes: int = MAX_SOURCE_BYTES) -> None:
+        self.root = Path(root).resolve()
+        self.selects = selects
+        self.max_bytes = max_bytes
+        self._files: OrderedDict[tuple[str, int, int, int],
+                                 tuple[list[str], bool, dict[int, bool]]] = OrderedDict()
+        """(lines, cut at max_bytes, line number -> looks like a credential) per version."""
+        self._lock = threading.Lock()
+        self._refs: OrderedDict[str, tuple[tuple[str, int, int, int] | None,
+                                           ResolvedSource]] = OrderedDict()
+        self.reads = 0
+        """Files read so far (not served from the cache)."""
+
+    def _refused(self, rel: str, target: Path) -> str | None:
+        """Why the file may not be shown, checked on the path as cited and as resolved
+        (a symlink must not lead past a rule)."""
+        forms = {target.relative_to(self.root).as_posix()}
+        cited = posixpath.normpath(rel)
+        if not cited.startswith(("/", "../")) and cited != "..":
+            forms.add(cited)
+        for form in sorted(forms):
+            parts = form.split("/")
+            if any(p.startswith(".") for p in parts):
+                return "a hidden file or directory; not shown"
+            if any(fnmatch.fnmatchcase(parts[-1], pat) for pat in OWN_FILES):
+                return "one of Sediment's own files; not shown"
+            if self.selects is not None and not self.selects(form):
+                return "not a file this project compiles (compile include/exclude); not shown"
+        return None
+
+    @staticmethod
+    def _key(target: Path) -> tuple[str, int, int, int]:
+        st = target.stat()
+        return (str(target), st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def _lines(self, target: Path) -> tuple[list[str], bool, dict[int, bool]]:
+        key = self._key(target)
+        with self._lock:
+            got = self._files.get(key)
+            if got is not None:
+                self._files.move_to_end(key)
+                return got
+        with target.open("rb") as fh:
+            data = fh.read(self.max_bytes + 1)
+        cut = len(data) > self.max_bytes
+        lines = data[:self.max_bytes].decode("utf-8", errors="replace").splitlines()
+        if cut and lines:
+            lines.pop()  # the last one may be cut short
+        with self._lock:
+            self.reads += 1
+            got = self._files[key] = (lines, cut, {})
+            while len(self._files) > CACHED_FILES:
+                self._files.popitem(last=False)
+        return got
+
+    def read(self, ref: str) -> ResolvedSource:
+        """The source ``ref`` for people. A result is remembered per reference: a refusal
+        (decided by the path alone) as it is, a line while its file's version is the same."""
+        with self._lock:
+            hit = self._refs.get(ref)
+        if hit is not None:
+            key, result = hit
+            try:
+                if key is None or self._key(Path(key[0])) == key:
+                    return result
+            except OSError:
+                pass
+        result, key = self._read(ref)
+        if key is not None or (result.note.endswith("not shown")
+                               or result.note.endswith("not read")):
+            with self._lock:
+                self._refs[ref] = (key, result)
+                while len(self._refs) > CACHED_REFS:
+                    self._refs.popitem(last=False)
+        return result
+
+    def _read(self, ref: str) -> tuple[ResolvedSource, tuple[str, int, int, int] | None]:
+        """The result and, when it depends on a file's content, that file's version."""
+        found = self._resolve(ref)
+        if isinstance(found, ResolvedSource):
+            return found, None
+        target, rel, line = found
+        try:
+            key = self._key(target)
+            lines, cut, secret = self._lines(target)
+        except OSError as exc:
+            return ResolvedSource(ref, "file", False, file=rel, line=line,
+                                  note=f"unreadable: {exc.strerror or exc}"), None
+        if line > len(lines):
+            note = (f"line {line} is past the first {self.max_bytes} bytes; not shown" if cut
+                    else f"line {line} is past the end of the file ({len(lines)} lines)")
+            return ResolvedSource(ref, "file", False, file=rel, line=line, note=note), key
+        text = lines[line - 1]
+        if len(text) > MAX_LINE_CHARS:
+            text = text[:MAX_LINE_CHARS] + "…"
+        if line not in secret:
+            secret[line] = bool(find_credentials(text))
+        if secret[line]:
+            return ResolvedSource(ref, "file", False, file=rel, line=line,
+                                  note="the line looks like it holds a credential; not shown"
+                                  ), key
+        return ResolvedSource(ref, "file", True, file=rel, line=line, text=text), key
+
+    def _resolve(self, ref: str) -> ResolvedSource | tuple[Path, str, int]:
+        """The file a reference may be read from, or why it may not."""
+        parsed = parse_source_ref(ref)
+        if parsed is None:
+            return ResolvedSource(ref, "other", False, note="neither a chunk id nor path:line")
+        rel, line = parsed.path, parsed.line
+        base = self.root
+        target = (base / rel).resolve()
+        if not target.is_relative_to(base) or target == base:
+            return ResolvedSource(ref, "file", False, file=rel, line=line,
+                                  note=f"outside the root {base}; not read")
+        refused = self._refused(rel, target)
+        if refused is not None:
+            return ResolvedSource(ref, "file", False, file=rel, line=line, note=refused)
+        if not target.is_file():
+            return ResolvedSource(ref, "file", False, file=rel, line=line,
+                                  note=f"no such file under {base}")
+        return target, rel, line
 
 
 class _Resolver:
     """``own`` is the inspected file when it is outside the store (else None)."""
 
     def __init__(self, layerset: LayerStore, own: LayerFile | None,
-                 own_layer: LayerName | None, root: Path, viewer: str | None = None) -> None:
-        self.layerset, self.own, self.own_layer, self.root = layerset, own, own_layer, root
+                 own_layer: LayerName | None, lines: SourceLines,
+                 viewer: str | None = None) -> None:
+        self.layerset, self.own, self.own_layer, self.lines = layerset, own, own_layer, lines
         self.viewer = viewer
         self._private: set[int] | None = None
 
@@ -187,7 +315,7 @@ class _Resolver:
         out: list[ResolvedSource] = []
         for ref in chunk.sources:
             if isinstance(ref, str):
-                out.append(_read_line(self.root, ref))
+                out.append(self.lines.read(ref))
                 continue
             where, found, name = self.chunk(ref, chunk.id, layer, from_own)
             if found is not None and not self.readable(name, found):
@@ -224,11 +352,13 @@ def _refers(data: dict[str, Any], chunk: Chunk, target: int) -> bool:
 
 def inspect_chunk(path: str | os.PathLike[str], chunk_id: int, *,
                   layerset: LayerSet | None = None, root: str | os.PathLike[str] | None = None,
-                  depth: int = DEFAULT_DEPTH, viewer: str | None = None) -> ChunkReport:
+                  depth: int = DEFAULT_DEPTH, lines: SourceLines | None = None,
+                  viewer: str | None = None) -> ChunkReport:
     """Inspect chunk ``chunk_id`` of the layer file ``path``.
 
     ``layerset`` resolves source chunks and events (default: the standard layer files
-    beside ``path``); ``root`` is where ``path:line`` sources are read (default: cwd).
+    beside ``path``); ``path:line`` sources are read by ``lines`` (default: a
+    :class:`SourceLines` over ``root``, else the working directory, with no globs).
     The file need not belong to the set (an archive, a compacted base): its own chunks and
     events are then consulted too.
     """
@@ -241,7 +371,8 @@ def inspect_chunk(path: str | os.PathLike[str], chunk_id: int, *,
     own_layer = next((n for n in PRECEDENCE if (q := ls.paths.get(n)) is not None
                       and q.exists() and _same_file(q, p)), None)
     resolver = _Resolver(ls, f if own_layer is None else None, own_layer,
-                         Path(root) if root is not None else Path.cwd(), viewer)
+                         lines or SourceLines(root if root is not None else Path.cwd()),
+                         viewer)
     sources = resolver.resolve(chunk, own_layer, max(depth, 1), True,
                                frozenset({(own_layer.value if own_layer else str(p), chunk_id)}))
     versions = tuple((n.value, c) for n, c in ls.versions(chunk_id))
@@ -264,13 +395,15 @@ def inspect_chunk(path: str | os.PathLike[str], chunk_id: int, *,
 
 def inspect_stored(store: LayerStore, name: LayerName, chunk_id: int, *,
                    root: str | os.PathLike[str] | None = None,
-                   depth: int = DEFAULT_DEPTH, viewer: str | None = None) -> ChunkReport:
+                   depth: int = DEFAULT_DEPTH, lines: SourceLines | None = None,
+                   viewer: str | None = None) -> ChunkReport:
     """:func:`inspect_chunk` for chunk ``chunk_id`` of layer ``name`` of any backend (the
     layer files or the team server): the same report, its ``path`` the layer's location."""
     chunk = store.chunk(name, chunk_id)
     if chunk is None:
         raise NotFoundError(f"{store.location(name)}: no chunk with id {chunk_id}")
-    resolver = _Resolver(store, None, name, Path(root) if root is not None else Path.cwd(),
+    resolver = _Resolver(store, None, name,
+                         lines or SourceLines(root if root is not None else Path.cwd()),
                          viewer)
     sources = resolver.resolve(chunk, name, max(depth, 1), True,
                                frozenset({(name.value, chunk_id)}))

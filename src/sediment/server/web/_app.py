@@ -13,7 +13,6 @@ shared by everyone, ``reviewer``).
 
 from __future__ import annotations
 
-import re
 import secrets
 import threading
 from pathlib import Path
@@ -33,10 +32,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from sediment.auth.tokens import FailClosed
 from sediment.context import ContextLoop, ContextSettings
 from sediment.errors import SedimentError, StoreUnavailableError
+from sediment.format.visible import visible as show_escaped
 from sediment.memory import MemoryService
 from sediment.ops.requests import SearchOptions, parse
 from sediment.ops.service import ContextService
-from sediment.review import AlreadyDecided, Outcome, accept, reject
+from sediment.review import AlreadyDecided, Outcome, SourceLines, accept, reject
 from sediment.search import MAX_K
 from sediment.server.context_tools import context_loop_for
 from sediment.server.disclosure import public_message
@@ -66,14 +66,14 @@ NAV = [("queue", "Review queue"), ("layers", "Layers and diff"), ("search", "Sea
 MAX_FORM_FIELDS = 1000
 MAX_BATCH = 100
 MAX_BODY = 1_000_000
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 
 
 def visible(text: object) -> str:
-    """Control characters (other than newline and tab) shown as escapes, never sent raw."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    """Control, bidirectional and invisible characters (other than newline and tab) shown
+    as escapes, never sent raw (``sediment.format.visible``, as the terminal shows them)."""
+    return show_escaped(str(text), keep_lines=True)
 
 
 def _env() -> Environment:
@@ -96,7 +96,8 @@ class WebUI:
                  host: str, pubkey: Path | None = None, tokens: Tokens | None = None,
                  actor: str | None = None, memory: MemoryService | None = None,
                  context: ContextLoop | None = None,
-                 context_settings: ContextSettings | None = None) -> None:
+                 context_settings: ContextSettings | None = None,
+                 sources: SourceLines | None = None) -> None:
         self.service = service
         self.sessions = Sessions(token, tokens or default_tokens(), actor or default_actor())
         self._memory = memory
@@ -104,6 +105,8 @@ class WebUI:
         self._context_settings = context_settings
         self._build = threading.Lock()
         self.root = root
+        self.sources = sources or SourceLines(root)
+        """Reads the queue's ``path:line`` sources; kept for the server's life (its cache)."""
         self.pubkey = pubkey
         self.policy = OriginPolicy(policy_for(host, is_loopback(host)))
         self.env = _env()
@@ -304,7 +307,7 @@ class WebUI:
             return session
         page = views.page_number(request.query_params.get("page"))
         try:
-            items, pg = await run_in_threadpool(views.queue, self.service.store, self.root,
+            items, pg = await run_in_threadpool(views.queue, self.service.store, self.sources,
                                                 page)
         except SedimentError as exc:
             return self._render(request, "error.html", session, 500, error=public_message(exc))

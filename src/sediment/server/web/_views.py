@@ -21,6 +21,7 @@ from sediment.review import (
     DiffReport,
     Match,
     ProposalView,
+    SourceLines,
     diff_layers,
     inspect_stored,
     list_proposals,
@@ -91,7 +92,7 @@ def _holder(ls: LayerStore, view: ProposalView) -> LayerName | None:
                  if ls.chunk(n, view.context_id) is not None), None)
 
 
-def queue(ls: LayerStore, root: Path, page: int, size: int = PER_PAGE
+def queue(ls: LayerStore, sources: SourceLines, page: int, size: int = PER_PAGE
           ) -> tuple[list[QueueItem], Page]:
     """Pending proposals, newest first, each with what ``proposals show`` and ``diff`` say."""
     pending = sorted(list_proposals(ls, "pending"),
@@ -104,7 +105,7 @@ def queue(ls: LayerStore, root: Path, page: int, size: int = PER_PAGE
     items = []
     for v in shown:
         name = _holder(ls, v)
-        report = inspect_stored(ls, name, v.context_id, root=root) if name else None
+        report = inspect_stored(ls, name, v.context_id, lines=sources) if name else None
         overrides = [(n, c) for n, c in (report.versions if report else ())
                      if n in (LayerName.BASE.value, LayerName.USER.value)]
         matches = [m for m in (diff.conflicts + diff.duplicates if diff else ())
