@@ -129,10 +129,19 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     if transport == "stdio":
         if not no_warm_up:
             service.warm_up()
+        from sediment.server.lifecycle import run_shutdown
         from sediment.server.stdio import run_stdio
 
+        def serve_stdio() -> None:
+            # The session is over when stdin closes: flush batched use counts now, before
+            # the client's grace period ends in SIGTERM (which skips atexit).
+            try:
+                anyio.run(server.run_stdio_async)
+            finally:
+                run_shutdown()
+
         try:
-            run_stdio(lambda: anyio.run(server.run_stdio_async))
+            run_stdio(serve_stdio)
         finally:
             close_workers()
         return

@@ -39,6 +39,7 @@ from sediment.server.http import is_loopback
 from sediment.server.openapi import openapi_document
 from sediment.server.principals import CALLER, request_principal
 from sediment.server.prompts import resolve_off_loop
+from sediment.server.tools import LEGACY_TOOL_NAMES
 
 __all__ = ["MAX_BODY", "MAX_DEPTH", "mount_api", "nesting"]
 
@@ -192,6 +193,7 @@ class Api:
 
     async def call_tool(self, request: Request) -> Any:
         name = request.path_params["name"]
+        name = LEGACY_TOOL_NAMES.get(name, name)
         if name not in {t.name for t in await self.server.list_tools()}:
             raise ApiError(404, "not_found", f"no tool {name[:64]!r}; GET /tools/list")
         arguments = await self._body(request)

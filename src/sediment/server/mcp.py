@@ -54,7 +54,14 @@ from sediment.server.disclosure import public_message
 from sediment.server.memory_tools import add_memory_prompt, memory_service_for, memory_tools
 from sediment.server.principals import default_actor, tool_principal
 from sediment.server.prompts import unknown_prompt_guard
-from sediment.server.tools import APPEND_ONLY, READ_ONLY, actor_tool, result, strict_tool
+from sediment.server.tools import (
+    APPEND_ONLY,
+    LEGACY_TOOL_NAMES,
+    READ_ONLY,
+    actor_tool,
+    result,
+    strict_tool,
+)
 
 INSTRUCTIONS = """\
 Sediment serves a layered context store (AGENTS.db). Search it with agents_search before
@@ -221,13 +228,6 @@ def build_server(service: ContextService, *, name: str = "sediment",
     if context is not None or service.files is not None:
         add_context_tools(server, service, loop=context)
     return server
-
-
-LEGACY_TOOL_NAMES = {"agents.search": "agents_search",
-                     "agents.context.write": "agents_context_write",
-                     "agents.context.propose": "agents_context_propose"}
-"""The RFC's dotted tool names, which a server "MAY also accept": accepted, not listed (a
-listing costs every client tokens, and dots break clients that allow only [a-zA-Z0-9_-])."""
 
 
 async def legacy_tool_names(ctx: ServerRequestContext[Any, Any],

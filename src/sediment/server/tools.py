@@ -34,7 +34,15 @@ from sediment.ops.requests import parse
 from sediment.server.disclosure import public_message
 from sediment.server.principals import default_actor, tool_principal
 
-__all__ = ["APPEND_ONLY", "READ_ONLY", "actor_tool", "result", "strict_tool"]
+__all__ = ["APPEND_ONLY", "LEGACY_TOOL_NAMES", "READ_ONLY", "actor_tool", "result",
+           "strict_tool"]
+
+LEGACY_TOOL_NAMES = {"agents.search": "agents_search",
+                     "agents.context.write": "agents_context_write",
+                     "agents.context.propose": "agents_context_propose"}
+"""The RFC's dotted tool names, which a server "MAY also accept": accepted when called (MCP
+and ``POST /tools/NAME``), not listed (a listing costs every client tokens, and dots break
+clients that allow only [a-zA-Z0-9_-])."""
 
 M = TypeVar("M", bound=BaseModel)
 
