@@ -40,8 +40,8 @@ def test_write_search_layers_propose_accept(sediment: Runner, pg_url: str,
                     env=ENV).json()["results"]
     assert hits[0]["id"] == new_id
     layers = sediment("layers", "--store", pg_url, "--json").json()
-    assert [(r["layer"], r["chunks"]) for r in layers["layers"]] == [
-        ("local", 2), ("user", 1), ("delta", 1), ("base", 8)]
+    assert [(r["layer"], r["chunks"]) for r in layers["layers"]] == [  # + the write's event
+        ("local", 3), ("user", 1), ("delta", 1), ("base", 8)]
     assert layers["schema"]["dim"] == DIM
     p = sediment("propose", "--store", pg_url, str(new_id), "--json")
     assert p.code == 0, p.err
