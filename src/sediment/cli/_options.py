@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -16,8 +16,10 @@ from sediment.embed import DEFAULT_EMBEDDER, Embedder, make_configured
 from sediment.errors import ConfigError, NotFoundError
 from sediment.ingest import selector
 from sediment.ops.embedding import embedder_for_layers
-from sediment.review import SourceLines
 from sediment.store import LayerName, LayerSet, LayerStore
+
+if TYPE_CHECKING:
+    from sediment.review import SourceLines
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,7 +34,10 @@ def get_config(ctx: click.Context) -> Config:
 
 def source_lines(cfg: Config, root: Path) -> SourceLines:
     """How ``path:line`` sources are shown to people: read under ``root``, and only from
-    the files the project's compile globs select (never dotfiles or Sediment's own)."""
+    the files the project's compile globs select (never dotfiles or Sediment's own).
+    Imported here: the review package loads cryptography, which a search never needs."""
+    from sediment.review import SourceLines
+
     return SourceLines(root, selector(cfg.compile.include, cfg.compile.exclude))
 
 
