@@ -475,8 +475,8 @@ def test_d7_a_local_note_is_its_actors_alone_on_the_team_server(pg_project: Proj
                                       "confidence": 0.5, "scope": "local"}),
             ("agents_search", query)])
         theirs = ok(url, bob, "agents_search", query)
-    assert SECRET_WORD in json.dumps(mine), (wrote, mine)
-    assert SECRET_WORD not in json.dumps(theirs), theirs
+    assert SECRET_WORD in json.dumps(mine["results"]), (wrote, mine)
+    assert SECRET_WORD not in json.dumps(theirs["results"]), theirs  # (the query echoes it)
 
 
 # -- 8. both backends rank alike, memories and context present --------------------------------
