@@ -95,13 +95,14 @@ def _propose_two(cwd: Path, run: Callable[[str], None]) -> None:
     """Two agent notes proposed for promotion, as `agents_context_propose` would record them.
 
     Written chunks take ids from 2^31 up (docs/architecture.md#ids), so the sample's first
-    two writes are 2147483648 and 2147483649, and their proposals the next two ids."""
+    two writes are 2147483648 and 2147483650 (each followed by the event recording its
+    actor), and their proposals the next two ids."""
     run("sediment write --scope local --kind derived-summary --confidence 0.7 --author mcp "
         "--content 'Billing retries back off 30 s after a 429.' --source src/billing.py:88")
     run("sediment write --scope local --kind note --confidence 0.4 --author mcp "
         "--content 'Deploys happen on Fridays.' --source docs/deploy.md:5")
     run("sediment propose 2147483648")
-    run("sediment propose 2147483649")
+    run("sediment propose 2147483650")
 
 
 SETUP: dict[str, Callable[[Path, Callable[[str], None]], None]] = {
