@@ -79,7 +79,7 @@ class Staging:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+                 _tb: TracebackType | None) -> None:
         if kind is None:
             self.commit()
         else:

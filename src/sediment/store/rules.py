@@ -29,7 +29,6 @@ from sediment.store.events import MEMORY_KIND_PREFIX, META_PREFIX, WRITE, Event
 from sediment.store.layers import LayerName
 
 HIDDEN_PREFIXES = (META_PREFIX, MEMORY_KIND_PREFIX)
-RESERVED_PREFIXES = HIDDEN_PREFIXES
 PRIVATE_LAYERS = (LayerName.LOCAL,)
 """Layers whose chunks belong to the actor who wrote them."""
 SHARED_MEMORY_LAYERS = (LayerName.USER, LayerName.BASE)
