@@ -164,16 +164,21 @@ def serve(url: str, cwd: Path) -> Iterator[str]:
     """A real ``sediment serve --transport http --store url``; yields its base URL."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k != "SEDIMENT_TOKEN"}
-    proc = subprocess.Popen([SEDIMENT, "serve", "--transport", "http", "--host", "127.0.0.1",
-                             "--port", str(port), "--store", url, "--embedder", "hash",
-                             "--no-warm-up"], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # The server logs each failure's cause: into a file, since a pipe nobody reads fills
+    # up and blocks the server mid-request (which the load would count as hangs).
+    log_path = cwd / f"server-{port}.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen([SEDIMENT, "serve", "--transport", "http", "--host",
+                                 "127.0.0.1", "--port", str(port), "--store", url,
+                                 "--embedder", "hash", "--no-warm-up"], cwd=cwd, env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=log)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
         while True:
             if proc.poll() is not None:
-                err = proc.stderr.read().decode() if proc.stderr else ""
+                err = log_path.read_text(errors="replace")[-4000:]
                 raise RuntimeError(f"server exited with {proc.returncode}: {err}")
             try:
                 httpx.get(f"{base}/health", timeout=1.0)
@@ -190,8 +195,6 @@ def serve(url: str, cwd: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=15)
-        if proc.stderr:
-            proc.stderr.close()
 
 
 @dataclass
