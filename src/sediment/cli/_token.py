@@ -70,7 +70,7 @@ def token() -> None:
                    "admin: also manage tokens.")
 @click.option("--expires", "expires", default=None, metavar="DURATION",
               help="Stop working after this long: a number and s, m, h, d or w (e.g. 30d; "
-                   "default: never, until revoked). Token file only.")
+                   "default: never, until revoked).")
 @store_option
 @json_option
 def create_cmd(actor: str, role: str, expires: str | None, store: str | None,
@@ -80,11 +80,8 @@ def create_cmd(actor: str, role: str, expires: str | None, store: str | None,
     with _tokens(store) as tokens:
         if isinstance(tokens, TokenStore):
             secret, info = tokens.create(actor, role, until)
-        elif until is not None:
-            raise click.UsageError("--expires works with the token file; the team server's "
-                                   "tokens last until revoked (sediment token revoke)")
         else:
-            secret, info = tokens.create(actor, role, created_by=default_actor())
+            secret, info = tokens.create(actor, role, until, created_by=default_actor())
     if as_json:
         emit_json({**info.to_dict(), "token": secret})
         return
