@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -28,9 +27,7 @@ def billion_laughs(levels: int = 9) -> str:
 
 @pytest.mark.timeout(10)
 def test_billion_laughs_is_refused_quickly_with_a_clear_error() -> None:
-    start = time.perf_counter()
-    err = refused(billion_laughs(), "limit.nodes")
-    assert time.perf_counter() - start < 1.0
+    err = refused(billion_laughs(), "limit.nodes")  # expanded, it would outlast the timeout
     assert "alias counts as everything it repeats" in str(err)
 
 
@@ -112,9 +109,7 @@ def test_number_literal_length_is_bounded() -> None:
 
 @pytest.mark.timeout(10)
 def test_depth_limit_holds_for_very_deep_nesting() -> None:
-    start = time.perf_counter()
     refused("project: x\nunits: " + "[" * 50_000 + "]" * 50_000 + "\n", "limit.depth")
-    assert time.perf_counter() - start < 2.0
 
 
 @pytest.mark.timeout(10)
@@ -131,17 +126,17 @@ def test_node_limit_without_aliases() -> None:
 
 
 @pytest.mark.timeout(20)
-def test_a_large_legitimate_manifest_loads_in_reasonable_time() -> None:
+def test_a_large_legitimate_manifest_loads() -> None:
+    """Within the limits, 5,000 units with triggers and a dependency chain load whole (its
+    speed is a benchmark's business, not a test's: a loaded CI machine is not a clock)."""
     units = "".join(
         f"  - id: u{i}\n    path: docs/u{i}.md\n    intent: \"What is unit {i} about?\"\n"
         f"    scope: project\n    audience: [developer, agent]\n"
         f"    triggers: [alpha, t{i}]\n    depends_on: [u{max(i - 1, 0)}]\n"
         for i in range(5000))
     text = f'kcp_version: "0.14"\nproject: big\nunits:\n{units}'
-    start = time.perf_counter()
     r = parse_manifest(text)
     assert r.valid and r.unit_count == 5000
-    assert time.perf_counter() - start < 6.0
 
 
 def test_load_yaml_uses_the_yaml_1_2_core_schema() -> None:

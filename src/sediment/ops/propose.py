@@ -17,7 +17,7 @@ from sediment.errors import NotFoundError, ValidationError
 from sediment.format.ids import check_chunk_id
 from sediment.store import AGENT_WRITABLE, LayerName, LayerStore, NewChunk
 from sediment.store.events import find_proposal, is_meta_kind, proposal_event
-from sediment.store.rules import PRIVATE_LAYERS, is_hidden_kind, private_ids, readable
+from sediment.store.rules import Reader, is_hidden_kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,9 +48,7 @@ def _propose_locked(layerset: LayerStore, context_id: int, actor: str) -> Propos
         raise NotFoundError(f"chunk {context_id} is not in the local or delta layer (found in "
                             f"{where}); only agent-written chunks can be proposed")
     chunk = versions[source]
-    private = private_ids(layerset.events([source]), actor) if source in PRIVATE_LAYERS \
-        else set()
-    if not readable(actor, source, chunk, private):
+    if not Reader(layerset, actor).may_read(source, chunk):
         raise NotFoundError(f"chunk {context_id} is not in the local or delta layer (found "
                             "in no layer you can read); only agent-written chunks can be "
                             "proposed")

@@ -33,7 +33,7 @@ from sediment.ops.rerank import STANDARD, RerankerFactory
 from sediment.ops.write import write_context
 from sediment.store import LayerName, LayerSet, LayerStore
 from sediment.store.events import MEMORY_KIND_PREFIX
-from sediment.store.rules import PRIVATE_LAYERS, is_hidden_kind, private_ids, readable
+from sediment.store.rules import Reader, is_hidden_kind
 
 
 class ContextService:
@@ -110,10 +110,10 @@ class ContextService:
         """A chunk as precedence resolves it (or one layer's version), if ``actor`` may
         read it (``sediment.store.rules``): a memory or another actor's local note reads
         as absent. Hidden versions another actor may not read are left out too."""
-        private = private_ids(self.store.events(PRIVATE_LAYERS), actor)
+        reader = Reader(self.store, actor)
 
         def ok(name: LayerName, chunk: Chunk) -> bool:
-            return readable(actor, name, chunk, private) and not is_hidden_kind(chunk.kind)
+            return reader.may_read(name, chunk) and not is_hidden_kind(chunk.kind)
 
         if layer is not None:
             layer_name = LayerName.parse(layer)

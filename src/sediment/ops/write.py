@@ -24,7 +24,7 @@ from sediment.ops.query import check_profile
 from sediment.ops.requests import LayerField, WriteRequest
 from sediment.store import AGENT_WRITABLE, LayerName, LayerStore, New, NewChunk
 from sediment.store.events import WRITE
-from sediment.store.rules import PRIVATE_LAYERS, private_ids, readable, write_event_data
+from sediment.store.rules import Reader, write_event_data
 
 __all__ = ["WriteRequest", "check_scope", "check_sources", "readable_id", "write_context"]
 
@@ -99,6 +99,4 @@ def readable_id(layerset: LayerStore, chunk_id: int, actor: str | None) -> bool:
     got = layerset.get(chunk_id)
     if got is None:
         return False
-    name, chunk = got
-    private = private_ids(layerset.events([name]), actor) if name in PRIVATE_LAYERS else set()
-    return readable(actor, name, chunk, private)
+    return Reader(layerset, actor).may_read(*got)

@@ -33,7 +33,7 @@ from sediment.format.ids import parse_source_ref
 from sediment.review._common import event_mask
 from sediment.store import PRECEDENCE, LayerName, LayerSet, LayerStore
 from sediment.store.events import fold_proposals, iter_events
-from sediment.store.rules import PRIVATE_LAYERS, private_ids, readable, writers
+from sediment.store.rules import Reader, writers
 
 SUBJECT_KEYS = ("context_id", "proposal_id", "promoted_id", "old_id", "new_id")
 DEFAULT_DEPTH = 3
@@ -278,18 +278,13 @@ class _Resolver:
                  own_layer: LayerName | None, lines: SourceLines,
                  viewer: str | None = None) -> None:
         self.layerset, self.own, self.own_layer, self.lines = layerset, own, own_layer, lines
-        self.viewer = viewer
-        self._private: set[int] | None = None
+        self._reader = Reader(layerset, viewer)
 
     def readable(self, name: LayerName | None, chunk: Chunk) -> bool:
         """Whether the viewer may see this source chunk (``sediment.store.rules``): a queue
         is shared, so another actor's memory or local note cited as a source stays
         unread. A chunk of a file outside the set (``name`` None) was handed over whole."""
-        if name is None:
-            return True
-        if self._private is None:
-            self._private = private_ids(self.layerset.events(PRIVATE_LAYERS), self.viewer)
-        return readable(self.viewer, name, chunk, self._private)
+        return name is None or self._reader.may_read(name, chunk)
 
     def chunk(self, ref: int, owner: int, owner_layer: LayerName | None,
               from_own: bool) -> tuple[str | None, Chunk | None, LayerName | None]:

@@ -8,7 +8,10 @@ for whoever runs the server (issue 26 item 11).
 
 from __future__ import annotations
 
+import json
 import logging
+
+from starlette.types import Send
 
 from sediment.errors import StoreUnavailableError
 
@@ -22,3 +25,13 @@ def public_message(exc: BaseException) -> str:
         _log.warning("%s", exc)
         return UNAVAILABLE
     return str(exc)
+
+
+async def send_error(send: Send, status: int, code: str, message: str,
+                     headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    """Answer an ASGI request with the API's JSON error body, before any endpoint ran."""
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), *headers,
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

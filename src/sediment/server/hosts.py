@@ -12,11 +12,12 @@ against (a token is required there instead).
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from sediment.server.disclosure import send_error
 
 _HOSTPORT = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::([0-9]{1,5}))?$")
 _ORIGIN = re.compile(r"^http://([^/?#]+)$")
@@ -63,14 +64,6 @@ def policy_for(host: str, loopback: bool) -> HostPolicy:
     return HostPolicy(loopback_names(host) if loopback else None)
 
 
-async def _refuse(send: Send, status: int, code: str, message: str) -> None:
-    body = json.dumps({"error": {"code": code, "message": message}}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
-
-
 class HostGuard:
     """Answers 421 to a request whose Host the policy refuses and 403 to one whose Origin
     it refuses, before any endpoint (or the bearer token check) sees it."""
@@ -85,10 +78,10 @@ class HostGuard:
             hosts = [v for k, v in headers if k == b"host"]
             origins = [v for k, v in headers if k == b"origin"]
             if len(hosts) != 1 or not self.policy.host_ok(hosts[0]):
-                await _refuse(send, 421, "misdirected",
+                await send_error(send, 421, "misdirected",
                               "the Host header names no loopback address")
                 return
             if len(origins) > 1 or (origins and not self.policy.origin_ok(origins[0])):
-                await _refuse(send, 403, "forbidden", "requests from this Origin are refused")
+                await send_error(send, 403, "forbidden", "requests from this Origin are refused")
                 return
         await self.app(scope, receive, send)

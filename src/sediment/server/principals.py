@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import getpass
 import hmac
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -27,7 +26,7 @@ from sediment.auth import Principal, TokenStore
 from sediment.auth.tokens import TokenCheck
 from sediment.errors import ConfigError, StoreUnavailableError
 from sediment.memory import DEFAULT_DEDUP_THRESHOLD
-from sediment.server.disclosure import public_message
+from sediment.server.disclosure import public_message, send_error
 
 PRINCIPAL_KEY = "sediment.principal"
 CALLER: ContextVar[Principal | None] = ContextVar("sediment_caller", default=None)
@@ -114,10 +113,11 @@ class ActorAuth:
             try:
                 principal = self._principal(scope)
             except StoreUnavailableError as exc:
-                await _refuse(send, 503, "unavailable", public_message(exc))
+                await send_error(send, 503, "unavailable", public_message(exc))
                 return
             if principal is None:
-                await _unauthorized(send)
+                await send_error(send, 401, "unauthorized", "missing or wrong bearer token",
+                                 ((b"www-authenticate", b'Bearer realm="sediment"'),))
                 return
             scope[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)
@@ -133,24 +133,6 @@ class ActorAuth:
             return self.tokens.verify(got[7:].decode("ascii", "replace").strip())
         except ConfigError:
             return None
-
-
-async def _unauthorized(send: Send) -> None:
-    body = (b'{"error": {"code": "unauthorized", '
-            b'"message": "missing or wrong bearer token"}}')
-    await send({"type": "http.response.start", "status": 401,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"www-authenticate", b'Bearer realm="sediment"'),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _refuse(send: Send, status: int, code: str, message: str) -> None:
-    body = json.dumps({"error": {"code": code, "message": message}}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
 
 
 def tool_principal(ctx: Any, fallback: str) -> Principal:

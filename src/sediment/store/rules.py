@@ -16,13 +16,13 @@
   readable only by that actor; a memory only by its owner (global memories, in user or
   base, by everyone). :func:`private_ids` turns the events into the ids another actor may
   not read, and every read path (search, get, resources, sources shown in the queue)
-  leaves them out.
+  leaves them out; a path that checks chunk by chunk asks a :class:`Reader`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from sediment.format import Chunk
 from sediment.store.events import MEMORY_KIND_PREFIX, META_PREFIX, WRITE, Event
@@ -119,3 +119,22 @@ def readable(actor: str | None, layer: LayerName, chunk: Chunk,
     if chunk.kind.startswith(MEMORY_KIND_PREFIX) and owner is None:
         return layer in SHARED_MEMORY_LAYERS
     return not (layer in PRIVATE_LAYERS and chunk.id in private)
+
+
+class _Events(Protocol):
+    def events(self, names: Iterable[LayerName] | None = None) -> list[Event]: ...
+
+
+class Reader:
+    """What one actor may read of one store, chunk by chunk: :func:`readable` with the
+    private ids read from the store once, on first need (a layer that is not private never
+    needs them). Meant for one request: it does not see writes made after that."""
+
+    def __init__(self, store: _Events, actor: str | None) -> None:
+        self.store, self.actor = store, actor
+        self._private: set[int] | None = None
+
+    def may_read(self, layer: LayerName, chunk: Chunk) -> bool:
+        if layer in PRIVATE_LAYERS and self._private is None:
+            self._private = private_ids(self.store.events(PRIVATE_LAYERS), self.actor)
+        return readable(self.actor, layer, chunk, self._private or frozenset())
