@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,7 +29,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from mcp import Client
 from tests.conftest import Run, Runner
-from tests.mcp.conftest import SEDIMENT, free_port, stop
+from tests.mcp.conftest import SEDIMENT
+from tests.pg.team import serve_http
 
 pytestmark = pytest.mark.timeout(600)  # each test starts a dozen processes; machines are shared
 
@@ -109,30 +108,8 @@ class Project:
 def http_server(where: list[str], cwd: Path) -> Iterator[str]:
     """``sediment serve --transport http`` over ``where`` (tokens from the token file or the
     store's database); yields the MCP endpoint's URL once ``/health`` answers."""
-    port = free_port()
-    env = dict(os.environ)
-    env.pop("SEDIMENT_TOKEN", None)
-    proc = subprocess.Popen([SEDIMENT, "serve", "--transport", "http", "--host", "127.0.0.1",
-                             "--port", str(port), *where, "--embedder", "hash", "--no-warm-up"],
-                            env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + TIMEOUT
-    try:
-        while True:
-            if proc.poll() is not None:
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                raise RuntimeError(f"server exited with {proc.returncode}: {err}")
-            try:
-                httpx.get(f"{base}/health", timeout=1.0)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"server did not start within {TIMEOUT} s") from None
-                time.sleep(0.1)
-        yield f"{base}/mcp"
-    finally:
-        stop(proc)
+    with serve_http(where, cwd, start_s=TIMEOUT) as srv:
+        yield srv.mcp
 
 
 @pytest.fixture(params=BACKENDS)

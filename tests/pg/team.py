@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,6 +23,8 @@ from tests.mcp.conftest import free_port, stop
 class TeamServer:
     base: str
     process: subprocess.Popen[bytes]
+    log: Path
+    """The server's stderr."""
 
     @property
     def mcp(self) -> str:
@@ -46,32 +49,44 @@ def seed_project(url: str, root: Any) -> None:
 
 
 @contextmanager
-def team_server(url: str, root: Any, env: Mapping[str, str] | None = None
-                ) -> Iterator[TeamServer]:
+def serve_http(where: list[str], root: Any, env: Mapping[str, str] | None = None,
+               start_s: float = 60) -> Iterator[TeamServer]:
+    """``sediment serve --transport http`` over ``where`` (``--store URL`` or ``--dir D``),
+    once ``/health`` answers within ``start_s``. Its log goes to a file beside ``root``: a
+    pipe nobody reads would fill up and block the server."""
     port = free_port()
     args = [SEDIMENT, "serve", "--transport", "http", "--host", "127.0.0.1", "--port",
-            str(port), "--store", url, "--embedder", "hash", "--no-warm-up"]
+            str(port), *where, "--embedder", "hash", "--no-warm-up"]
     full = {**os.environ, **(env or {})}
     full.pop("SEDIMENT_TOKEN", None)
-    proc = subprocess.Popen(args, env=full, cwd=root, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log_path = Path(root).parent / f"serve-{port}.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(args, env=full, cwd=root, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=log)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + start_s
     try:
         while True:
             if proc.poll() is not None:
-                err = proc.stderr.read().decode() if proc.stderr else ""
+                err = log_path.read_text(errors="replace")[-4000:]
                 raise RuntimeError(f"server exited with {proc.returncode}: {err}")
             try:
                 httpx.get(f"{base}/health", timeout=1.0)
                 break
             except httpx.HTTPError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError("server did not start within 60 s") from None
+                    raise RuntimeError(f"server did not start within {start_s} s") from None
                 time.sleep(0.1)
-        yield TeamServer(base, proc)
+        yield TeamServer(base, proc, log_path)
     finally:
         stop(proc)
+
+
+@contextmanager
+def team_server(url: str, root: Any, env: Mapping[str, str] | None = None
+                ) -> Iterator[TeamServer]:
+    with serve_http(["--store", url], root, env) as srv:
+        yield srv
 
 
 def call(client: httpx.Client, token: str, tool: str, args: dict[str, Any]) -> httpx.Response:
