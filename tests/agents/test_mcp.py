@@ -18,6 +18,7 @@ from mcp_types import INVALID_PARAMS
 from mcp import Client
 from sediment.config import load_config
 from sediment.embed import HashEmbedder
+from sediment.ops.requests import WriteRequest
 from sediment.ops.service import ContextService
 from sediment.server import build_server
 from sediment.server.prompts import SYSTEM_HEADER, serve_personas
@@ -198,3 +199,45 @@ def test_agent_list_shows_broken_personas(tmp_path: Path) -> None:
     assert {b["name"]: b["source"] for b in got["broken"]} == {
         "r": "toml", "bad": "lua", "memory_guidelines": "toml"}
     assert all(b["origin"] == str(tmp_path / "sediment.toml") for b in got["broken"])
+
+
+LISTER = '''agent = {}
+agent.name = "lister"
+agent.description = "Lists what a search for the topic finds"
+agent.tools = { "agents_search" }
+agent.arguments = { { name = "topic", required = true } }
+function agent.resolve(args, config, context)
+    local found = ""
+    for _, hit in ipairs(context.search({ query = args.topic, limit = 10 })) do
+        local doc = context.get(hit.id)
+        found = found .. "\\n" .. hit.content .. " | " .. tostring(doc ~= nil)
+    end
+    return { system = "found:" .. found }
+end
+'''
+
+
+def test_a_persona_reads_as_the_actor_it_is_rendered_for(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """Another actor's local note stays out of a persona's search, as out of their own."""
+    root = write_project(tmp_path / "acme")
+    (root / "agents" / "lister.lua").write_text(LISTER)
+    with (root / "sediment.toml").open("a") as f:
+        f.write('\n[agents.script.lister]\npath = "agents/lister.lua"\n')
+    service = ContextService(LayerSet.from_directory(root), HashEmbedder(), root=root)
+    service.write(WriteRequest(content="Alice's private plan: rotate the payments keys.",
+                               kind="note", confidence=0.9), actor="alice")
+    server = build_server(service)
+    serve_personas(server, service, load_config(root, env={}).agents.values())
+
+    async def render(actor: str) -> str:
+        monkeypatch.setenv("SEDIMENT_ACTOR", actor)
+        with anyio.fail_after(TIMEOUT):
+            async with Client(server) as client:
+                got = await client.get_prompt("lister", {"topic": "payments keys plan"})
+        return got.messages[0].content.text  # type: ignore[union-attr]
+
+    assert "Alice's private plan" in anyio.run(render, "alice")
+    bob = anyio.run(render, "bob")
+    assert bob.startswith(SYSTEM_HEADER + "found:") and "Alice's private plan" not in bob

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sediment import __version__
-from sediment.agents import PersonaContext, Registry
+from sediment.agents import Registry
 from sediment.auth.roles import ROUTES, refusal
 from sediment.errors import (
     AgentError,
@@ -37,8 +37,8 @@ from sediment.server.disclosure import public_message
 from sediment.server.hosts import HostPolicy, policy_for
 from sediment.server.http import is_loopback
 from sediment.server.openapi import openapi_document
-from sediment.server.principals import CALLER, request_principal
-from sediment.server.prompts import resolve_off_loop
+from sediment.server.principals import CALLER, default_actor, request_principal
+from sediment.server.prompts import ServiceContext, resolve_off_loop
 from sediment.server.tools import LEGACY_TOOL_NAMES
 
 __all__ = ["MAX_BODY", "MAX_DEPTH", "mount_api", "nesting"]
@@ -102,7 +102,7 @@ def _classify(exc: BaseException) -> ApiError:
 
 
 class Api:
-    def __init__(self, server: MCPServer, registry: Registry, context: PersonaContext,
+    def __init__(self, server: MCPServer, registry: Registry, context: ServiceContext,
                  hosts: HostPolicy) -> None:
         self.server = server
         self.registry = registry
@@ -225,9 +225,11 @@ class Api:
         arguments = body.get("arguments", {})
         if not isinstance(arguments, dict):
             raise ApiError(400, "bad_request", "arguments must be an object of strings")
+        who = request_principal(request)
+        reader = self.context.as_actor(who.actor if who is not None else default_actor())
         try:
             resolved = await resolve_off_loop(
-                lambda: self.registry.resolve(name, arguments, self.context))
+                lambda: self.registry.resolve(name, arguments, reader))
         except SedimentError as exc:
             raise _classify(exc) from None
         return {"result": resolved.to_dict()}
@@ -238,7 +240,7 @@ class Api:
                                 self.registry.list())
 
 
-def mount_api(server: MCPServer, registry: Registry, context: PersonaContext, *,
+def mount_api(server: MCPServer, registry: Registry, context: ServiceContext, *,
               host: str) -> None:
     """Add the API's routes to ``server`` (before its HTTP app is built)."""
     api = Api(server, registry, context, policy_for(host, is_loopback(host)))

@@ -14,6 +14,7 @@ the server does not have.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from contextvars import ContextVar
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -37,6 +38,7 @@ from sediment.errors import NotFoundError, RequestError, SedimentError
 from sediment.ops.requests import GetRequest, SearchOptions, SourcesRequest, parse
 from sediment.ops.service import ContextService
 from sediment.server.disclosure import public_message
+from sediment.server.principals import default_actor, tool_principal
 
 __all__ = ["PERSONA_THREADS", "SYSTEM_HEADER", "ServiceContext", "add_prompts",
            "prompt_messages", "resolve_off_loop", "scope_tools", "serve_personas",
@@ -54,8 +56,13 @@ class ServiceContext(PersonaContext):
     specification's spellings: ``limit`` for ``k`` and ``mode = "keyword"`` for
     ``"lexical"``; ``filters.source`` selects a source by name or path prefix."""
 
-    def __init__(self, service: ContextService) -> None:
-        self.service = service
+    def __init__(self, service: ContextService, actor: str | None = None) -> None:
+        self.service, self.actor = service, actor
+
+    def as_actor(self, actor: str) -> ServiceContext:
+        """The same store as ``actor`` may read it: a persona rendered for a caller reads
+        what that caller's own search would (``sediment.store.rules``), never more."""
+        return ServiceContext(self.service, actor)
 
     def search(self, opts: Mapping[str, Any]) -> list[dict[str, Any]]:
         data = dict(opts)
@@ -67,17 +74,18 @@ class ServiceContext(PersonaContext):
             data["mode"] = "lexical"
         if data.get("filters") == []:
             data["filters"] = {}
-        out = self.service.search(parse(SearchOptions, data))
+        out = self.service.search(parse(SearchOptions, data), self.actor)
         return [{k: r[k] for k in _HIT_FIELDS} for r in out["results"]]
 
     def get(self, chunk_id: int) -> dict[str, Any] | None:
         try:
-            return self.service.get(parse(GetRequest, {"id": chunk_id}))
+            return self.service.get(parse(GetRequest, {"id": chunk_id}), self.actor)
         except NotFoundError:
             return None
 
     def sources(self) -> list[dict[str, Any]]:
-        layers: list[dict[str, Any]] = self.service.sources(SourcesRequest())["layers"]
+        layers: list[dict[str, Any]] = self.service.sources(SourcesRequest(),
+                                                            self.actor)["layers"]
         return layers
 
 
@@ -108,27 +116,35 @@ async def resolve_off_loop(fn: Callable[[], _T]) -> _T:
     return await anyio.to_thread.run_sync(fn, limiter=limiter, abandon_on_cancel=True)
 
 
+_PROMPT_CALLER: ContextVar[str] = ContextVar("sediment_prompt_caller")
+"""The actor a persona prompt is being rendered for (copied into the resolving thread)."""
+
+
 class _PersonaPrompt(Prompt):
     """Arguments are checked by the persona (so a missing one is an invalid-params error
-    naming it, not the SDK's internal error); resolving runs off the event loop."""
+    naming it, not the SDK's internal error); resolving runs off the event loop, as the
+    caller (the bearer token's actor, else the server's own)."""
 
     async def render(self, arguments: dict[str, Any] | None,
                      context: Any) -> list[Message]:
-        del context
+        caller = tool_principal(context, default_actor()).actor
+
         def call() -> list[Message]:
+            _PROMPT_CALLER.set(caller)
             return cast(list[Message], self.fn(**(arguments or {})))
 
         return await resolve_off_loop(call)
 
 
-def add_prompts(server: MCPServer, registry: Registry, context: PersonaContext) -> None:
-    """Every persona as a prompt: ``prompts/get`` resolves it (errors name the persona). One
-    whose name another prompt has is marked broken in ``registry``."""
+def add_prompts(server: MCPServer, registry: Registry, context: ServiceContext) -> None:
+    """Every persona as a prompt: ``prompts/get`` resolves it as the caller (errors name
+    the persona). One whose name another prompt has is marked broken in ``registry``."""
 
     def renderer(name: str) -> Any:
         def render(**arguments: Any) -> list[Message]:
+            reader = context.as_actor(_PROMPT_CALLER.get(default_actor()))
             try:
-                return prompt_messages(registry.resolve(name, arguments, context))
+                return prompt_messages(registry.resolve(name, arguments, reader))
             except RequestError as exc:
                 raise MCPError(INVALID_PARAMS, public_message(exc)) from exc
             except SedimentError as exc:
