@@ -98,7 +98,7 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     from sediment.ops.service import ContextService
     from sediment.server import build_http_app, build_server
     from sediment.server.api import mount_api
-    from sediment.server.context_tools import add_context_tools
+    from sediment.server.context_tools import context_loop_for
     from sediment.server.prompts import serve_personas
 
     enable_map_guard()
@@ -116,10 +116,9 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     service = ContextService(layerset, build_embedder(cfg, embedder_name, layerset=layerset),
                              root=root or layer_dir or cfg.root)
     team = None if files else team_for(layerset, service, cfg)
+    loop = context_loop_for(service, resolve(cfg.context)[0]) if files else None  # [context]
     server = build_server(service, memory=team.memory if team else None,
-                          context=team.context if team else None)
-    loop = add_context_tools(server, service, settings=resolve(cfg.context)[0]) \
-        if files else None  # [context]
+                          context=team.context if team else loop)
     registry, context = serve_personas(server, service, cfg.agents.values(), agent=agent)
     for line in registry.warnings():
         note(f"sediment: {line}")

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -24,7 +23,6 @@ from sediment.auth import Principal
 from sediment.context import ContextLoop, ContextSettings, FileContextStore
 from sediment.context.place import context_dir
 from sediment.ops.service import ContextService
-from sediment.server.lifecycle import on_shutdown
 from sediment.server.principals import data_dir, default_actor
 from sediment.server.tools import APPEND_ONLY, READ_ONLY, actor_tool, result
 
@@ -142,11 +140,10 @@ def _render(items: list[dict[str, Any]]) -> str:
                      for i, d in enumerate(items, 1)) or "No context items."
 
 
-def add_context_tools(server: MCPServer, service: ContextService, *,
-                      loop: ContextLoop | None = None, settings: ContextSettings | None = None,
-                      actor: str | None = None) -> ContextLoop:
-    """Register the ten context tools on ``server``; return the context service."""
-    cl = loop or context_loop_for(service, settings)
+def context_loop_tools(cl: ContextLoop, actor: str | None = None) -> list[Tool]:
+    """The ten context tools over ``cl``, for :func:`sediment.server.build_server` to
+    construct the server with (the SDK takes built tools only then). ``actor`` is whom a
+    call without a bearer token acts as (default: ``SEDIMENT_ACTOR`` or the OS user)."""
     own = actor or default_actor()
 
     def relevant(r: RelevantRequest, p: Principal) -> CallToolResult:
@@ -233,8 +230,5 @@ def add_context_tools(server: MCPServer, service: ContextService, *,
         ("health_check", NoArgs, health, READ_ONLY,
          "Whether the context store, the embedder and the tokenizer work."),
     ]
-    tools = server._tool_manager._tools  # the SDK adds only functions after construction
-    for name, model, handler, notes, description in specs:
-        tools[name] = _tool(name, model, handler, own, description, notes)
-    on_shutdown(cl.flush)  # access counts not yet carried by a write
-    return cl
+    return [_tool(name, model, handler, own, description, notes)
+            for name, model, handler, notes, description in specs]

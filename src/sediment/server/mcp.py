@@ -49,8 +49,9 @@ from sediment.ops.responses import (
     WriteOut,
 )
 from sediment.ops.service import ContextService
-from sediment.server.context_tools import add_context_tools
+from sediment.server.context_tools import context_loop_for, context_loop_tools
 from sediment.server.disclosure import public_message
+from sediment.server.lifecycle import on_shutdown
 from sediment.server.memory_tools import add_memory_prompt, memory_service_for, memory_tools
 from sediment.server.principals import default_actor, tool_principal
 from sediment.server.prompts import unknown_prompt_guard
@@ -185,14 +186,19 @@ def build_server(service: ContextService, *, name: str = "sediment",
     """A ready MCP server over ``service``; transports are chosen by the caller.
 
     ``tools`` adds other modules' tools (built with :func:`sediment.server.tools.strict_tool`)
-    to the RFC and KCP ones. ``memory`` and ``context`` replace the file-backed memory and
-    context services (the team server's, ``sediment.pg.team``)."""
+    to the RFC and KCP ones. ``memory`` and ``context`` are the memory and progressive
+    context services: the team server's (``sediment.pg.team``), or the caller's own; over
+    files, missing ones are made with default settings."""
     if memory is None and service.files is not None:
         memory = memory_service_for(service)
+    if context is None and service.files is not None:
+        context = context_loop_for(service)
     server = MCPServer(name=name, version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING",
                        tools=[*context_tools(service), *knowledge_tools(service),
-                              *(memory_tools(memory) if memory is not None else ()), *tools],
+                              *(memory_tools(memory) if memory is not None else ()),
+                              *(context_loop_tools(context) if context is not None else ()),
+                              *tools],
                        middleware=[legacy_tool_names, unknown_prompt_guard(lambda: server)])
 
     def _resource(fn: Any, *args: Any) -> str:
@@ -225,8 +231,8 @@ def build_server(service: ContextService, *, name: str = "sediment",
     # over PostgreSQL the memory and context services come from sediment.pg.team
     if memory is not None:
         add_memory_prompt(server, memory)
-    if context is not None or service.files is not None:
-        add_context_tools(server, service, loop=context)
+    if context is not None:
+        on_shutdown(context.flush)  # access counts not yet carried by a write
     return server
 
 
