@@ -7,6 +7,7 @@ Importing the real objects keeps this list honest: a rename breaks it.
 
 from uvicorn import Server
 
+from sediment._api import Store
 from sediment.cli._app import EXIT_USAGE
 from sediment.context.settings import ContextSettings
 from sediment.format.reader import Header
@@ -31,4 +32,5 @@ _ = (
     Listing.uncategorised,
     Progress.iterations,
     Server.should_exit,  # uvicorn reads it: how a test stops a server run in a thread
+    Store.manage_memory,  # the Python API (docs/python-api.md): programs call it
 )

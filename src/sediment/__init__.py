@@ -1,7 +1,8 @@
 """Sediment: a layered, append-only context store and memory server for AI agents.
 
-``sediment.open(directory)`` gives a :class:`Store` with ``search``, ``write``, ``propose``
-and ``forget``: the services behind the ``sediment`` command and the MCP server.
+``sediment.open(directory_or_postgresql_url)`` gives a :class:`Store` with ``search``,
+``write``, ``propose``, ``forget``, memories and progressive context: the services behind
+the ``sediment`` command and the MCP server.
 """
 
 from __future__ import annotations
@@ -29,14 +30,16 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 
-def open(directory: str | os.PathLike[str], *,
+def open(location: str | os.PathLike[str], *,
          embedder: str | Embedder | None = None,
-         cache_path: str | os.PathLike[str] | None = None) -> Store:
-    """Open the layers in ``directory`` (``AGENTS.db``, ``AGENTS.user.db``,
-    ``AGENTS.delta.db``, ``AGENTS.local.db``; any may be absent)."""
+         cache_path: str | os.PathLike[str] | None = None,
+         actor: str | None = None) -> Store:
+    """Open the layers in a directory (``AGENTS.db``, ``AGENTS.user.db``,
+    ``AGENTS.delta.db``, ``AGENTS.local.db``; any may be absent), or a team server's
+    project when ``location`` is a ``postgresql://`` URL."""
     from sediment._api import open_store
 
-    return open_store(directory, embedder=embedder, cache_path=cache_path)
+    return open_store(location, embedder=embedder, cache_path=cache_path, actor=actor)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,13 +1,16 @@
-"""The Python API: a layer set opened for a program, with the services the CLI and the MCP
-server use (search, write, propose, forget), so embedding Sediment in an agent loop
-behaves exactly like ``sediment search`` and ``sediment write``::
+"""The Python API: a store opened for a program, with the services the CLI and the MCP
+server use (search, write, propose, forget, memories, progressive context), so embedding
+Sediment in an agent loop behaves exactly like ``sediment search`` and the MCP tools::
 
     import sediment
 
     store = sediment.open("path/to/project")          # the directory of the AGENTS*.db files
+    store = sediment.open("postgresql://db/sediment")  # or a team server's project
     for hit in store.search("release checklist", k=5):
         print(hit.score, hit.layer.value, hit.id, hit.chunk.content)
     new_id = store.write("Deploys freeze on Fridays.", kind="decision", confidence=0.9)
+
+The address picks the backend, as the CLI's ``--dir`` and ``--store`` do.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
 
 from sediment.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
 from sediment.errors import NotFoundError
@@ -30,28 +34,52 @@ from sediment.ops.rerank import STANDARD
 from sediment.ops.write import write_context
 from sediment.search import Hit
 from sediment.server.principals import default_actor
-from sediment.store import AGENT_WRITABLE, HUMAN_WRITABLE, LayerName, LayerSet
+from sediment.store import AGENT_WRITABLE, HUMAN_WRITABLE, LayerName, LayerSet, LayerStore
+from sediment.store.rules import Reader
+
+if TYPE_CHECKING:
+    from sediment.context import ContextLoop
+    from sediment.memory import MemoryService
+
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 __all__ = ["Store", "open_store"]
 
 
 class Store:
-    """The four layers of one directory (any may be absent) and the embedder for them.
+    """The four layers of one directory (any may be absent), or of a team server's project
+    (a ``postgresql://`` URL), the embedder for them, and the actor the program acts as.
 
     ``embedder`` is a name (``minilm``, ``hash``; ``openai`` needs :func:`make_embedder`'s
     options, so pass an instance) or an :class:`Embedder`; None takes the offline embedder
-    the layers record, else MiniLM, as the CLI does.
+    the layers record, else MiniLM, as the CLI does. ``actor`` owns the memories, context
+    and local notes the program writes (default: ``SEDIMENT_ACTOR`` or the OS user); given
+    explicitly, searches and ``get`` also read only what that actor may, as over MCP.
+    Without it the program reads as the machine's owner, as the CLI does.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], *,
+    def __init__(self, location: str | os.PathLike[str], *,
                  embedder: str | Embedder | None = None,
                  cache_path: str | os.PathLike[str] | None = None,
                  actor: str | None = None) -> None:
-        self.directory = Path(directory)
         self.actor = check_actor(actor or default_actor())
-        if not self.directory.is_dir():
-            raise NotFoundError(f"{self.directory}: no such directory")
-        self.layerset = LayerSet.from_directory(self.directory)
+        self._reader = None if actor is None else self.actor
+        text = os.fspath(location)
+        self.url: str | None = None
+        self.directory: Path | None = None
+        self.layerset: LayerStore
+        if text.startswith(_POSTGRES_SCHEMES):
+            from sediment.pg import PgStore
+
+            self.url = text
+            self.layerset = PgStore(text)
+        else:
+            self.directory = Path(text)
+            if not self.directory.is_dir():
+                raise NotFoundError(f"{self.directory}: no such directory")
+            self.layerset = LayerSet.from_directory(self.directory)
+        self._services: tuple[MemoryService, ContextLoop] | None = None
+        self._closers: list[Any] = []
         self._embedder_choice = embedder
         self._cache = Path(cache_path) if cache_path is not None else None
         self._embedder: Embedder | None = embedder if isinstance(embedder, Embedder) else None
@@ -70,7 +98,7 @@ class Store:
     @property
     def layers(self) -> list[LayerName]:
         """The layers present, highest precedence first."""
-        return [layer.name for layer in self.layerset.layers()]
+        return self.layerset.present()
 
     def search(self, query: str, *, k: int = 10, kinds: Sequence[str] | None = None,
                layers: Sequence[str] | None = None,
@@ -82,7 +110,8 @@ class Store:
             "layers": list(layers) if layers is not None else None, "mode": mode,
             "include_meta": include_meta})
         embedder = self.embedder if params.needs_embedder else None
-        return run_query(self.layerset, params, embedder=embedder, rerankers=STANDARD).hits
+        return run_query(self.layerset, params, embedder=embedder, rerankers=STANDARD,
+                         actor=self._reader).hits
 
     def write(self, content: str, *, kind: str, confidence: float,
               sources: Sequence[int | str] = (), scope: Literal["local", "delta"] = "local",
@@ -105,10 +134,83 @@ class Store:
     def get(self, chunk_id: int) -> Chunk | None:
         """The winning version of a chunk (highest layer), or None."""
         found = self.layerset.get(chunk_id)
-        return found[1] if found is not None else None
+        if found is None or not Reader(self.layerset, self._reader).may_read(*found):
+            return None
+        return found[1]
+
+    # Memories and progressive context: the services of the memory and context tools.
+
+    def _built(self) -> tuple[MemoryService, ContextLoop]:
+        if self._services is None:
+            if self.url is not None:
+                from sediment.pg.database import Database
+                from sediment.pg.team import team_services
+
+                team = team_services(Database(self.url), self.embedder)
+                self._closers.append(team.close)
+                self._services = (team.memory, team.context)
+            else:
+                from sediment.ops.service import ContextService
+                from sediment.server.context_tools import context_loop_for
+                from sediment.server.memory_tools import memory_service_for
+
+                service = ContextService(self.layerset, self.embedder, root=self.directory)
+                memory = memory_service_for(service)
+                context = context_loop_for(service)
+                self._closers += [memory.close, context.flush]
+                self._services = (memory, context)
+        return self._services
+
+    @property
+    def memory(self) -> MemoryService:
+        """The memory service (``save``, ``recall``, ``manage``; each takes the actor)."""
+        return self._built()[0]
+
+    @property
+    def context(self) -> ContextLoop:
+        """The progressive context service (``store_context``, ``get_relevant_context``,
+        ``mark_useful``, ...; each takes the actor)."""
+        return self._built()[1]
+
+    def save_memory(self, content: str, category: str, **options: Any) -> dict[str, Any]:
+        """``save_memory`` as this store's actor: the same decision, the same answer."""
+        return self.memory.save(self.actor, content, category, **options)
+
+    def recall(self, query: str, **options: Any) -> dict[str, Any]:
+        """``recall_memories`` as this store's actor."""
+        return self.memory.recall(self.actor, query, **options)
+
+    def manage_memory(self, action: str, **options: Any) -> dict[str, Any]:
+        """``manage_memory`` as this store's actor (list, update, delete, forget_all, ...)."""
+        return self.memory.manage(self.actor, action, **options)
+
+    def store_context(self, content: str, context_type: str, **options: Any
+                      ) -> dict[str, Any]:
+        """``store_context`` as this store's actor."""
+        return self.context.store_context(self.actor, content, context_type, **options)
+
+    def relevant_context(self, query: str, **options: Any) -> dict[str, Any]:
+        """``get_relevant_context`` as this store's actor."""
+        return self.context.get_relevant_context(self.actor, query, **options)
+
+    def close(self) -> None:
+        """Write out batched use counts and close connections (also on ``with`` exit)."""
+        closers, self._closers = self._closers, []
+        self._services = None
+        for close in closers:
+            close()
+        if self.url is not None:
+            self.layerset.close()  # type: ignore[attr-defined]
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 _tb: TracebackType | None) -> None:
+        self.close()
 
 
-def open_store(directory: str | os.PathLike[str], *, embedder: str | Embedder | None = None,
+def open_store(location: str | os.PathLike[str], *, embedder: str | Embedder | None = None,
                cache_path: str | os.PathLike[str] | None = None,
                actor: str | None = None) -> Store:
-    return Store(directory, embedder=embedder, cache_path=cache_path, actor=actor)
+    return Store(location, embedder=embedder, cache_path=cache_path, actor=actor)

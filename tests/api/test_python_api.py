@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -48,11 +49,38 @@ def test_search_and_write_match_the_cli(sediment: Runner, project: Path) -> None
         sediment_pkg.open(project / "missing")
 
 
-def test_the_documented_example_runs(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_documented_examples_run(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
     text = (REPO / "docs" / "python-api.md").read_text()
-    code = re.search(r"```python\n(.*?)```", text, re.S)
-    assert code is not None
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 2
     monkeypatch.chdir(project)
+    monkeypatch.setenv("SEDIMENT_DATA_DIR", str(project / "data"))
     (project / "build").mkdir()
     (project / "build" / "demo").symlink_to(project, target_is_directory=True)
-    exec(compile(code.group(1), "docs/python-api.md", "exec"), {})
+    for code in blocks:
+        exec(compile(code, "docs/python-api.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert "The user prefers tabs over spaces." in printed
+    assert "skill Pin psycopg2-binary" in printed
+
+
+def test_memories_and_context_through_the_python_api(project: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEDIMENT_DATA_DIR", str(project / "data"))
+    with sediment_pkg.open(project, actor="alice") as alice:
+        saved = alice.save_memory("The user prefers tabs over spaces.", "preference")
+        assert saved["id"], saved
+        found = alice.recall("tabs or spaces?")
+        assert [m["content"] for m in found["memories"]][:1] == \
+            ["The user prefers tabs over spaces."]
+        alice.store_context("Fix: pin psycopg2-binary to 2.9 for the build.", "skill")
+        block = alice.relevant_context("psycopg2 build fails")
+        assert "psycopg2-binary" in json.dumps(block)
+        note = alice.write("Alice's own note on the deploy.", kind="note", confidence=0.5)
+    with sediment_pkg.open(project, actor="bob") as bob:
+        assert bob.recall("tabs or spaces?")["memories"] == []
+        assert bob.get(note) is None
+        assert note not in [h.id for h in bob.search("Alice's own note on the deploy")]
+    owner = sediment_pkg.open(project)  # no actor: reads as the machine's owner, as the CLI
+    assert owner.get(note) is not None
