@@ -1,6 +1,8 @@
 """Every error Sediment raises on purpose.
 
-Adapters (CLI, MCP) catch ``SedimentError`` and show its message; anything else is a bug.
+Adapters (CLI, MCP, HTTP) catch ``SedimentError`` and show its message; anything else is a
+bug. Each class carries what every adapter answers for it, in one place: ``http_status``
+and ``error_code`` (the HTTP API's status and error code) and ``exit_code`` (the CLI's).
 Lower-level errors (``OSError``, ``json.JSONDecodeError``, HTTP failures) are translated at
 the boundary with ``raise ... from exc`` so the message names what was wrong and where.
 
@@ -45,6 +47,10 @@ __all__ = [
 
 class SedimentError(Exception):
     """Root of every error Sediment raises deliberately."""
+
+    http_status = 400
+    error_code = "bad_request"
+    exit_code = 1
 
 
 class FormatError(SedimentError):
@@ -91,6 +97,9 @@ class RequestError(ValidationError):
 class NotFoundError(SedimentError):
     """A file, layer or chunk that was asked for does not exist."""
 
+    http_status = 404
+    error_code = "not_found"
+
 
 class SchemaMismatchError(SedimentError):
     """Layers, or a layer and the active embedder, do not share a schema (RFC 8.3)."""
@@ -98,6 +107,9 @@ class SchemaMismatchError(SedimentError):
 
 class PermissionDeniedError(SedimentError):
     """A write the trust model forbids, such as any write to the base layer."""
+
+    http_status = 403
+    error_code = "forbidden"
 
 
 class SignatureError(PermissionDeniedError):
@@ -119,11 +131,20 @@ class LockTimeoutError(SedimentError):
 class AgentError(SedimentError):
     """A persona could not be loaded, or its script failed while resolving."""
 
+    http_status = 500
+    error_code = "agent_error"
+
 
 class AgentTimeoutError(AgentError):
     """A persona's script ran past its instruction or time limit."""
+
+    http_status = 408
+    error_code = "timeout"
 
 
 class StoreUnavailableError(SedimentError):
     """The PostgreSQL store is unreachable, refused the credentials, timed out, or lacks
     the pgvector extension; the message says which and how to fix it."""
+
+    http_status = 503
+    error_code = "unavailable"

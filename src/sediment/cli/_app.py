@@ -20,7 +20,6 @@ from sediment import __version__
 from sediment.cli._output import visible
 from sediment.errors import SedimentError
 
-EXIT_USER = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70
 
@@ -100,7 +99,7 @@ class SedimentGroup(click.Group):
             if debug:
                 raise
             click.echo(f"Error: {visible(str(exc))}", err=True)
-            ctx.exit(EXIT_USER)
+            ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
             ctx.exit(130)

@@ -23,7 +23,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from sediment.errors import RequestError
 from sediment.search import MAX_K
 from sediment.search.fusion import DEFAULT_FUSION, FUSIONS
-from sediment.store.rules import reserved_kind_problem
+from sediment.store.rules import reserved_kind_problem as _reserved_kind_problem
 
 __all__ = [
     "KIND_RE",
@@ -78,7 +78,7 @@ def _write_kind(value: str) -> str:
     if not KIND_RE.match(value):
         raise ValueError("use 1-64 letters, digits, '.', '_' or '-', starting with a letter "
                          "or digit (e.g. 'invariant', 'derived-summary')")
-    problem = reserved_kind_problem(value)
+    problem = _reserved_kind_problem(value)
     if problem:
         raise ValueError(problem)
     return value

@@ -25,12 +25,8 @@ from sediment import __version__
 from sediment.agents import Registry
 from sediment.auth.roles import ROUTES, refusal
 from sediment.errors import (
-    AgentError,
-    AgentTimeoutError,
     NotFoundError,
-    PermissionDeniedError,
     SedimentError,
-    StoreUnavailableError,
 )
 from sediment.ops.requests import describe_errors
 from sediment.server.disclosure import public_message
@@ -81,18 +77,8 @@ def _classify(exc: BaseException) -> ApiError:
     tool that validates with the SDK's own models fails with a pydantic error: 400 too)."""
     seen: BaseException | None = exc
     while seen is not None:
-        if isinstance(seen, AgentTimeoutError):
-            return ApiError(408, "timeout", str(seen))
-        if isinstance(seen, AgentError):
-            return ApiError(500, "agent_error", str(seen))
-        if isinstance(seen, NotFoundError):
-            return ApiError(404, "not_found", str(seen))
-        if isinstance(seen, PermissionDeniedError):
-            return ApiError(403, "forbidden", str(seen))
-        if isinstance(seen, StoreUnavailableError):
-            return ApiError(503, "unavailable", public_message(seen))
         if isinstance(seen, SedimentError):
-            return ApiError(400, "bad_request", str(seen))
+            return ApiError(seen.http_status, seen.error_code, public_message(seen))
         if isinstance(seen, pydantic.ValidationError):
             return ApiError(400, "bad_request", describe_errors(seen))
         seen = seen.__cause__
