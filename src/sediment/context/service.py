@@ -12,9 +12,9 @@ be read; an empty context with a warning when there is no cache either.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-import re
 import threading
 import time
 from collections.abc import Sequence
@@ -55,8 +55,16 @@ QUERY_CHARS = 500
 QUERY_CACHE = 64
 REMEMBERED = 4096
 """How many (actor, item) -> last query that returned it ``mark_useful`` remembers."""
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 _MB = 1024 * 1024
+
+
+def cache_name(actor: str, run_id: str | None) -> str:
+    """The fallback cache file of an actor and a run (None: every run): a SHA-256 of the
+    pair's JSON, so no two pairs share a file (the old ``last-<actor>-<run>.json`` gave
+    actor ``a-b`` run ``c`` and actor ``a`` run ``b-c`` the same one, and is not read: it
+    may hold another actor's results) and any actor or run fits a file name."""
+    key = json.dumps([actor, run_id], ensure_ascii=False).encode("utf-8")
+    return f"last-{hashlib.sha256(key).hexdigest()}.json"
 
 
 def item_ref(cid: int) -> str:
@@ -714,7 +722,7 @@ class ContextLoop:
     def _cache_path(self, actor: str, run_id: str | None) -> Path | None:
         if self.cache_dir is None:
             return None
-        return self.cache_dir / f"last-{_SAFE.sub('-', actor)}-{_SAFE.sub('-', run_id or '')}.json"
+        return self.cache_dir / cache_name(actor, run_id)
 
     def _save_cache(self, actor: str, run_id: str | None, items: list[dict[str, Any]]) -> None:
         """Replaced whole (a reader never sees half a file) but not synced to disk: it is
