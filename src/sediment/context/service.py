@@ -79,12 +79,17 @@ def parse_ref(raw: str) -> int:
     return int(s)
 
 
+AGELESS = ("skill", "task")
+"""Types age never moves past active: skills are curated, and a run's task is what every
+iteration works on (it left the loop's context after 50 iterations, issue 27). They decay
+in recency only, are never summarised, archived or expired by age."""
+
+
 def state_of(st: ItemState, age: int, archived: bool, s: ContextSettings) -> str:
-    """Lifecycle by iterations since stored; skills are curated, so age never moves them
-    past active (they decay in recency only)."""
+    """Lifecycle by iterations since stored (``AGELESS`` types stay active)."""
     if archived:
         return "archived"
-    if st.type == "skill":
+    if st.type in AGELESS:
         return "active"
     if age > s.archive_after_iterations:
         return "archived"
@@ -587,8 +592,8 @@ class ContextLoop:
         the archive threshold.
 
         Grouping: per run, per type and per window of ``older_than_iterations // 2`` (at
-        least 5) iterations; a group of two or more items (skills excepted: they are
-        curated) becomes one summary of its three most central sentences, whose sources
+        least 5) iterations; a group of two or more items (``AGELESS`` types excepted)
+        becomes one summary of its three most central sentences, whose sources
         are the originals, which are superseded (hidden, not deleted).
         """
         s = self.settings
@@ -602,9 +607,11 @@ class ContextLoop:
             if run_id is not None and st.run_id != run_id:
                 continue
             age = f.current(st.actor, st.run_id) - st.iteration
-            if age > s.archive_after_iterations and st.type != "skill":
+            if st.type in AGELESS:
+                continue
+            if age > s.archive_after_iterations:
                 to_archive.append(st.id)
-            elif age > older_than_iterations and st.type != "skill" and not st.summary_of:
+            elif age > older_than_iterations and not st.summary_of:
                 groups.setdefault((st.run_id, st.type, st.iteration // window), []).append(st)
         summaries = []
         for (run, ctype, _), members in sorted(groups.items()):
@@ -657,9 +664,9 @@ class ContextLoop:
 
     def _expired(self, st: ItemState, f: Fold) -> bool:
         """Past ``prune_after_iterations`` (iterations since stored) and never helpful;
-        skills are curated and never expire."""
+        ``AGELESS`` types never expire."""
         age = f.current(st.actor, st.run_id) - st.iteration
-        return (st.type != "skill" and st.helpful == 0
+        return (st.type not in AGELESS and st.helpful == 0
                 and age > self.settings.prune_after_iterations)
 
     def _forget(self, actor: str, entries: Sequence[tuple[ItemState, str]],
