@@ -138,3 +138,14 @@ def test_feedback_reach_lets_a_helpful_item_in_from_further_down(tmp_path: Path)
         got = [d["id"] for d in other.get_relevant_context("al", "cache key", max_items=2,
                                                            min_score=0.0)["items"]]
         assert (low in got) is expect_in
+
+
+def test_skills_across_runs_follows_the_setting_and_the_argument(tmp_path: Path) -> None:
+    other = make_loop(tmp_path).store_context("al", "Lint before committing.", "skill",
+                                              run_id="old")["id"]
+    for across, arg, expected in ((True, None, {other}), (False, None, set()),
+                                  (False, True, {other}), (True, False, set())):
+        loop = make_loop(tmp_path, ContextSettings(skills_across_runs=across))
+        got = loop.get_relevant_context("al", "lint before committing", min_score=0.0,
+                                        run_id="new", skills_across_runs=arg)
+        assert {d["id"] for d in got["items"]} == expected, (across, arg)

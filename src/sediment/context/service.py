@@ -427,7 +427,8 @@ class ContextLoop:
 
     def _rank(self, actor: str, query: str, types: Sequence[str] | None, min_score: float,
               max_items: int, run_id: str | None, archived: bool,
-              warnings: list[str]) -> tuple[list[dict[str, Any]], int, str]:
+              warnings: list[str], skills_across_runs: bool = True
+              ) -> tuple[list[dict[str, Any]], int, str]:
         """Relevance selects, the factors order (see :mod:`ranking`): the hybrid pool's
         best ``max_items`` of this actor (and run), plus those marked helpful (with no
         query) within its best ``feedback_reach x max_items``, plus those marked helpful
@@ -446,7 +447,8 @@ class ContextLoop:
         if len(hidden):
             allowed &= ~np.isin(meta.ids, hidden)
         if run_id is not None:
-            allowed &= (meta.run == meta.code(run_id)) | meta.skill
+            same_run = meta.run == meta.code(run_id)
+            allowed &= (same_run | meta.skill) if skills_across_runs else same_run
         reach = max_items * max(1, s.feedback_reach)
         good, bad = self._query_votes(f, q, qv[0] if qv is not None else None)
         extra = np.flatnonzero(np.isin(meta.ids, np.fromiter(good, np.int64, len(good)))
@@ -519,15 +521,19 @@ class ContextLoop:
     def get_relevant_context(self, actor: str, query: str, max_items: int = 10,
                              context_types: Sequence[str] | None = None,
                              min_score: float = 0.3, max_tokens: int | None = None,
-                             run_id: str | None = None, include_archived: bool = False
-                             ) -> dict[str, Any]:
-        """Never raises for a broken embedder or store: see the module docstring."""
+                             run_id: str | None = None, include_archived: bool = False,
+                             skills_across_runs: bool | None = None) -> dict[str, Any]:
+        """Never raises for a broken embedder or store: see the module docstring. With
+        ``run_id``, skills of the actor's other runs are included when
+        ``skills_across_runs`` (default: the setting of that name, true) holds."""
+        across = (self.settings.skills_across_runs if skills_across_runs is None
+                  else skills_across_runs)
         warnings: list[str] = []
         started = time.perf_counter()
         try:
             items, candidates, mode = self._rank(actor, query, context_types, min_score,
                                                  max_items, run_id, include_archived,
-                                                 warnings)
+                                                 warnings, across)
             self._save_cache(actor, run_id, items)
         except Exception as exc:
             warnings.append(f"context store unreadable ({type(exc).__name__}: {exc})")

@@ -48,6 +48,10 @@ class ContextSettings:
     feedback_gain: float = 0.6
     """How far such a vote lifts an item into the set the factors rank: its selection
     key is semantic + feedback_gain x the weighted votes (``ranking.select``)."""
+    skills_across_runs: bool = True
+    """With a ``run_id``, skills of the actor's other runs are returned too (skills are
+    learned strategies that outlive a loop); false: only the run's own skills. A
+    ``get_relevant_context`` argument overrides it per call."""
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -67,6 +71,10 @@ KEYS = frozenset({"preset", *(f.name for f in fields(ContextSettings))})
 
 def _check(name: str, value: Any, where: str) -> Any:
     default = getattr(ContextSettings(), name)
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: context.{name} must be true or false")
+        return value
     if isinstance(default, tuple):
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{where}: context.{name} must be a list of strings")

@@ -51,8 +51,13 @@ class RelevantRequest(_Strict):
     min_score: Score = Field(default=0.3, description="Minimum relevance, 0 to 1")
     max_tokens: int | None = Field(default=None, ge=16, le=200_000, description=(
         "Also return a Markdown block of at most this many tokens"))
-    run_id: RunId | None = Field(default=None, description="Only this loop's items")
+    run_id: RunId | None = Field(default=None, description=(
+        "Only this loop's items, plus the actor's skills of every run unless "
+        "skills_across_runs is false"))
     include_archived: bool = Field(default=False, description="Search the archive too")
+    skills_across_runs: bool | None = Field(default=None, description=(
+        "With run_id: also return skills stored in the actor's other runs (true) or only "
+        "this run's (false); default: the [context] skills_across_runs setting (true)"))
 
 
 class HistoryRequest(_Strict):
@@ -151,7 +156,8 @@ def add_context_tools(server: MCPServer, service: ContextService, *,
 
     def relevant(r: RelevantRequest, p: Principal) -> CallToolResult:
         out = cl.get_relevant_context(p.actor, r.query, r.max_items, r.context_types,
-                                      r.min_score, r.max_tokens, r.run_id, r.include_archived)
+                                      r.min_score, r.max_tokens, r.run_id, r.include_archived,
+                                      r.skills_across_runs)
         text = out["block"] if r.max_tokens is not None else _render(out["items"])
         if out["warnings"]:
             text = "Warnings: " + "; ".join(out["warnings"]) + "\n" + text
