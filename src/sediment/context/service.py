@@ -346,7 +346,8 @@ class ContextLoop:
         if reason:
             refuse_credentials(reason, "reason")
         data: dict[str, Any] = {"event": "feedback", "item": cid, "actor": actor,
-                                "helpful": helpful, "reason": reason or ""}
+                                "helpful": helpful, "reason": reason or "",
+                                "iteration": f.current(st.actor, st.run_id)}
         if asked:
             data["query"] = asked
         self._commit([], [NewEvent(FEEDBACK_EVENT, data, (cid,))])
@@ -365,8 +366,8 @@ class ContextLoop:
     def _query_votes(self, f: Fold, query: str, qv: npt.NDArray[np.float32] | None
                      ) -> tuple[dict[int, float], dict[int, float]]:
         """Item -> the weighted helpful and unhelpful votes given for queries like
-        ``query`` (``ranking.query_weight``). Without vectors only the same query text
-        counts."""
+        ``query`` (``ranking.query_weight``), each faded by its age (``ranking.vote_decay``).
+        Without vectors only the same query text counts."""
         good: dict[int, float] = {}
         bad: dict[int, float] = {}
         if not f.votes:
@@ -383,9 +384,14 @@ class ContextLoop:
             w = ranking.query_weight(float(sims[j]), tau)
             if w <= 0.0:
                 continue
-            for cid, helpful in f.votes[texts[j]]:
+            for cid, helpful, when in f.votes[texts[j]]:
+                st = f.items.get(cid)
+                if st is None:
+                    continue
+                fade = ranking.vote_decay(f.current(st.actor, st.run_id) - when,
+                                          self.settings.feedback_half_life)
                 side = good if helpful else bad
-                side[cid] = side.get(cid, 0.0) + w
+                side[cid] = side.get(cid, 0.0) + w * fade
         return good, bad
 
     def _vote_matrix(self, texts: list[str]) -> npt.NDArray[np.float32] | None:
@@ -473,12 +479,15 @@ class ContextLoop:
                          if r[0].helpful > r[0].queried and r[0].id not in taken]
         scored = []
         for st, item, cos, lex in chosen:
+            now = f.current(st.actor, st.run_id)
+            plain = [(g, ranking.vote_decay(now - when, s.feedback_half_life))
+                     for g, when in st.plain]
             fac = ranking.Factors(
                 ranking.semantic(cos if st.embedded else None, lex),
-                ranking.recency(f.current(st.actor, st.run_id) - st.iteration,
-                                st.type == "skill", s),
-                ranking.usefulness(st.helpful - st.queried + good.get(st.id, 0.0),
-                                   st.unqueried_bad + bad.get(st.id, 0.0)),
+                ranking.recency(now - st.iteration, st.type == "skill", s),
+                ranking.usefulness(
+                    ranking.bounded(sum(w for g, w in plain if g) + good.get(st.id, 0.0)),
+                    sum(w for g, w in plain if not g) + bad.get(st.id, 0.0)),
                 ranking.type_match(st.type, types))
             scored.append((round(fac.score(s), 4), st, item, fac))
         scored.sort(key=lambda x: (-x[0], -x[1].id))

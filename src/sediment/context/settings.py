@@ -48,6 +48,9 @@ class ContextSettings:
     feedback_gain: float = 0.6
     """How far such a vote lifts an item into the set the factors rank: its selection
     key is semantic + feedback_gain x the weighted votes (``ranking.select``)."""
+    feedback_half_life: int = 10
+    """A vote counts half after this many iterations of its item's run, a quarter after
+    twice as many (0: never fades); see ``ranking.vote_decay``."""
     skills_across_runs: bool = True
     """With a ``run_id``, skills of the actor's other runs are returned too (skills are
     learned strategies that outlive a loop); false: only the run's own skills. A
