@@ -4,17 +4,19 @@ missing from the block while fixes marked helpful at every earlier iteration fil
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from sediment.context import ContextLoop, ranking
 from tests.context.conftest import make_loop
+from tests.context.test_query_feedback import MARKED, SETTINGS, SIMILAR, _ids, _seed
 
 TASK = "Make the integration tests pass"
 NEEDED = ("Fixed the integration tests: installed psycopg2-binary, the integration tests "
           "import psycopg2 for their database fixtures.")
-MARKED = ["Fixed redis: started it with docker compose up -d redis for the tests.",
+OFTEN_MARKED = ["Fixed redis: started it with docker compose up -d redis for the tests.",
           "Fixed the port: removed the stray container holding port 5432 for the tests.",
           "Fixed a fixture: moved api_client to tests/conftest.py for the tests."]
 BUDGET = 120
@@ -34,7 +36,8 @@ def _loop_to_46(loop: ContextLoop, vote: bool) -> tuple[str, list[str], dict[str
         if i == 13:
             needed = loop.store_iteration_result("al", i, NEEDED, True)["id"]
         elif i in (20, 25, 30):
-            marked.append(loop.store_iteration_result("al", i, MARKED[len(marked)], True)["id"])
+            text = OFTEN_MARKED[len(marked)]
+            marked.append(loop.store_iteration_result("al", i, text, True)["id"])
         else:
             loop.store_iteration_result("al", i, f"Worked on endpoint {i}.", True)
     return needed, marked, loop.get_relevant_context("al", TASK, max_tokens=BUDGET)
@@ -73,3 +76,17 @@ def test_vote_decay_and_bound() -> None:
     assert ranking.vote_decay(50, 0) == 1.0
     assert ranking.bounded(7.0) == ranking.VOTE_CAP == 1.0
     assert ranking.bounded(0.4) == 0.4
+
+
+def test_a_vote_lifts_its_item_into_the_set_only_in_its_own_iteration(
+        tmp_path: Path) -> None:
+    """Later, the same query's set is plain search's again and the vote only orders it."""
+    loop = make_loop(tmp_path, SETTINGS)
+    target = _seed(loop)
+    assert target not in _ids(loop, SIMILAR, 2)
+    loop.mark_useful("al", target, True, query=MARKED)
+    assert target in _ids(loop, SIMILAR, 2)
+    loop.store_iteration_result("al", 1, "Worked on the login form.", True)
+    assert target not in _ids(loop, SIMILAR, 2)
+    again = make_loop(tmp_path, replace(SETTINGS, feedback_lift_iterations=1))
+    assert target in _ids(again, SIMILAR, 2)

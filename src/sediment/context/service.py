@@ -364,14 +364,17 @@ class ContextLoop:
                 del self._returned[next(iter(self._returned))]
 
     def _query_votes(self, f: Fold, query: str, qv: npt.NDArray[np.float32] | None
-                     ) -> tuple[dict[int, float], dict[int, float]]:
+                     ) -> tuple[dict[int, float], dict[int, float], dict[int, float]]:
         """Item -> the weighted helpful and unhelpful votes given for queries like
-        ``query`` (``ranking.query_weight``), each faded by its age (``ranking.vote_decay``).
-        Without vectors only the same query text counts."""
+        ``query`` (``ranking.query_weight``), each faded by its age (``ranking.vote_decay``),
+        and the helpful ones no older than ``feedback_lift_iterations`` (those that may
+        lift an item into the ranked set). Without vectors only the same query text
+        counts."""
         good: dict[int, float] = {}
         bad: dict[int, float] = {}
+        lift: dict[int, float] = {}
         if not f.votes:
-            return good, bad
+            return good, bad, lift
         texts = list(f.votes)
         sims = np.asarray([1.0 if t == query else 0.0 for t in texts], dtype=np.float32)
         if qv is not None:
@@ -388,11 +391,13 @@ class ContextLoop:
                 st = f.items.get(cid)
                 if st is None:
                     continue
-                fade = ranking.vote_decay(f.current(st.actor, st.run_id) - when,
-                                          self.settings.feedback_half_life)
+                age = f.current(st.actor, st.run_id) - when
+                vote = w * ranking.vote_decay(age, self.settings.feedback_half_life)
                 side = good if helpful else bad
-                side[cid] = side.get(cid, 0.0) + w * fade
-        return good, bad
+                side[cid] = side.get(cid, 0.0) + vote
+                if helpful and age <= self.settings.feedback_lift_iterations:
+                    lift[cid] = lift.get(cid, 0.0) + vote
+        return good, bad, lift
 
     def _vote_matrix(self, texts: list[str]) -> npt.NDArray[np.float32] | None:
         """The vectors of the queries votes named, embedded once per process (those asked
@@ -456,9 +461,9 @@ class ContextLoop:
             same_run = meta.run == meta.code(run_id)
             allowed &= (same_run | meta.skill) if skills_across_runs else same_run
         reach = max_items * max(1, s.feedback_reach)
-        good, bad = self._query_votes(f, q, qv[0] if qv is not None else None)
-        extra = np.flatnonzero(np.isin(meta.ids, np.fromiter(good, np.int64, len(good)))
-                               & allowed) if good else None
+        good, bad, lift = self._query_votes(f, q, qv[0] if qv is not None else None)
+        extra = np.flatnonzero(np.isin(meta.ids, np.fromiter(lift, np.int64, len(lift)))
+                               & allowed) if lift else None
         pool = index.search(q, qv[0] if qv is not None else None, allowed, reach, extra)
         rows = []
         for p, cos, lex in zip(pool.pos.tolist(), pool.cosine.tolist(), pool.lexical.tolist(),
@@ -468,11 +473,11 @@ class ContextLoop:
             if st is not None:
                 rows.append((st, item, None if cos != cos else cos, lex or None))
         head = rows[:max_items]
-        if good:
+        if lift:
             head = ranking.select([(r, ranking.semantic(r[2] if r[0].embedded else None, r[3]),
-                                    good.get(r[0].id, 0.0))
+                                    lift.get(r[0].id, 0.0))
                                    for r in head + [r for r in rows[max_items:]
-                                                    if r[0].id in good]],
+                                                    if r[0].id in lift]],
                                   max_items, s)
         taken = {r[0].id for r in head}
         chosen = head + [r for r in rows[max_items:]

@@ -51,6 +51,12 @@ class ContextSettings:
     feedback_half_life: int = 10
     """A vote counts half after this many iterations of its item's run, a quarter after
     twice as many (0: never fades); see ``ranking.vote_decay``."""
+    feedback_lift_iterations: int = 0
+    """A helpful vote lifts its item into the ranked set (``feedback_gain``) only while it
+    is at most this many iterations old (0: in the iteration it was given in); after that
+    it only orders the set, through the usefulness factor. A loop asks with its task
+    every iteration, and lifting what helped earlier took the places of the items the
+    search ranks first for it (issue 27)."""
     skills_across_runs: bool = True
     """With a ``run_id``, skills of the actor's other runs are returned too (skills are
     learned strategies that outlive a loop); false: only the run's own skills. A
