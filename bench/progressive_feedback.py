@@ -236,7 +236,9 @@ def main(argv: list[str] | None = None) -> int:
                      "in block, feedback": round(float(fb.mean()) * 100, 2),
                      "feedback - none": {"mean": round(float((fb - none).mean()) * 100, 2),
                                          "ci95": _interval(fb - none, rng)},
-                     "loops where feedback < none": int((fb < none).sum())}
+                     "loops where feedback < none": int((fb < none).sum()),
+                     "feedback - none per loop": [round(float(x) * 100, 1)
+                                                  for x in fb - none]}
     print(json.dumps(out, indent=2))
     return 0
 

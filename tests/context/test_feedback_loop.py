@@ -64,7 +64,7 @@ def test_a_vote_fades_with_the_iterations_of_its_run(tmp_path: Path) -> None:
             "usefulness"]["value"]
         return value
     assert usefulness() == pytest.approx(0.6)
-    for i in range(2, 12):  # ten iterations later: half a vote
+    for i in range(2, 5):  # feedback_half_life (3) iterations later: half a vote
         loop.store_iteration_result("al", i, f"Worked on endpoint {i}.", True)
     assert usefulness() == pytest.approx(0.55)
 

@@ -48,7 +48,7 @@ class ContextSettings:
     feedback_gain: float = 0.6
     """How far such a vote lifts an item into the set the factors rank: its selection
     key is semantic + feedback_gain x the weighted votes (``ranking.select``)."""
-    feedback_half_life: int = 10
+    feedback_half_life: int = 3
     """A vote counts half after this many iterations of its item's run, a quarter after
     twice as many (0: never fades); see ``ranking.vote_decay``."""
     feedback_lift_iterations: int = 0

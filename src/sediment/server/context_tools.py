@@ -100,7 +100,7 @@ class MarkRequest(_Strict):
     query: str | None = Field(default=None, max_length=10_000, description=(
         "The request the item helped with (first 500 characters); default: the query of "
         "the last get_relevant_context that returned it. The vote counts for similar "
-        "queries only."))
+        "queries only, and fades with the run's iterations."))
 
 
 class SummarizeRequest(_Strict):
@@ -226,7 +226,10 @@ def add_context_tools(server: MCPServer, service: ContextService, *,
          """Record the result of a finished iteration (its error, if any, becomes an error
          item too). Call it after every iteration of the loop."""),
         ("mark_useful", MarkRequest, mark, APPEND_ONLY,
-         "Say whether a returned item helped (+0.1 usefulness) or not (-0.15)."),
+         """Say whether a returned item helped (+0.1 usefulness) or not (-0.15). A vote
+         counts for queries like the one it names, fades over the run's next iterations
+         (half after feedback_half_life, 3), and an item's helpful votes count at most
+         one: mark what helped this iteration, re-marking adds nothing."""),
         ("summarize_old_context", SummarizeRequest, summarize, APPEND_ONLY,
          """Replace items older than older_than_iterations by extractive summaries (the
          originals are superseded, not deleted) and archive items past the archive age."""),
