@@ -27,8 +27,10 @@ weights from the settings (0.40 / 0.25 / 0.20 / 0.15 by default).
 
 Which items are ranked is decided by relevance first (``service.ContextLoop._rank``): the
 ``max_items`` best of the hybrid search's best ``max_items`` and every item marked helpful
-for a query similar enough to this one (wherever it ranks), by ``semantic +
-feedback_gain x weighted votes`` (:func:`select`, votes capped); plus items marked
+for a query similar enough to this one, in this iteration of its run (wherever it ranks;
+``feedback_lift_iterations``: a loop's next question, asked with the same task, gets
+plain search's set), by ``semantic + feedback_gain x weighted votes`` (:func:`select`,
+votes capped); plus items marked
 helpful with no query within the search's best ``feedback_reach x max_items`` (1 by
 default: none). The factors then order that set and ``min_score`` filters it. So with
 no feedback the items returned are the ones plain search returns, in another order.
