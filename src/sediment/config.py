@@ -53,7 +53,8 @@ KEYS: dict[str, frozenset[str]] = {
         "summarize_after_iterations", "archive_after_iterations", "prune_after_iterations",
         "prune_min_usefulness", "semantic_weight", "recency_weight", "usefulness_weight",
         "type_match_weight", "recency_decay", "skill_recency_decay", "feedback_reach",
-        "feedback_similarity", "feedback_gain"}),
+        "feedback_similarity", "feedback_gain", "feedback_half_life", "feedback_lift_iterations",
+        "skills_across_runs"}),
 }
 """Every section and key a config file may hold; anything else is an error, not ignored.
 ``[agents]`` holds persona tables by name (checked by :mod:`sediment.agents` when loaded)."""

@@ -89,3 +89,29 @@ def test_full_store_prunes_before_refusing(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="full"):
         full.store_context("al", "one more", "task")
     assert full.stats("al")["hidden"]["forgotten"] == 1
+
+
+def test_cache_files_of_different_actors_and_runs_never_collide(tmp_path: Path) -> None:
+    """Issue 27: ``last-<actor>-<run>.json`` gave actor ``a-b`` run ``c`` and actor ``a``
+    run ``b-c`` one file, so one actor's fallback returned the other's items."""
+    loop = make_loop(tmp_path)
+    loop.store_context("a-b", "The staging database lives on port 5433.", "task",
+                       run_id="c")
+    loop.store_context("a", "The payroll export runs at midnight.", "task", run_id="b-c")
+    loop.store_context("a", "The staging deploy key sits in the vault.", "task",
+                       run_id="b")
+    mine = loop.get_relevant_context("a-b", "staging", min_score=0.0, run_id="c")
+    theirs = loop.get_relevant_context("a", "staging", min_score=0.0, run_id="b-c")
+    everything = loop.get_relevant_context("a", "staging", min_score=0.0)
+    assert mine["items"] and theirs["items"]
+    names = {p.name for p in (tmp_path / "context" / "cache").iterdir()}
+    assert len(names) == 3
+    assert all(len(n) == len("last-.json") + 64 for n in names)
+    break_store(tmp_path)
+    broken = make_loop(tmp_path)
+    for actor, run, first in (("a-b", "c", mine), ("a", "b-c", theirs),
+                              ("a", None, everything)):
+        again = broken.get_relevant_context(actor, "staging", min_score=0.0, run_id=run)
+        assert again["stats"]["mode"] == "cache"
+        assert [d["id"] for d in again["items"]] == [d["id"] for d in first["items"]]
+    assert broken.get_relevant_context("a", "staging", run_id="c")["stats"]["mode"] == "empty"

@@ -44,12 +44,34 @@ def test_items_past_prune_after_iterations_are_forgotten_unless_helpful(
 
 def test_prune_low_value_context_applies_prune_after_iterations(tmp_path: Path) -> None:
     loop = make_loop(tmp_path, ContextSettings(prune_after_iterations=6))
-    old = loop.store_context("al", "An early note.", "task")["id"]
+    old = loop.store_context("al", "An early note.", "output")["id"]
     _iterations(loop, 1, 5)
     assert loop.prune("al", 0.3)["count"] == 0  # 5 iterations old: not yet
     _iterations(loop, 6, 7)
     out = loop.prune("al", 0.3)
     assert [d["id"] for d in out["removed"]] == [old]
+
+
+def test_the_task_of_a_run_never_ages_out(tmp_path: Path) -> None:
+    """Issue 27: in a 60-iteration loop that summarised every 10 iterations the task item
+    was archived after 50 iterations (and expired by prune_after_iterations later)."""
+    loop = make_loop(tmp_path, ContextSettings(prune_after_iterations=55))
+    task = loop.store_context("al", "Make the integration tests pass.", "task",
+                              run_id="r1")["id"]
+    note = loop.store_context("al", "The integration tests need postgres.", "output",
+                              run_id="r1")["id"]
+    for i in range(1, 61):
+        loop.store_iteration_result("al", i, f"Worked on step {i}.", True, run_id="r1")
+        if i % 10 == 0:
+            out = loop.summarize_old_context("al", 20, run_id="r1")
+            assert task not in {s for d in out["summaries"] for s in d["sources"]}
+    assert loop.prune("al", 0.3)["count"] == 0
+    got = loop.get_relevant_context("al", "Make the integration tests pass", min_score=0.0,
+                                    run_id="r1", max_items=50)["items"]
+    mine = next(d for d in got if d["id"] == task)
+    assert mine["state"] == "active" and mine["age"] == 60
+    assert note not in {d["id"] for d in got}  # other items of iteration 0 did age out
+    assert loop.stats("al")["by_state"].get("archived", 0) >= 1
 
 
 def test_access_counts_are_recorded_without_writing_on_read(tmp_path: Path) -> None:
@@ -116,3 +138,14 @@ def test_feedback_reach_lets_a_helpful_item_in_from_further_down(tmp_path: Path)
         got = [d["id"] for d in other.get_relevant_context("al", "cache key", max_items=2,
                                                            min_score=0.0)["items"]]
         assert (low in got) is expect_in
+
+
+def test_skills_across_runs_follows_the_setting_and_the_argument(tmp_path: Path) -> None:
+    other = make_loop(tmp_path).store_context("al", "Lint before committing.", "skill",
+                                              run_id="old")["id"]
+    for across, arg, expected in ((True, None, {other}), (False, None, set()),
+                                  (False, True, {other}), (True, False, set())):
+        loop = make_loop(tmp_path, ContextSettings(skills_across_runs=across))
+        got = loop.get_relevant_context("al", "lint before committing", min_score=0.0,
+                                        run_id="new", skills_across_runs=arg)
+        assert {d["id"] for d in got["items"]} == expected, (across, arg)

@@ -72,6 +72,8 @@ def test_sixty_iteration_loop(server: Any) -> None:
                 skill = await call(client, "store_context", {
                     "content": "Run the database migrations before the integration tests.",
                     "context_type": "skill", "tags": ["testing"]})
+                task = await call(client, "store_context", {
+                    "content": "Make the integration tests pass.", "context_type": "task"})
                 marked: set[str] = set()
                 for i in range(1, 61):
                     error = f"OperationalError: table users_{i} missing." if i % 6 == 0 \
@@ -110,6 +112,12 @@ def test_sixty_iteration_loop(server: Any) -> None:
                 assert done["archived"] > 0
                 stats = await call(client, "get_context_stats", {})
                 assert stats["by_state"]["archived"] == done["archived"]
+                # the task of the loop never ages out (issue 27: archived after 50)
+                got = await call(client, "get_relevant_context", {
+                    "query": "Make the integration tests pass.", "max_items": 3,
+                    "min_score": 0.0, "context_types": ["task"]})
+                assert [(d["id"], d["state"]) for d in got["items"][:1]] == [
+                    (task["id"], "active")]
                 history = await call(client, "get_iteration_history", {"last_n": 3})
                 assert [h["iteration"] for h in history["iterations"]] == [60, 59, 58]
                 assert history["iterations"][0]["state"] == "active"
@@ -136,6 +144,8 @@ def test_sixty_iteration_loop(server: Any) -> None:
     ("store_context", {"content": "x", "context_type": "task", "extra": 1}, "extra"),
     ("mark_useful", {"item_id": "c1"}, "helpful"),
     ("mark_useful", {"item_id": "c1", "helpful": True, "query": "x" * 10_001}, "query"),
+    ("get_relevant_context", {"query": "x", "skills_across_runs": "no"},
+     "skills_across_runs"),
     ("get_skills", {"min_score": -0.1}, "min_score"),
     ("prune_low_value_context", {"min_score": 2}, "min_score"),
 ])
@@ -196,5 +206,31 @@ def test_feedback_counts_for_similar_queries_only(server: Any) -> None:
                 assert out["query"] == UNRELATED
                 stats = await call(client, "get_context_stats", {})
                 assert stats["feedback"] == {"helpful": 2, "not_helpful": 0}
+
+    anyio.run(main)
+
+
+def test_skills_of_other_runs_can_be_left_out(server: Any) -> None:
+    """Issue 27: with run_id, skills of every run came back (a hidden meta.skill exemption);
+    that is now documented in the schema and switchable per call."""
+    async def main() -> None:
+        with anyio.fail_after(TIMEOUT):
+            async with Client(server) as client:
+                tools = {t.name: t for t in (await client.list_tools()).tools}
+                prop = tools["get_relevant_context"].input_schema["properties"][
+                    "skills_across_runs"]
+                assert "other runs" in prop["description"]
+                other = await call(client, "store_context", {
+                    "content": "Run the migrations before the tests.",
+                    "context_type": "skill", "run_id": "old"})
+                own = await call(client, "store_context", {
+                    "content": "Run the tests with a fresh database.",
+                    "context_type": "skill", "run_id": "new"})
+                ask = {"query": "Run the tests", "min_score": 0.0, "run_id": "new"}
+                both = await call(client, "get_relevant_context", ask)
+                assert {d["id"] for d in both["items"]} == {other["id"], own["id"]}
+                mine = await call(client, "get_relevant_context",
+                                  {**ask, "skills_across_runs": False})
+                assert [d["id"] for d in mine["items"]] == [own["id"]]
 
     anyio.run(main)

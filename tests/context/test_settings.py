@@ -40,9 +40,19 @@ def test_preset_then_keys_with_origins(tmp_path: Path) -> None:
     ('context_types = ["note"]', "unknown type"),
     ('persistence = "forever"', "context.persistence"),
     ("max_size_mb = -1", "non-negative"),
+    ('skills_across_runs = "no"', "true or false"),
 ])
 def test_bad_values_are_errors(tmp_path: Path, body: str, message: str) -> None:
     (tmp_path / "sediment.toml").write_text(f"[context]\n{body}\n")
     with pytest.raises(ConfigError, match=message):
         cfg = load_config(tmp_path, env={"SEDIMENT_USER_CONFIG": "none.toml"})
         resolve(cfg.context)
+
+
+def test_skills_across_runs_is_a_setting(tmp_path: Path) -> None:
+    (tmp_path / "sediment.toml").write_text("[context]\nskills_across_runs = false\n")
+    cfg = load_config(tmp_path, env={"SEDIMENT_USER_CONFIG": "none.toml"})
+    settings, origin = resolve(cfg.context)
+    assert settings.skills_across_runs is False
+    assert origin["skills_across_runs"].endswith("sediment.toml")
+    assert ContextSettings().skills_across_runs is True

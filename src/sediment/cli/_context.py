@@ -105,17 +105,21 @@ def context() -> None:
 @click.option("--max-items", type=click.IntRange(1, 50), default=10, show_default=True)
 @click.option("--type", "types", type=click.Choice(CONTEXT_TYPES), multiple=True)
 @click.option("--min-score", type=click.FloatRange(0, 1), default=0.3, show_default=True)
-@click.option("--run", "run_id", default=None, help="Only this loop's items.")
+@click.option("--run", "run_id", default=None,
+              help="Only this loop's items (and the skills of every run, see below).")
 @click.option("--archived", is_flag=True, help="Search the archive too.")
+@click.option("--skills-across-runs/--run-skills-only", "across", default=None,
+              help="With --run: also the skills of other runs, or only the run's "
+                   "(default: [context] skills_across_runs, true).")
 @_common
 def relevant_cmd(ctx: click.Context, /, query: str, max_items: int, types: tuple[str, ...],
-                 min_score: float, run_id: str | None, archived: bool, actor: str | None,
-                 embedder_name: str | None,
+                 min_score: float, run_id: str | None, archived: bool, across: bool | None,
+                 actor: str | None, embedder_name: str | None,
                  store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """The items most relevant to QUERY, each with its four ranking factors."""
     out = _loop(ctx, store, layer_dir, embedder_name, actor).get_relevant_context(
         actor or default_actor(), query, max_items, list(types) or None, min_score,
-        None, run_id, archived)
+        None, run_id, archived, across)
     if as_json:
         emit_json(out)
         return
@@ -131,10 +135,14 @@ def relevant_cmd(ctx: click.Context, /, query: str, max_items: int, types: tuple
 @click.option("--type", "types", type=click.Choice(CONTEXT_TYPES), multiple=True)
 @click.option("--min-score", type=click.FloatRange(0, 1), default=None)
 @click.option("--run", "run_id", default=None)
+@click.option("--skills-across-runs/--run-skills-only", "across", default=None,
+              help="With --run: also the skills of other runs, or only the run's "
+                   "(default: [context] skills_across_runs, true).")
 @_common
 def inject_cmd(ctx: click.Context, /, query: str, max_tokens: int | None,
                max_items: int | None, types: tuple[str, ...], min_score: float | None,
-               run_id: str | None, actor: str | None, embedder_name: str | None,
+               run_id: str | None, across: bool | None, actor: str | None,
+               embedder_name: str | None,
                store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """Print the Markdown block to inject into the next iteration's prompt."""
     loop = _loop(ctx, store, layer_dir, embedder_name, actor)
@@ -142,7 +150,7 @@ def inject_cmd(ctx: click.Context, /, query: str, max_tokens: int | None,
     out = loop.get_relevant_context(
         actor or default_actor(), query, max_items or s.max_items_per_query,
         list(types) or list(s.context_types), s.min_relevance_score if min_score is None
-        else min_score, max_tokens or s.max_context_tokens, run_id)
+        else min_score, max_tokens or s.max_context_tokens, run_id, False, across)
     if as_json:
         emit_json(out)
         return

@@ -16,16 +16,24 @@ weights from the settings (0.40 / 0.25 / 0.20 / 0.15 by default).
   that names the query it helped with counts ``query_weight`` of a vote: nothing when the
   embedding cosine between the current query and that one is under
   ``feedback_similarity``, rising linearly to a whole vote for the same query, so evidence
-  marked for one question does not crowd out another's.
+  marked for one question does not crowd out another's. Every vote also fades with the
+  iterations of its item's run since it was given (:func:`vote_decay`, half of it after
+  ``feedback_half_life``), and the helpful votes an item has for a query count at most
+  ``VOTE_CAP`` (one vote) however many were given: a loop that asks with one constant
+  query (its task) votes for the same query every iteration, and summed, never-fading
+  votes let the items that helped early fill every later block (issue 27). Feedback says
+  "this helped lately", not "this helped often".
 - type match: 1.0 when the item's type was asked for, else 0.5 (1.0 when no type was).
 
 Which items are ranked is decided by relevance first (``service.ContextLoop._rank``): the
 ``max_items`` best of the hybrid search's best ``max_items`` and every item marked helpful
-for a query similar enough to this one (wherever it ranks), by ``semantic +
-feedback_gain x weighted votes`` (:func:`select`); plus items marked helpful with no query
-within the search's best ``feedback_reach x max_items`` (1 by default: none). The factors
-then order that set and ``min_score`` filters it. So with no feedback the items returned
-are the ones plain search returns, in another order.
+for a query similar enough to this one, in this iteration of its run (wherever it ranks;
+``feedback_lift_iterations``: a loop's next question, asked with the same task, gets
+plain search's set), by ``semantic + feedback_gain x weighted votes`` (:func:`select`,
+votes capped); plus items marked
+helpful with no query within the search's best ``feedback_reach x max_items`` (1 by
+default: none). The factors then order that set and ``min_score`` filters it. So with
+no feedback the items returned are the ones plain search returns, in another order.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from typing import TypeVar
 
 from sediment.context.settings import ContextSettings
 
+VOTE_CAP = 1.0
 COSINE_FLOOR = 0.1
 COSINE_CEIL = 0.7
 LEXICAL_HALF = 5.0
@@ -74,6 +83,19 @@ def query_weight(similarity: float, threshold: float) -> float:
     return min(1.0, (similarity - threshold) / (1.0 - threshold))
 
 
+def vote_decay(age: int, half_life: int) -> float:
+    """How much of a vote given ``age`` iterations ago still counts: halved every
+    ``half_life`` iterations (0: votes never fade)."""
+    if half_life <= 0 or age <= 0:
+        return 1.0
+    return float(0.5 ** (age / half_life))
+
+
+def bounded(votes: float) -> float:
+    """Helpful votes as ranking counts them: at most ``VOTE_CAP``."""
+    return min(VOTE_CAP, max(0.0, votes))
+
+
 def type_match(item_type: str, wanted: Sequence[str] | None) -> float:
     if not wanted:
         return 1.0
@@ -85,7 +107,7 @@ def select(rows: Sequence[tuple[T, float, float]], k: int, s: ContextSettings) -
     ``semantic + feedback_gain x votes``: evidence marked for a similar question displaces
     the least relevant of the search's best, while with no votes the set is the search's."""
     order = sorted(range(len(rows)),
-                   key=lambda i: (-(rows[i][1] + s.feedback_gain * rows[i][2]), i))
+                   key=lambda i: (-(rows[i][1] + s.feedback_gain * bounded(rows[i][2])), i))
     return [rows[i][0] for i in sorted(order[:k])]
 
 

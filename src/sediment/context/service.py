@@ -12,9 +12,9 @@ be read; an empty context with a warning when there is no cache either.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-import re
 import threading
 import time
 from collections.abc import Sequence
@@ -55,8 +55,16 @@ QUERY_CHARS = 500
 QUERY_CACHE = 64
 REMEMBERED = 4096
 """How many (actor, item) -> last query that returned it ``mark_useful`` remembers."""
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 _MB = 1024 * 1024
+
+
+def cache_name(actor: str, run_id: str | None) -> str:
+    """The fallback cache file of an actor and a run (None: every run): a SHA-256 of the
+    pair's JSON, so no two pairs share a file (the old ``last-<actor>-<run>.json`` gave
+    actor ``a-b`` run ``c`` and actor ``a`` run ``b-c`` the same one, and is not read: it
+    may hold another actor's results) and any actor or run fits a file name."""
+    key = json.dumps([actor, run_id], ensure_ascii=False).encode("utf-8")
+    return f"last-{hashlib.sha256(key).hexdigest()}.json"
 
 
 def item_ref(cid: int) -> str:
@@ -71,12 +79,17 @@ def parse_ref(raw: str) -> int:
     return int(s)
 
 
+AGELESS = ("skill", "task")
+"""Types age never moves past active: skills are curated, and a run's task is what every
+iteration works on (it left the loop's context after 50 iterations, issue 27). They decay
+in recency only, are never summarised, archived or expired by age."""
+
+
 def state_of(st: ItemState, age: int, archived: bool, s: ContextSettings) -> str:
-    """Lifecycle by iterations since stored; skills are curated, so age never moves them
-    past active (they decay in recency only)."""
+    """Lifecycle by iterations since stored (``AGELESS`` types stay active)."""
     if archived:
         return "archived"
-    if st.type == "skill":
+    if st.type in AGELESS:
         return "active"
     if age > s.archive_after_iterations:
         return "archived"
@@ -333,7 +346,8 @@ class ContextLoop:
         if reason:
             refuse_credentials(reason, "reason")
         data: dict[str, Any] = {"event": "feedback", "item": cid, "actor": actor,
-                                "helpful": helpful, "reason": reason or ""}
+                                "helpful": helpful, "reason": reason or "",
+                                "iteration": f.current(st.actor, st.run_id)}
         if asked:
             data["query"] = asked
         self._commit([], [NewEvent(FEEDBACK_EVENT, data, (cid,))])
@@ -350,14 +364,17 @@ class ContextLoop:
                 del self._returned[next(iter(self._returned))]
 
     def _query_votes(self, f: Fold, query: str, qv: npt.NDArray[np.float32] | None
-                     ) -> tuple[dict[int, float], dict[int, float]]:
+                     ) -> tuple[dict[int, float], dict[int, float], dict[int, float]]:
         """Item -> the weighted helpful and unhelpful votes given for queries like
-        ``query`` (``ranking.query_weight``). Without vectors only the same query text
+        ``query`` (``ranking.query_weight``), each faded by its age (``ranking.vote_decay``),
+        and the helpful ones no older than ``feedback_lift_iterations`` (those that may
+        lift an item into the ranked set). Without vectors only the same query text
         counts."""
         good: dict[int, float] = {}
         bad: dict[int, float] = {}
+        lift: dict[int, float] = {}
         if not f.votes:
-            return good, bad
+            return good, bad, lift
         texts = list(f.votes)
         sims = np.asarray([1.0 if t == query else 0.0 for t in texts], dtype=np.float32)
         if qv is not None:
@@ -370,10 +387,17 @@ class ContextLoop:
             w = ranking.query_weight(float(sims[j]), tau)
             if w <= 0.0:
                 continue
-            for cid, helpful in f.votes[texts[j]]:
+            for cid, helpful, when in f.votes[texts[j]]:
+                st = f.items.get(cid)
+                if st is None:
+                    continue
+                age = f.current(st.actor, st.run_id) - when
+                vote = w * ranking.vote_decay(age, self.settings.feedback_half_life)
                 side = good if helpful else bad
-                side[cid] = side.get(cid, 0.0) + w
-        return good, bad
+                side[cid] = side.get(cid, 0.0) + vote
+                if helpful and age <= self.settings.feedback_lift_iterations:
+                    lift[cid] = lift.get(cid, 0.0) + vote
+        return good, bad, lift
 
     def _vote_matrix(self, texts: list[str]) -> npt.NDArray[np.float32] | None:
         """The vectors of the queries votes named, embedded once per process (those asked
@@ -414,7 +438,8 @@ class ContextLoop:
 
     def _rank(self, actor: str, query: str, types: Sequence[str] | None, min_score: float,
               max_items: int, run_id: str | None, archived: bool,
-              warnings: list[str]) -> tuple[list[dict[str, Any]], int, str]:
+              warnings: list[str], skills_across_runs: bool = True
+              ) -> tuple[list[dict[str, Any]], int, str]:
         """Relevance selects, the factors order (see :mod:`ranking`): the hybrid pool's
         best ``max_items`` of this actor (and run), plus those marked helpful (with no
         query) within its best ``feedback_reach x max_items``, plus those marked helpful
@@ -433,11 +458,12 @@ class ContextLoop:
         if len(hidden):
             allowed &= ~np.isin(meta.ids, hidden)
         if run_id is not None:
-            allowed &= (meta.run == meta.code(run_id)) | meta.skill
+            same_run = meta.run == meta.code(run_id)
+            allowed &= (same_run | meta.skill) if skills_across_runs else same_run
         reach = max_items * max(1, s.feedback_reach)
-        good, bad = self._query_votes(f, q, qv[0] if qv is not None else None)
-        extra = np.flatnonzero(np.isin(meta.ids, np.fromiter(good, np.int64, len(good)))
-                               & allowed) if good else None
+        good, bad, lift = self._query_votes(f, q, qv[0] if qv is not None else None)
+        extra = np.flatnonzero(np.isin(meta.ids, np.fromiter(lift, np.int64, len(lift)))
+                               & allowed) if lift else None
         pool = index.search(q, qv[0] if qv is not None else None, allowed, reach, extra)
         rows = []
         for p, cos, lex in zip(pool.pos.tolist(), pool.cosine.tolist(), pool.lexical.tolist(),
@@ -447,23 +473,26 @@ class ContextLoop:
             if st is not None:
                 rows.append((st, item, None if cos != cos else cos, lex or None))
         head = rows[:max_items]
-        if good:
+        if lift:
             head = ranking.select([(r, ranking.semantic(r[2] if r[0].embedded else None, r[3]),
-                                    good.get(r[0].id, 0.0))
+                                    lift.get(r[0].id, 0.0))
                                    for r in head + [r for r in rows[max_items:]
-                                                    if r[0].id in good]],
+                                                    if r[0].id in lift]],
                                   max_items, s)
         taken = {r[0].id for r in head}
         chosen = head + [r for r in rows[max_items:]
                          if r[0].helpful > r[0].queried and r[0].id not in taken]
         scored = []
         for st, item, cos, lex in chosen:
+            now = f.current(st.actor, st.run_id)
+            plain = [(g, ranking.vote_decay(now - when, s.feedback_half_life))
+                     for g, when in st.plain]
             fac = ranking.Factors(
                 ranking.semantic(cos if st.embedded else None, lex),
-                ranking.recency(f.current(st.actor, st.run_id) - st.iteration,
-                                st.type == "skill", s),
-                ranking.usefulness(st.helpful - st.queried + good.get(st.id, 0.0),
-                                   st.unqueried_bad + bad.get(st.id, 0.0)),
+                ranking.recency(now - st.iteration, st.type == "skill", s),
+                ranking.usefulness(
+                    ranking.bounded(sum(w for g, w in plain if g) + good.get(st.id, 0.0)),
+                    sum(w for g, w in plain if not g) + bad.get(st.id, 0.0)),
                 ranking.type_match(st.type, types))
             scored.append((round(fac.score(s), 4), st, item, fac))
         scored.sort(key=lambda x: (-x[0], -x[1].id))
@@ -506,15 +535,19 @@ class ContextLoop:
     def get_relevant_context(self, actor: str, query: str, max_items: int = 10,
                              context_types: Sequence[str] | None = None,
                              min_score: float = 0.3, max_tokens: int | None = None,
-                             run_id: str | None = None, include_archived: bool = False
-                             ) -> dict[str, Any]:
-        """Never raises for a broken embedder or store: see the module docstring."""
+                             run_id: str | None = None, include_archived: bool = False,
+                             skills_across_runs: bool | None = None) -> dict[str, Any]:
+        """Never raises for a broken embedder or store: see the module docstring. With
+        ``run_id``, skills of the actor's other runs are included when
+        ``skills_across_runs`` (default: the setting of that name, true) holds."""
+        across = (self.settings.skills_across_runs if skills_across_runs is None
+                  else skills_across_runs)
         warnings: list[str] = []
         started = time.perf_counter()
         try:
             items, candidates, mode = self._rank(actor, query, context_types, min_score,
                                                  max_items, run_id, include_archived,
-                                                 warnings)
+                                                 warnings, across)
             self._save_cache(actor, run_id, items)
         except Exception as exc:
             warnings.append(f"context store unreadable ({type(exc).__name__}: {exc})")
@@ -579,8 +612,8 @@ class ContextLoop:
         the archive threshold.
 
         Grouping: per run, per type and per window of ``older_than_iterations // 2`` (at
-        least 5) iterations; a group of two or more items (skills excepted: they are
-        curated) becomes one summary of its three most central sentences, whose sources
+        least 5) iterations; a group of two or more items (``AGELESS`` types excepted)
+        becomes one summary of its three most central sentences, whose sources
         are the originals, which are superseded (hidden, not deleted).
         """
         s = self.settings
@@ -594,9 +627,11 @@ class ContextLoop:
             if run_id is not None and st.run_id != run_id:
                 continue
             age = f.current(st.actor, st.run_id) - st.iteration
-            if age > s.archive_after_iterations and st.type != "skill":
+            if st.type in AGELESS:
+                continue
+            if age > s.archive_after_iterations:
                 to_archive.append(st.id)
-            elif age > older_than_iterations and st.type != "skill" and not st.summary_of:
+            elif age > older_than_iterations and not st.summary_of:
                 groups.setdefault((st.run_id, st.type, st.iteration // window), []).append(st)
         summaries = []
         for (run, ctype, _), members in sorted(groups.items()):
@@ -649,9 +684,9 @@ class ContextLoop:
 
     def _expired(self, st: ItemState, f: Fold) -> bool:
         """Past ``prune_after_iterations`` (iterations since stored) and never helpful;
-        skills are curated and never expire."""
+        ``AGELESS`` types never expire."""
         age = f.current(st.actor, st.run_id) - st.iteration
-        return (st.type != "skill" and st.helpful == 0
+        return (st.type not in AGELESS and st.helpful == 0
                 and age > self.settings.prune_after_iterations)
 
     def _forget(self, actor: str, entries: Sequence[tuple[ItemState, str]],
@@ -714,7 +749,7 @@ class ContextLoop:
     def _cache_path(self, actor: str, run_id: str | None) -> Path | None:
         if self.cache_dir is None:
             return None
-        return self.cache_dir / f"last-{_SAFE.sub('-', actor)}-{_SAFE.sub('-', run_id or '')}.json"
+        return self.cache_dir / cache_name(actor, run_id)
 
     def _save_cache(self, actor: str, run_id: str | None, items: list[dict[str, Any]]) -> None:
         """Replaced whole (a reader never sees half a file) but not synced to disk: it is

@@ -48,6 +48,19 @@ class ContextSettings:
     feedback_gain: float = 0.6
     """How far such a vote lifts an item into the set the factors rank: its selection
     key is semantic + feedback_gain x the weighted votes (``ranking.select``)."""
+    feedback_half_life: int = 3
+    """A vote counts half after this many iterations of its item's run, a quarter after
+    twice as many (0: never fades); see ``ranking.vote_decay``."""
+    feedback_lift_iterations: int = 0
+    """A helpful vote lifts its item into the ranked set (``feedback_gain``) only while it
+    is at most this many iterations old (0: in the iteration it was given in); after that
+    it only orders the set, through the usefulness factor. A loop asks with its task
+    every iteration, and lifting what helped earlier took the places of the items the
+    search ranks first for it (issue 27)."""
+    skills_across_runs: bool = True
+    """With a ``run_id``, skills of the actor's other runs are returned too (skills are
+    learned strategies that outlive a loop); false: only the run's own skills. A
+    ``get_relevant_context`` argument overrides it per call."""
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -67,6 +80,10 @@ KEYS = frozenset({"preset", *(f.name for f in fields(ContextSettings))})
 
 def _check(name: str, value: Any, where: str) -> Any:
     default = getattr(ContextSettings(), name)
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: context.{name} must be true or false")
+        return value
     if isinstance(default, tuple):
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{where}: context.{name} must be a list of strings")

@@ -6,10 +6,12 @@ Event kinds (``files.EVENT_PREFIX`` + suffix) and their JSON content:
   "item": N, "actor", "project", "run_id", "iteration", "type", "tags", "metadata",
   "embedded", "summary_of": [ids]}``; sources ``[N]``.
 - ``meta.context_feedback``: ``{"event": "feedback", "item": N, "actor", "helpful",
-  "reason", "query"}``; sources ``[N]``. ``query`` (optional, up to 500 characters) is the
-  request the item helped with: such a vote counts, at ranking, in proportion to how
-  similar the current query is to it (``ranking.query_weight``); without one it counts
-  for every query.
+  "reason", "query", "iteration"}``; sources ``[N]``. ``query`` (optional, up to 500
+  characters) is the request the item helped with: such a vote counts, at ranking, in
+  proportion to how similar the current query is to it (``ranking.query_weight``);
+  without one it counts for every query. ``iteration`` is the item's run's iteration when
+  the vote was given (a vote fades with the iterations since, ``ranking.vote_decay``);
+  events written before it existed take the run's iteration at their place in the log.
 - ``meta.context_use``: access counts since the last write: ``{"event": "use",
   "uses": {"<id>": [count, last accessed ms]}}``; sources the ids (``uses.py``).
 - ``meta.supersede`` (shared): a summary replaces an original: ``{"old_id", "new_id",
@@ -49,8 +51,8 @@ class ItemState:
     skills and stats count them all)."""
     queried: int = 0
     """How many of the helpful votes named a query."""
-    unqueried_bad: int = 0
-    """How many of the unhelpful votes named no query."""
+    plain: list[tuple[bool, int]] = field(default_factory=list)
+    """The votes that named no query: (helpful, iteration given)."""
     hidden: str = ""
     """Why search leaves it out: ``superseded`` (summarised) or ``forgotten`` (pruned)."""
     access_count: int = 0
@@ -64,8 +66,9 @@ class Fold:
     """(actor, run_id) -> the latest iteration seen."""
     hidden: set[int] = field(default_factory=set)
     """Ids of the items superseded or forgotten."""
-    votes: dict[str, list[tuple[int, bool]]] = field(default_factory=dict)
-    """Query -> the (item, helpful) votes that named it, in commit order."""
+    votes: dict[str, list[tuple[int, bool, int]]] = field(default_factory=dict)
+    """Query -> the (item, helpful, iteration given) votes that named it, in commit
+    order."""
 
     def current(self, actor: str, run_id: str) -> int:
         return self.runs.get((actor, run_id), 0)
@@ -98,11 +101,13 @@ def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
             if got is not None:
                 good = d.get("helpful") is True
                 query = d.get("query")
+                when = _int(d.get("iteration"))
+                when = out.current(got.actor, got.run_id) if when is None else when
                 if isinstance(query, str) and query:
-                    out.votes.setdefault(query, []).append((got.id, good))
+                    out.votes.setdefault(query, []).append((got.id, good, when))
                     got.queried += good
-                elif not good:
-                    got.unqueried_bad += 1
+                else:
+                    got.plain.append((good, when))
                 if good:
                     got.helpful += 1
                 else:

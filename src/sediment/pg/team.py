@@ -78,11 +78,11 @@ class TeamContextLoop(ContextLoop):
     def get_relevant_context(self, actor: str, query: str, max_items: int = 10,
                              context_types: Sequence[str] | None = None,
                              min_score: float = 0.3, max_tokens: int | None = None,
-                             run_id: str | None = None, include_archived: bool = False
-                             ) -> dict[str, Any]:
+                             run_id: str | None = None, include_archived: bool = False,
+                             skills_across_runs: bool | None = None) -> dict[str, Any]:
         return self.of(actor).get_relevant_context(actor, query, max_items, context_types,
                                                    min_score, max_tokens, run_id,
-                                                   include_archived)
+                                                   include_archived, skills_across_runs)
 
     def get_iteration_history(self, actor: str, last_n: int = 5,
                               run_id: str = DEFAULT_RUN) -> dict[str, Any]:

@@ -49,8 +49,13 @@ class RelevantRequest(_Strict):
     min_score: Score = Field(default=0.3, description="Minimum relevance, 0 to 1")
     max_tokens: int | None = Field(default=None, ge=16, le=200_000, description=(
         "Also return a Markdown block of at most this many tokens"))
-    run_id: RunId | None = Field(default=None, description="Only this loop's items")
+    run_id: RunId | None = Field(default=None, description=(
+        "Only this loop's items, plus the actor's skills of every run unless "
+        "skills_across_runs is false"))
     include_archived: bool = Field(default=False, description="Search the archive too")
+    skills_across_runs: bool | None = Field(default=None, description=(
+        "With run_id: also return skills stored in the actor's other runs (true) or only "
+        "this run's (false); default: the [context] skills_across_runs setting (true)"))
 
 
 class HistoryRequest(_Strict):
@@ -93,7 +98,7 @@ class MarkRequest(_Strict):
     query: str | None = Field(default=None, max_length=10_000, description=(
         "The request the item helped with (first 500 characters); default: the query of "
         "the last get_relevant_context that returned it. The vote counts for similar "
-        "queries only."))
+        "queries only, and fades with the run's iterations."))
 
 
 class SummarizeRequest(_Strict):
@@ -148,7 +153,8 @@ def context_loop_tools(cl: ContextLoop, actor: str | None = None) -> list[Tool]:
 
     def relevant(r: RelevantRequest, p: Principal) -> CallToolResult:
         out = cl.get_relevant_context(p.actor, r.query, r.max_items, r.context_types,
-                                      r.min_score, r.max_tokens, r.run_id, r.include_archived)
+                                      r.min_score, r.max_tokens, r.run_id, r.include_archived,
+                                      r.skills_across_runs)
         text = out["block"] if r.max_tokens is not None else _render(out["items"])
         if out["warnings"]:
             text = "Warnings: " + "; ".join(out["warnings"]) + "\n" + text
@@ -217,7 +223,10 @@ def context_loop_tools(cl: ContextLoop, actor: str | None = None) -> list[Tool]:
          """Record the result of a finished iteration (its error, if any, becomes an error
          item too). Call it after every iteration of the loop."""),
         ("mark_useful", MarkRequest, mark, APPEND_ONLY,
-         "Say whether a returned item helped (+0.1 usefulness) or not (-0.15)."),
+         """Say whether a returned item helped (+0.1 usefulness) or not (-0.15). A vote
+         counts for queries like the one it names, fades over the run's next iterations
+         (half after feedback_half_life, 3), and an item's helpful votes count at most
+         one: mark what helped this iteration, re-marking adds nothing."""),
         ("summarize_old_context", SummarizeRequest, summarize, APPEND_ONLY,
          """Replace items older than older_than_iterations by extractive summaries (the
          originals are superseded, not deleted) and archive items past the archive age."""),
