@@ -166,8 +166,8 @@ def _values(text: str) -> set[str]:
 
 _NUMBER_WORDS = frozenset({
     "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
-    "ten", "eleven", "twelve", "first", "second", "third", "last", "single", "double",
-    "half", "once", "twice",
+    "ten", "eleven", "twelve", "first", "second", "third", "last", "double",
+    "once", "twice",
 })
 
 
