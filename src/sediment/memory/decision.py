@@ -37,7 +37,7 @@ from enum import StrEnum
 
 from sediment.memory.correction import STOPWORDS, correction_signals
 
-PARAPHRASE_COSINE = 0.78
+PARAPHRASE_COSINE = 0.72
 """The least cosine at which a rewording with no changed value is a restatement."""
 PARAPHRASE_WORDS = 3
 """At most this many content words one side has that the other lacks, in a restatement."""
@@ -51,13 +51,13 @@ SWAP_FLOOR = 0.30
 
 _WORD = re.compile(r"[\w][\w'\u2019./:@#-]*[\w]|[\w]")
 _LOWER = re.compile(r"[a-z0-9]+")
-_END = r"(?=[,.;:!?)\]]|\s+(?:and|but|so|because|which)\b|$)"
+_END = r"(?=[,;!?)\]]|[.:](?:\s|$)|\s+(?:and|but|so|because|which)\b|$)"
 _CONTRAST = [
     re.compile(r"(?:[,;(\u2014]\s*|\s-\s*)(?:and\s+|but\s+)?not\s+(?:the\s+|a\s+|an\s+)?"
-               r"(?P<x>[^,.;:!?()]{1,60}?)" + _END + r"\)?", re.I),
+               r"(?P<x>[^,;!?()]{1,60}?)" + _END + r"\)?", re.I),
     re.compile(r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of|no\s+longer|"
                r"not\s+anymore|replacing|replaced)\s+(?:the\s+|a\s+|an\s+)?"
-               r"(?P<x>[^,.;:!?()]{1,60}?)" + _END, re.I),
+               r"(?P<x>[^,;!?()]{1,60}?)" + _END, re.I),
 ]
 _LEADING = re.compile(r"^\s*(?:actually|correction|in\s+fact|no|wrong|update|"
                       r"to\s+correct\s+that|sorry)\b[\s,:;.!-]*", re.I)
@@ -75,7 +75,7 @@ MANY_VALUED = frozenset({
     "friend", "friends", "sibling", "siblings", "children", "kids", "hobbies", "hobby",
 })
 """Attributes that hold several values at once: a swapped value there is another fact."""
-_NEGATION = frozenset({"not", "no", "never", "don't", "doesn't", "didn't", "isn't", "aren't",
+_NEGATION = frozenset({"not", "no", "never", "nobody", "nothing", "none", "neither", "don't", "doesn't", "didn't", "isn't", "aren't",
                        "won't", "can't", "cannot", "shouldn't", "mustn't", "avoid", "without",
                        "wasn't", "weren't", "hasn't", "haven't", "nor"})
 
@@ -145,7 +145,8 @@ def _content(words: list[str]) -> list[str]:
     for w in words:
         base = w[:-2] if w.endswith("'s") else w
         for part in _LOWER.findall(base):
-            if part not in STOPWORDS and part not in UPDATE_WORDS and part != "user":
+            if part not in STOPWORDS and part not in UPDATE_WORDS and part != "user" \
+                    and part not in _NEGATION:
                 out.append(_stem(part))
     return out
 
@@ -157,8 +158,8 @@ def _values(text: str) -> set[str]:
     for i, w in enumerate(_WORD.findall(text)):
         low = w.lower()
         if any(c.isdigit() for c in w) or low in _NUMBER_WORDS or any(
-                c in w[1:-1] for c in "-_/.:@#") or any(c.isupper() for c in w[1:]) or (
-                w[0].isupper() and (i > 0 or _name_like(low))) or (
+                c in w[1:-1] for c in "_/.:@#") or any(c.isupper() for c in w[1:]) or (
+                w[0].isupper() and i > 0) or (
                 len(w) > 1 and w.isupper()):
             out.update(_content([low]))
     return out
@@ -169,6 +170,13 @@ _NUMBER_WORDS = frozenset({
     "ten", "eleven", "twelve", "first", "second", "third", "last", "double",
     "once", "twice",
 })
+
+
+def _subject_swap(a: list[str], b: list[str]) -> bool:
+    """Whether the texts start with different names before the same word ("Bob reviews"
+    / "Carol reviews"): a capitalised first word is a value only then."""
+    return len(a) > 1 and len(b) > 1 and a[0] != b[0] and a[1] == b[1] \
+        and _name_like(a[0]) and _name_like(b[0])
 
 
 def _name_like(word: str) -> bool:
@@ -240,18 +248,25 @@ def decide(old: str, new: str, cosine: float, *, correcting: bool = False,
             swapped = values & set(_content(seq_old[i1:i2]))
             many = bool(set(seq_old[:i1]) & MANY_VALUED) and not any(
                 c.isdigit() for c in before)
-            slot = bool(values) and not swapped and not (values - sb) and not (
-                _values(after) if after[:1].islower() else set(_content([after])))
+            new_values = _values(said.core) & set(_content(seq_new[j1:j2]))
+            slot = bool(values) and not swapped and not (values - sb) and not new_values \
+                and i2 < len(seq_old)
+            slot = slot or bool(swapped) and not new_values and not _has_digit(after)
             if correcting or not (many or slot):
                 return Decision(Verdict.CORRECTION, "one value changed", before, after,
                                 signals or ["value"])
             return Decision(Verdict.DIFFERENT, "another value of a many-valued attribute")
-    values_same = not ((_values(old) - sb) | (_values(said.core) - sa)) and not flipped
+    values_same = not ((_values(old) - sb) | (_values(said.core) - sa)) and not flipped \
+        and not _subject_swap(old_words, new_words)
     small = max(len(only_old), len(only_new)) <= paraphrase_words
     if values_same and not adding and (cosine >= NEAR_IDENTICAL
                                        or (cosine >= paraphrase_cosine and small)):
         return Decision(Verdict.RESTATEMENT, "a rewording with the same values")
     return Decision(Verdict.DIFFERENT, "a different statement about the same subject")
+
+
+def _has_digit(text: str) -> bool:
+    return any(c.isdigit() for c in text)
 
 
 def _holds(text: str, phrase: str) -> bool:
