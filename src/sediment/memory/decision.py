@@ -75,9 +75,11 @@ MANY_VALUED = frozenset({
     "friend", "friends", "sibling", "siblings", "children", "kids", "hobbies", "hobby",
 })
 """Attributes that hold several values at once: a swapped value there is another fact."""
-_NEGATION = frozenset({"not", "no", "never", "nobody", "nothing", "none", "neither", "don't", "doesn't", "didn't", "isn't", "aren't",
-                       "won't", "can't", "cannot", "shouldn't", "mustn't", "avoid", "without",
-                       "wasn't", "weren't", "hasn't", "haven't", "nor"})
+_NEGATION = frozenset({
+    "not", "no", "never", "nobody", "nothing", "none", "neither", "don't", "doesn't",
+    "didn't", "isn't", "aren't", "won't", "can't", "cannot", "shouldn't", "mustn't", "avoid",
+    "without", "wasn't", "weren't", "hasn't", "haven't", "nor",
+})
 
 
 class Verdict(StrEnum):
@@ -251,7 +253,7 @@ def decide(old: str, new: str, cosine: float, *, correcting: bool = False,
             new_values = _values(said.core) & set(_content(seq_new[j1:j2]))
             slot = bool(values) and not swapped and not (values - sb) and not new_values \
                 and i2 < len(seq_old)
-            slot = slot or bool(swapped) and not new_values and not _has_digit(after)
+            slot = slot or (bool(swapped) and not new_values and not _has_digit(after))
             if correcting or not (many or slot):
                 return Decision(Verdict.CORRECTION, "one value changed", before, after,
                                 signals or ["value"])
