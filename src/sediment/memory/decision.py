@@ -258,6 +258,9 @@ def decide(old: str, new: str, cosine: float, *, correcting: bool = False,
                 return Decision(Verdict.CORRECTION, "one value changed", before, after,
                                 signals or ["value"])
             return Decision(Verdict.DIFFERENT, "another value of a many-valued attribute")
+    if not only_old and not flipped and not adding and len(only_new) <= paraphrase_words \
+            and cosine >= paraphrase_cosine:
+        return Decision(Verdict.RESTATEMENT, "the same statement with a detail added")
     values_same = not ((_values(old) - sb) | (_values(said.core) - sa)) and not flipped \
         and not _subject_swap(old_words, new_words)
     small = max(len(only_old), len(only_new)) <= paraphrase_words

@@ -300,8 +300,10 @@ class MemoryService:
             decision: Decision | None = None
             close: list[tuple[Memory, float, Decision]] = []
             similarity = near = 0.0
+            pool: list[tuple[Memory, float]] | None = None
             if place is not Place.PROPOSAL:
-                same = self._identical(actor, scp, text, vec)
+                pool = self._candidates(actor, scp, text, vec, correcting=correcting)
+                same = _identical(pool, text)
                 if same is not None:
                     return {"status": "exists", "id": str(same.ref), "scope": scp.value,
                             "category": same.category, "similarity": 1.0,
@@ -325,10 +327,11 @@ class MemoryService:
                                 "category": known.category, "similarity": round(near, 4),
                                 "looks_like_correction": False, "correction_signals": []}
             elif keep_separate:
-                close = self._nearest(actor, scp, text, vec, correcting=correcting)[3]
+                close = self._nearest(actor, scp, text, vec, correcting=correcting,
+                                      pool=pool)[3]
             else:
-                old, similarity, decision, close = self._nearest(actor, scp, text, vec,
-                                                                 correcting=correcting)
+                old, similarity, decision, close = self._nearest(
+                    actor, scp, text, vec, correcting=correcting, pool=pool)
             if old is not None:
                 ctx = ctx or old.context
                 if related_to is None:
@@ -380,16 +383,6 @@ class MemoryService:
                             "similarity": round(c, 4), "decision": d.verdict.value}
                            for m, c, d in close]
         return out
-
-    def _identical(self, actor: str, scope: Scope, text: str, vec: np.ndarray
-                   ) -> Memory | None:
-        """The actor's active memory in ``scope`` with this very text (case, whitespace
-        and a final full stop aside)."""
-        key = normalise(text)
-        for memory, _ in self._candidates(actor, scope, text, vec):
-            if normalise(memory.content) == key:
-                return memory
-        return None
 
     def _chosen(self, actor: str, memory_id: object, place: Place) -> Memory:
         """The memory an agent's ``supersedes`` names: its own, active, in the same store."""
@@ -454,15 +447,17 @@ class MemoryService:
         return float(np.dot(other, vec)) / norm
 
     def _nearest(self, actor: str, scope: Scope, text: str, vec: np.ndarray, *,
-                 anyone: bool = False, correcting: bool = False
+                 anyone: bool = False, correcting: bool = False,
+                 pool: list[tuple[Memory, float]] | None = None
                  ) -> tuple[Memory | None, float, Decision | None,
                             list[tuple[Memory, float, Decision]]]:
         """The memory the save supersedes (a restatement or a correction of it: the
         correction first, then the most similar), its cosine and the decision, and the
         close memories it keeps beside it."""
-        judged = [(m, c, self._decide(m.content, text, c, correcting))
-                  for m, c in self._candidates(actor, scope, text, vec, anyone=anyone,
-                                               correcting=correcting)]
+        if pool is None:
+            pool = self._candidates(actor, scope, text, vec, anyone=anyone,
+                                    correcting=correcting)
+        judged = [(m, c, self._decide(m.content, text, c, correcting)) for m, c in pool]
         hits = [j for j in judged if j[2].supersedes]
         hits.sort(key=lambda j: (j[2].verdict is not Verdict.CORRECTION or
                                  j[2].reason != "names the old value it replaces", -j[1]))
@@ -858,6 +853,13 @@ def _save_event(actor: str, scope: Scope, source: str, confidence: float,
     return [NewEvent(SAVE, {"event": "save", "memory_id": New(0), "actor": actor,
                             "scope": scope.value, "source": source, "context": context,
                             "related_to": list(related)}, (New(0),), author)]
+
+
+def _identical(pool: Sequence[tuple[Memory, float]], text: str) -> Memory | None:
+    """The memory in ``pool`` with this very text (case, whitespace and a final full stop
+    aside): a re-save of it writes nothing."""
+    key = normalise(text)
+    return next((m for m, _ in pool if normalise(m.content) == key), None)
 
 
 def _ranks(x: np.ndarray, valid: np.ndarray) -> np.ndarray:
