@@ -318,7 +318,9 @@ class MemoryService:
                 decision = self._decide(old.content, text, similarity, correcting)
             elif place is Place.PROPOSAL:
                 old, similarity = self._nearest_proposal(actor, text, vec)
-                if old is None:
+                if old is not None:
+                    decision = self._decide(old.content, text, similarity, correcting)
+                else:
                     known, near, found, _ = self._nearest(actor, scp, text, vec, anyone=True,
                                                           correcting=correcting)
                     if known is not None and found is not None \
