@@ -145,6 +145,7 @@ def test_restore_and_history(service: MemoryService) -> None:
     back = service.manage("alice", "restore", react["id"])
     assert back["status"] == "restored" and back["restored_id"] == react["id"]
     assert {"The frontend uses React", "The frontend uses Svelte"} <= set(_active(service))
+    assert service.show("alice", back["id"])["versions"][0]["restored_from"] == react["id"]
     with pytest.raises(ValidationError, match="only a superseded memory"):
         service.manage("alice", "restore", svelte["id"])
 

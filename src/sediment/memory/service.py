@@ -599,8 +599,13 @@ class MemoryService:
 
     @staticmethod
     def _why(fold: Fold, ref: MemoryRef) -> dict[str, Any]:
-        info = (fold.memories.get(ref) or MemoryState()).supersede_info
-        return {"superseded_because": info} if info else {}
+        state = fold.memories.get(ref) or MemoryState()
+        out: dict[str, Any] = {}
+        if state.supersede_info:
+            out["superseded_because"] = state.supersede_info
+        if state.restored_from is not None:
+            out["restored_from"] = str(state.restored_from)
+        return out
 
     def update(self, actor: str, memory_id: object, updates: object, *,
                human: bool = False) -> dict[str, Any]:
