@@ -60,6 +60,12 @@ def test_restatements_and_unrelated() -> None:
     assert normalise("  The  USER likes tea. ") == normalise("the user likes tea")
 
 
+def test_long_texts_are_decided_quickly_and_kept_apart() -> None:
+    old = " ".join(f"word{i}" for i in range(2_000))
+    new = " ".join(f"word{i}" for i in range(1_000, 3_000))
+    assert decide(old, new, 0.6).verdict is Verdict.DIFFERENT
+
+
 def _active(service: MemoryService, actor: str = "alice") -> dict[str, dict[str, Any]]:
     return {m["content"]: m for m in service.list_memories(actor, limit=100)["memories"]}
 

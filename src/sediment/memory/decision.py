@@ -19,13 +19,16 @@ The decision is rules over that alignment, the cosine, and what the saver says:
 - otherwise one changed run of at most ``MAX_SWAP_WORDS`` words is an update of that
   value, unless the attribute holds many values ("speaks", "is allergic to") or the new
   text says it adds one ("also", "another"): then both are kept;
-- the same content words, or a high cosine with no value (number, name) changed and few
-  content words changed, is a restatement.
+- a changed word before an unchanged value ("manager" -> "mentor" of "Linda Chen") changes
+  the slot, not the value: both are kept;
+- the same content words, the old words with a few added, or a high cosine with no value
+  (number, name) changed and few content words changed, is a restatement.
 
 Why rules and not a model: no package on PyPI ships a natural-language-inference
 cross-encoder's weights for onnxruntime (docs/memory.md, "The save decision"), and
-nothing may download weights at run time. The thresholds were fitted on the even half of
-bench/data/memory_pairs.jsonl (``python -m bench.memory_decisions``).
+nothing may download weights at run time. ``PARAPHRASE_COSINE`` and ``PARAPHRASE_WORDS``
+were fitted on the fit half of bench/data/memory_pairs.jsonl (``python -m
+bench.memory_decisions --fit``); the other constants were set by hand.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ NEAR_IDENTICAL = 0.95
 MAX_SWAP_WORDS = 3
 """The longest run of words an update changes (the value); a correcting save allows more."""
 CORRECTING_SWAP_WORDS = 6
+MAX_ALIGNED = 200
+"""Longer texts are not aligned word by word (a quadratic cost in a save): they are one
+fact only at ``NEAR_IDENTICAL``."""
 SWAP_FLOOR = 0.30
 """The least cosine of an update (a swapped value is most of a short fact)."""
 
@@ -213,6 +219,10 @@ def decide(old: str, new: str, cosine: float, *, correcting: bool = False,
     said = _parse(new)
     correcting = correcting or said.explicit
     old_words, new_words = _words(old), _words(said.core)
+    if max(len(old_words), len(new_words)) > MAX_ALIGNED:
+        if cosine >= NEAR_IDENTICAL:
+            return Decision(Verdict.RESTATEMENT, "long texts, near identical")
+        return Decision(Verdict.DIFFERENT, "long texts: only a near-identical one is the same")
     a, b = _content(old_words), _content(new_words)
     sa, sb = set(a), set(b)
     shared = sa & sb
