@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,12 @@ def main(argv: list[str] | None = None) -> None:
         part = [rows[i] for i in idx]
         out[half] = rates(part, verdicts(part, [cos[i] for i in idx], pc, pw))
         _print(f"{half} half" if half != "all" else "all pairs", out[half])
+    started = time.process_time()
+    for _ in range(5):
+        verdicts(rows, cos, pc, pw)
+    per_pair = (time.process_time() - started) / (5 * len(rows)) * 1000
+    out["decide_cpu_ms_per_pair"] = per_pair
+    print(f"\ndecide(): {per_pair:.3f} ms of CPU per pair (mean over 5 passes of the set)")
     mrpc = load_mrpc(opts.mrpc)
     if mrpc is None:
         print(f"\nMRPC: skipped, no msr_paraphrase_test.txt under {opts.mrpc}")
