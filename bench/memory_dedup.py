@@ -8,8 +8,9 @@ paraphrases and corrections; different pairs are related facts about the same su
 Two decisions are compared, per cosine threshold:
 
 - the old rule: cosine at the threshold, or a value swap at ``SWAP_FLOOR``;
-- the new rule (``sediment.memory.correction.same_memory``, the service's own): cosine at
-  the threshold with at most K content words changed, or cosine at ``NEAR_IDENTICAL``, or
+- the new rule (``sediment.memory.correction.same_memory``, the service's until issue 27;
+  its save decision is measured by ``bench.memory_decisions``): cosine at the threshold
+  with at most K content words changed, or cosine at ``NEAR_IDENTICAL``, or
   a value swap at ``SWAP_FLOOR``.
 
 The new rule's two parameters (threshold and K) are fitted on the pairs of the even rows

@@ -26,7 +26,7 @@ from bench.quality.__main__ import DEFAULT_CACHE, make_embedder
 from bench.quality.metrics import Scores
 from sediment.embed import Embedder
 from sediment.memory import DEFAULT_DEDUP_THRESHOLD, FileMemoryStore, MemoryService
-from sediment.memory.correction import MAX_CHANGED_WORDS
+from sediment.memory.decision import PARAPHRASE_WORDS as MAX_CHANGED_WORDS
 from sediment.ops import run_search
 from sediment.search import SearchRequest
 from sediment.store import LayerSet

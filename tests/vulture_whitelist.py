@@ -13,7 +13,7 @@ from sediment.context.settings import ContextSettings
 from sediment.format.reader import Header
 from sediment.kcp.model import ManifestRef, Unit
 from sediment.kcp.service import KnowledgeService
-from sediment.server.memory_tools import SaveOut
+from sediment.server.memory_tools import ChangedOut, SaveOut
 from sediment.server.web._memories import Listing
 from sediment.server.web._progress import Progress
 
@@ -27,6 +27,9 @@ _ = (
     KnowledgeService.refresh,  # public: re-reads manifests in a long-running server
     SaveOut.superseded_id,  # fields of save_memory's structured result, read by clients
     SaveOut.looks_like_correction,
+    SaveOut.superseded_content,
+    ChangedOut.from_,
+    ChangedOut.to,
     ContextSettings.prune_after_iterations,  # the seed's setting; read from [context]
     Listing.by_category,  # read by the web page's templates
     Listing.uncategorised,

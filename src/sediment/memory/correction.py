@@ -49,10 +49,11 @@ def _numbers(text: str) -> set[str]:
 
 def _names(text: str) -> set[str]:
     out: set[str] = set()
+    first = len(text) - len(text.lstrip())
     for m in _WORD.finditer(text):
         word = m.group(0)
-        before = text[:m.start()]
-        starts_sentence = not before.strip() or bool(_SENTENCE_END.search(before))
+        before = text[max(0, m.start() - 200):m.start()]  # linear in the text's length
+        starts_sentence = m.start() == first or bool(_SENTENCE_END.search(before))
         if (word[0].isupper() and not starts_sentence) or (len(word) > 1 and word.isupper()):
             out.add(word.lower())
     return out

@@ -55,6 +55,7 @@ class MemoryState:
     supersedes: MemoryRef | None = None
     superseded_by: MemoryRef | None = None
     supersede_info: dict[str, Any] | None = None
+    restored_from: MemoryRef | None = None
     forgotten: bool = False
     use_count: int = 0
     last_used_ms: int | None = None
@@ -131,6 +132,8 @@ def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
             s.context = ctx if isinstance(ctx, str) and ctx else None
             rel = d.get("related_to")
             s.related_to = [str(r) for r in rel] if isinstance(rel, list) else []
+            back = _int(d.get("restores"))
+            s.restored_from = MemoryRef(e.store, back) if back is not None else None
         elif e.kind == SUPERSEDE:
             old, new = _subject(e, "old_id", 0), _subject(e, "new_id", 1)
             if old is None or new is None:

@@ -7,7 +7,7 @@ MEMORY_GUIDELINES = """\
 
 Sediment keeps what you learn about the person you work with and about this project between
 sessions. Three tools: recall_memories (look things up), save_memory (record something),
-manage_memory (list, update, delete, forget everything).
+manage_memory (list, update, delete, restore, history, forget everything).
 
 ## Look before you act: recall_memories
 - When a task starts, ask for what bears on it: "how this user likes Python tests written",
@@ -41,8 +41,18 @@ this repository. A global save is only a proposal: a human decides.
 - Self-contained: name the language, tool, file or service it is about, so it makes sense
   when recalled months later in another conversation.
 - Present tense: "Prefers...", "The project deploys...".
-- If you save something close to an existing memory, Sediment replaces the old one and
-  says so (status updated, with both ids); check that the replacement was what you meant.
+- Saving the same fact again in other words replaces the old memory (status updated,
+  with both ids); saving the same text again writes nothing (status exists).
+- To correct a memory, say what was wrong: "The user's dog is named Rex, not Max", with
+  category correction and source corrected. Sediment replaces the memory it corrects and
+  says so (looks_like_correction, and changed: the old words and the new).
+- A different fact about the same subject is kept beside the old one ("Deploys to staging
+  happen on Tuesdays" and "Deploys to production happen on Thursdays"); the result lists
+  close memories it kept in near, with their ids, text and similarity.
+- You have the last word. If Sediment kept two memories that are one fact, save again with
+  supersedes: the id to replace; if it replaced one you wanted to keep, save with
+  keep_separate: true, or manage_memory restore brings the replaced one back
+  (manage_memory history shows a memory's versions).
 
 ## Categories
 - preference: how the person likes things done (style, tools, tone).

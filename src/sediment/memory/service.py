@@ -27,11 +27,14 @@ import numpy as np
 from sediment.credentials import check_text, refuse_credentials
 from sediment.embed import Embedder
 from sediment.errors import NotFoundError, PermissionDeniedError, ValidationError
-from sediment.memory.correction import (
-    MAX_CHANGED_WORDS,
-    SWAP_FLOOR,
-    correction_signals,
-    same_memory,
+from sediment.memory.correction import correction_signals
+from sediment.memory.decision import (
+    PARAPHRASE_COSINE,
+    PARAPHRASE_WORDS,
+    Decision,
+    Verdict,
+    decide,
+    normalise,
 )
 from sediment.memory.events import (
     CONTEXT,
@@ -71,7 +74,12 @@ from sediment.memory.usage import Flusher, UsageBuffer
 from sediment.search.fusion import ConvexFusion, Pool
 from sediment.store.events import FORGET, PROPOSAL, SUPERSEDE
 
-DEFAULT_DEDUP_THRESHOLD = 0.81
+DEFAULT_DEDUP_THRESHOLD = PARAPHRASE_COSINE
+NEAR_FLOOR = 0.6
+"""Memories at this cosine or above that a save did not supersede are named in its result."""
+MAX_NEAR = 3
+CANDIDATES = 5
+CORRECTING_CANDIDATES = 10
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 DEFAULT_LIST_LIMIT = 20
@@ -146,7 +154,7 @@ class MemoryService:
 
     def __init__(self, store: MemoryStore, embedder: Embedder, *,
                  dedup_threshold: float = DEFAULT_DEDUP_THRESHOLD,
-                 max_changed_words: int | None = MAX_CHANGED_WORDS,
+                 max_changed_words: int | None = PARAPHRASE_WORDS,
                  chunk_exists: Callable[[int], bool] | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         if not 0.0 < dedup_threshold <= 1.0:
@@ -156,7 +164,7 @@ class MemoryService:
         self.embedder = embedder
         self.dedup_threshold = dedup_threshold
         self.max_changed_words = max_changed_words
-        """None: cosine alone decides above the threshold (the rule before the word check)."""
+        """None: any number of changed words in a restatement above the threshold."""
         self.chunk_exists = chunk_exists
         self.usage = UsageBuffer()
         self._clock = clock
@@ -247,9 +255,14 @@ class MemoryService:
     # -- save ------------------------------------------------------------------------
     def save(self, actor: str, content: object, category: object, source: object = None,
              scope: object = None, context: object = None, related_to: object = None, *,
+             supersedes: object = None, keep_separate: object = False,
              human: bool = False) -> dict[str, Any]:
-        """Save a memory, superseding the actor's most similar active one in the same
-        scope (across categories) when the cosine similarity reaches the threshold.
+        """Save a memory. The same text as one of the actor's active memories in the scope
+        (case and whitespace aside) writes nothing (status ``exists``). Otherwise the save
+        decision (``sediment.memory.decision``) supersedes a restatement or a correction of
+        one of them (across categories); the agent has the last word: ``supersedes`` names
+        the memory it replaces, ``keep_separate`` supersedes nothing. Close memories kept
+        beside it are named in ``near``.
 
         An agent's global save is a proposal, deduplicated too: against the actor's own
         pending proposals (the new one supersedes the nearest), then against the global
@@ -274,20 +287,53 @@ class MemoryService:
             place = Place.PROPOSAL
         vec = self._embed(text)
         author = "human" if human else "mcp"
+        if keep_separate is not True and keep_separate is not False:
+            raise ValidationError(f"keep_separate must be true or false, got "
+                                  f"{keep_separate!r}")
+        if supersedes is not None and keep_separate:
+            raise ValidationError("supersedes and keep_separate: true contradict each other; "
+                                  "give one of them")
+        correcting = cat == "correction" or src == "corrected"
         with self._lock, self.store.transaction(place, actor):
             old: Memory | None = None
             known: Memory | None = None
+            decision: Decision | None = None
+            close: list[tuple[Memory, float, Decision]] = []
             similarity = near = 0.0
-            if place is Place.PROPOSAL:
+            pool: list[tuple[Memory, float]] | None = None
+            if place is not Place.PROPOSAL:
+                pool = self._candidates(actor, scp, text, vec, correcting=correcting)
+                same = _identical(pool, text)
+                if same is not None:
+                    return {"status": "exists", "id": str(same.ref), "scope": scp.value,
+                            "category": same.category, "similarity": 1.0,
+                            "looks_like_correction": False, "correction_signals": [],
+                            "use_count": same.use_count,
+                            "created_at_ms": same.created_at_ms}
+            if supersedes is not None:
+                old = self._chosen(actor, supersedes, place)
+                similarity = float(np.dot(self._embed(old.content), vec) / (
+                    float(np.linalg.norm(self._embed(old.content)) * np.linalg.norm(vec))
+                    or 1.0))
+                decision = self._decide(old.content, text, similarity, correcting)
+            elif place is Place.PROPOSAL:
                 old, similarity = self._nearest_proposal(actor, text, vec)
-                if old is None:
-                    known, near = self._nearest(actor, scp, text, vec, anyone=True)
-                    if known is not None and not correction_signals(known.content, text):
+                if old is not None:
+                    decision = self._decide(old.content, text, similarity, correcting)
+                else:
+                    known, near, found, _ = self._nearest(actor, scp, text, vec, anyone=True,
+                                                          correcting=correcting)
+                    if known is not None and found is not None \
+                            and found.verdict is Verdict.RESTATEMENT:
                         return {"status": "exists", "id": str(known.ref), "scope": scp.value,
                                 "category": known.category, "similarity": round(near, 4),
                                 "looks_like_correction": False, "correction_signals": []}
+            elif keep_separate:
+                close = self._nearest(actor, scp, text, vec, correcting=correcting,
+                                      pool=pool)[3]
             else:
-                old, similarity = self._nearest(actor, scp, text, vec)
+                old, similarity, decision, close = self._nearest(
+                    actor, scp, text, vec, correcting=correcting, pool=pool)
             if old is not None:
                 ctx = ctx or old.context
                 if related_to is None:
@@ -296,12 +342,18 @@ class MemoryService:
                                tuple(sources), vec)
             events = _save_event(actor, scp, src, SOURCES[src], ctx, targets, author)
             signals: list[str] = []
+            is_correction = False
             if old is not None:
                 signals = correction_signals(old.content, text)
+                is_correction = decision is not None and \
+                    decision.verdict is Verdict.CORRECTION
+                if is_correction and decision is not None:
+                    signals = sorted(set(signals) | set(decision.signals))
                 events.append(NewEvent(SUPERSEDE, {
                     "event": "supersede", "old_id": old.ref.id, "new_id": New(0),
-                    "reason": "dedup", "similarity": round(similarity, 6),
-                    "correction": bool(signals), "signals": signals, "actor": actor},
+                    "reason": "agent" if supersedes is not None else "dedup",
+                    "similarity": round(similarity, 6), "correction": is_correction,
+                    "signals": signals, "actor": actor},
                     (old.ref.id, New(0)), author))
             if place is Place.PROPOSAL:
                 events.append(NewEvent(PROPOSAL, {
@@ -316,35 +368,107 @@ class MemoryService:
             "id": str(ref), "scope": scp.value, "category": cat, "source": src,
             "confidence": SOURCES[src], "context": ctx}
         if old is not None:
-            out.update({"superseded_id": str(old.ref), "similarity": round(similarity, 4),
-                        "looks_like_correction": bool(signals), "correction_signals": signals})
+            out.update({"superseded_id": str(old.ref), "superseded_content": old.content,
+                        "similarity": round(similarity, 4),
+                        "looks_like_correction": is_correction,
+                        "correction_signals": signals,
+                        "decision": decision.verdict.value if decision else "restatement"})
+            if is_correction and decision is not None and (decision.old_value
+                                                           or decision.new_value):
+                out["changed"] = {"from": decision.old_value, "to": decision.new_value}
         elif known is not None:
             out.update({"corrects_id": str(known.ref), "similarity": round(near, 4),
                         "looks_like_correction": True,
                         "correction_signals": correction_signals(known.content, text)})
+        if close:
+            out["near"] = [{"id": str(m.ref), "content": m.content,
+                            "similarity": round(c, 4), "decision": d.verdict.value}
+                           for m, c, d in close]
         return out
 
-    def _same(self, old: str, new: str, cosine: float) -> bool:
-        most = self.max_changed_words
-        return same_memory(old, new, cosine, self.dedup_threshold,
-                           most if most is not None else sys.maxsize)
+    def _chosen(self, actor: str, memory_id: object, place: Place) -> Memory:
+        """The memory an agent's ``supersedes`` names: its own, active, in the same store."""
+        ref = MemoryRef.parse(memory_id, "supersedes")
+        stored = self.store.get(actor, ref)
+        memory = None if stored is None else self._view(actor, stored,
+                                                        self._fold(actor).memories.get(ref))
+        if stored is None or memory is None or memory.actor != actor:
+            raise NotFoundError(f"supersedes {ref}: no such memory among those of actor "
+                                f"{actor!r}")
+        if not memory.active:
+            raise ValidationError(f"supersedes {ref}: that memory is no longer active "
+                                  "(superseded or forgotten)")
+        if stored.place is not place:
+            raise ValidationError(f"supersedes {ref} is in {memory.scope.value} scope; a "
+                                  "memory can only supersede one in its own scope")
+        return memory
 
-    def _nearest(self, actor: str, scope: Scope, text: str, vec: np.ndarray, *,
-                 anyone: bool = False) -> tuple[Memory | None, float]:
-        """The actor's (``anyone``: anybody's) most similar active memory in ``scope`` at
-        the dedup threshold or above."""
-        found = self.store.search(actor, scope, text, vec, CATEGORIES, 5, lexical=False)
+    def _decide(self, old: str, new: str, cosine: float, correcting: bool = False
+                ) -> Decision:
+        """The save decision (``sediment.memory.decision``) with this service's paraphrase
+        threshold; a threshold of 1.0 turns dedup off (identical text still ``exists``)."""
+        if self.dedup_threshold >= 1.0:
+            return Decision(Verdict.DIFFERENT, "dedup is off")
+        most = self.max_changed_words
+        return decide(old, new, cosine, correcting=correcting,
+                      paraphrase_cosine=self.dedup_threshold,
+                      paraphrase_words=most if most is not None else sys.maxsize)
+
+    def _same(self, old: str, new: str, cosine: float) -> bool:
+        return self._decide(old, new, cosine).supersedes
+
+    def _candidates(self, actor: str, scope: Scope, text: str, vec: np.ndarray, *,
+                    anyone: bool = False, correcting: bool = False
+                    ) -> list[tuple[Memory, float]]:
+        """The actor's (``anyone``: anybody's) most similar active memories in ``scope``,
+        best first. A correcting save looks wider: more of them, found by words too (the
+        name it corrects), since a correction reworded scores low on cosine alone."""
+        k = CORRECTING_CANDIDATES if correcting else CANDIDATES
+        found = self.store.search(actor, scope, text, vec, CATEGORIES, k, lexical=False)
+        if correcting:
+            seen = {c.ref for c in found}
+            found += [c for c in self.store.search(actor, scope, text, vec, CATEGORIES, k)
+                      if c.ref not in seen]
+        fold = self._fold(actor)
+        out: list[tuple[Memory, float]] = []
         for cand in found:
-            if cand.vector_score < min(self.dedup_threshold, SWAP_FLOOR):
-                break
             stored = self.store.get(actor, cand.ref)
             if stored is None:
                 continue
-            memory = self._view(actor, stored, self._fold(actor).memories.get(cand.ref))
-            if memory.active and (anyone or memory.actor == actor) and self._same(
-                    memory.content, text, cand.vector_score):
-                return memory, cand.vector_score
-        return None, 0.0
+            memory = self._view(actor, stored, fold.memories.get(cand.ref))
+            if memory.active and (anyone or memory.actor == actor):
+                out.append((memory, self._cosine(memory.content, vec, cand.vector_score)))
+        return out
+
+    def _cosine(self, content: str, vec: np.ndarray, score: float) -> float:
+        """The candidate's cosine: the search's, else (found by words only) computed."""
+        if math.isfinite(score):
+            return score
+        other = self._embed(content)
+        norm = float(np.linalg.norm(other) * np.linalg.norm(vec)) or 1.0
+        return float(np.dot(other, vec)) / norm
+
+    def _nearest(self, actor: str, scope: Scope, text: str, vec: np.ndarray, *,
+                 anyone: bool = False, correcting: bool = False,
+                 pool: list[tuple[Memory, float]] | None = None
+                 ) -> tuple[Memory | None, float, Decision | None,
+                            list[tuple[Memory, float, Decision]]]:
+        """The memory the save supersedes (a restatement or a correction of it: the
+        correction first, then the most similar), its cosine and the decision, and the
+        close memories it keeps beside it."""
+        if pool is None:
+            pool = self._candidates(actor, scope, text, vec, anyone=anyone,
+                                    correcting=correcting)
+        judged = [(m, c, self._decide(m.content, text, c, correcting)) for m, c in pool]
+        hits = [j for j in judged if j[2].supersedes]
+        hits.sort(key=lambda j: (j[2].verdict is not Verdict.CORRECTION or
+                                 j[2].reason != "names the old value it replaces", -j[1]))
+        best = hits[0] if hits else None
+        near = [j for j in judged if j is not best and j[1] >= NEAR_FLOOR]
+        near.sort(key=lambda j: -j[1])
+        if best is None:
+            return None, 0.0, None, near[:MAX_NEAR]
+        return best[0], best[1], best[2], near[:MAX_NEAR]
 
     def _nearest_proposal(self, actor: str, text: str, vec: np.ndarray
                           ) -> tuple[Memory | None, float]:
@@ -475,8 +599,13 @@ class MemoryService:
 
     @staticmethod
     def _why(fold: Fold, ref: MemoryRef) -> dict[str, Any]:
-        info = (fold.memories.get(ref) or MemoryState()).supersede_info
-        return {"superseded_because": info} if info else {}
+        state = fold.memories.get(ref) or MemoryState()
+        out: dict[str, Any] = {}
+        if state.supersede_info:
+            out["superseded_because"] = state.supersede_info
+        if state.restored_from is not None:
+            out["restored_from"] = str(state.restored_from)
+        return out
 
     def update(self, actor: str, memory_id: object, updates: object, *,
                human: bool = False) -> dict[str, Any]:
@@ -648,8 +777,47 @@ class MemoryService:
         if action == "forget_all":
             return {"action": "forget_all",
                     **self.forget_all(actor, confirm is True, human=human)}
-        raise ValidationError(f"action {action!r} is unknown: use list, delete, update or "
-                              "forget_all")
+        if action in ("restore", "history") and memory_id is None:
+            raise ValidationError(f"memory_id is required for action {action!r}")
+        if action == "restore":
+            return {"action": "restore", **self.restore(actor, memory_id, human=human)}
+        if action == "history":
+            return {"action": "history", "status": "ok", **self.show(actor, memory_id)}
+        raise ValidationError(f"action {action!r} is unknown: use list, delete, update, "
+                              "forget_all, restore or history")
+
+    def restore(self, actor: str, memory_id: object, *, human: bool = False
+                ) -> dict[str, Any]:
+        """Bring a superseded memory back as a new active memory (same text, category,
+        source, context and relationships), beside the one that superseded it: the way
+        to undo a merge of two distinct facts. Forget the newer one too to roll back."""
+        check_actor(actor)
+        ref = MemoryRef.parse(memory_id)
+        stored = self.store.get(actor, ref)
+        fold = self._fold(actor)
+        old = None if stored is None else self._view(actor, stored, fold.memories.get(ref))
+        if stored is None or old is None or old.actor != actor:
+            raise NotFoundError(f"memory_id {ref}: no such memory among those of actor "
+                                f"{actor!r}")
+        if old.forgotten:
+            raise ValidationError(f"memory_id {ref} was forgotten; save it again instead")
+        if old.superseded_by is None:
+            raise ValidationError(f"memory_id {ref} is active; only a superseded memory "
+                                  "can be restored")
+        if stored.place is Place.GLOBAL and not human:
+            raise PermissionDeniedError(f"memory_id {ref} is a global memory: global "
+                                        "memories are governed by humans")
+        author = "human" if human else "mcp"
+        memory = NewMemory(stored.chunk.kind, old.content, author, old.confidence,
+                           tuple(stored.chunk.sources), self._embed(old.content))
+        events = [NewEvent(SAVE, {"event": "save", "memory_id": New(0), "actor": actor,
+                                  "scope": old.scope.value, "source": old.source,
+                                  "context": old.context, "related_to": old.related_to,
+                                  "restores": ref.id}, (New(0),), author)]
+        with self._lock, self.store.transaction(stored.place, actor):
+            (new,) = self.store.append(stored.place, actor, [memory], events)
+        return {"status": "restored", "id": str(new), "restored_id": str(ref),
+                "content": old.content, "superseded_by": str(old.superseded_by)}
 
     # -- usage -----------------------------------------------------------------------
     def flush(self) -> int:
@@ -692,6 +860,13 @@ def _save_event(actor: str, scope: Scope, source: str, confidence: float,
     return [NewEvent(SAVE, {"event": "save", "memory_id": New(0), "actor": actor,
                             "scope": scope.value, "source": source, "context": context,
                             "related_to": list(related)}, (New(0),), author)]
+
+
+def _identical(pool: Sequence[tuple[Memory, float]], text: str) -> Memory | None:
+    """The memory in ``pool`` with this very text (case, whitespace and a final full stop
+    aside): a re-save of it writes nothing."""
+    key = normalise(text)
+    return next((m for m, _ in pool if normalise(m.content) == key), None)
 
 
 def _ranks(x: np.ndarray, valid: np.ndarray) -> np.ndarray:

@@ -38,7 +38,7 @@ Category = Literal["preference", "pattern", "correction", "fact", "instruction",
 Source = Literal["explicit", "inferred", "corrected"]
 SaveScope = Literal["user", "project", "global"]
 RecallScope = Literal["user", "project", "global"]
-Action = Literal["list", "delete", "update", "forget_all"]
+Action = Literal["list", "delete", "update", "forget_all", "restore", "history"]
 STRICT = ConfigDict(strict=True, extra="forbid")
 DEFAULT_FLUSH_SECONDS = 30.0
 
@@ -66,6 +66,12 @@ class SaveRequest(BaseModel):
         "Name of a memory context to file it under (created on first use)"))
     related_to: list[int | str] | None = Field(default=None, max_length=64, description=(
         "Chunk ids, KCP unit ids or 'path:line' references it relates to"))
+    supersedes: str | None = Field(default=None, description=(
+        "The id of one of your memories (e.g. u12) that this one replaces, whatever the "
+        "automatic decision would say; it must be active and in the same scope"))
+    keep_separate: bool = Field(default=False, description=(
+        "true: supersede nothing, even a memory that looks like the same fact (identical "
+        "text still answers exists); close memories are still named in near"))
 
 
 class RecallRequest(BaseModel):
@@ -80,9 +86,12 @@ class RecallRequest(BaseModel):
 
 class ManageRequest(BaseModel):
     model_config = STRICT
-    action: Action = Field(description="list, delete, update or forget_all")
+    action: Action = Field(description=(
+        "list, delete, update, forget_all, restore (bring a superseded memory back beside "
+        "the one that replaced it) or history (a memory's versions and why each was "
+        "superseded)"))
     memory_id: str | None = Field(default=None, description=(
-        "The memory's id (e.g. u12 or p34); for delete and update"))
+        "The memory's id (e.g. u12 or p34); for delete, update, restore and history"))
     updates: MemoryUpdates | None = Field(default=None, description=(
         "For update: any of content, category, confidence"))
     category: Category | None = Field(default=None,
@@ -108,14 +117,39 @@ class MemoryOut(BaseModel):
     score: float | None = None
 
 
+class NearOut(BaseModel):
+    id: str = Field(description="A close memory this save did not supersede")
+    content: str = Field(description="Its text")
+    similarity: float = Field(description="Cosine similarity to the new memory, 0 to 1")
+    decision: str = Field(description="Why it was kept: different (another fact about the "
+                                      "same subject) or unrelated")
+
+
+class ChangedOut(BaseModel):
+    from_: str = Field(alias="from", description="The words of the old memory replaced")
+    to: str = Field(description="The words that replace them")
+
+
 class SaveOut(BaseModel):
     status: str = Field(description="created, updated (superseded an older memory), "
                                     "proposed (a global memory awaiting a human) or exists "
-                                    "(a global memory already says this; nothing written)")
-    id: str
-    superseded_id: str | None = None
-    similarity: float | None = None
-    looks_like_correction: bool | None = None
+                                    "(the same text is already saved, or a global memory "
+                                    "already says this; nothing written)")
+    id: str = Field(description="The new memory's id, or for exists the existing one's")
+    superseded_id: str | None = Field(default=None, description=(
+        "The memory this one replaced (restore it with manage_memory if that was wrong)"))
+    superseded_content: str | None = Field(default=None,
+                                           description="The replaced memory's text")
+    similarity: float | None = Field(default=None, description=(
+        "Cosine similarity to the superseded (or existing) memory"))
+    decision: str | None = Field(default=None, description=(
+        "restatement (same fact reworded) or correction (same fact, new value)"))
+    looks_like_correction: bool | None = Field(default=None, description=(
+        "Whether the replacement is a correction or update of the old fact"))
+    changed: ChangedOut | None = Field(default=None, description=(
+        "For a correction: the old words and the new ones"))
+    near: list[NearOut] | None = Field(default=None, description=(
+        "Close memories kept beside this one; pass supersedes to replace one instead"))
 
 
 class RecallOut(BaseModel):
@@ -160,13 +194,16 @@ def memory_tools(mem: MemoryService, *, actor: str | None = None) -> list[Tool]:
 
     def save(r: SaveRequest, who: Principal) -> CallToolResult:
         out = mem.save(who.actor, r.content, r.category, r.source, r.scope, r.context,
-                       r.related_to, human=_governs(who))
+                       r.related_to, supersedes=r.supersedes, keep_separate=r.keep_separate,
+                       human=_governs(who))
         if out["status"] == "updated":
             kind = "a correction of" if out["looks_like_correction"] else "a restatement of"
             text = (f"Updated: saved {out['id']}, superseding {out['superseded_id']} "
-                    f"(similarity {out['similarity']:.2f}; looks like {kind} it).")
+                    f"(similarity {out['similarity']:.2f}; {kind} it).")
+            if out.get("changed"):
+                text += f" Changed: {out['changed']['from']!r} -> {out['changed']['to']!r}."
         elif out["status"] == "exists":
-            text = (f"Not saved: global memory {out['id']} already says this (similarity "
+            text = (f"Not saved: memory {out['id']} already says this (similarity "
                     f"{out['similarity']:.2f}).")
         elif out["status"] == "proposed":
             text = f"Proposed {out['id']} as a global memory; a human will review it."
@@ -176,6 +213,9 @@ def memory_tools(mem: MemoryService, *, actor: str | None = None) -> list[Tool]:
                 text += f" It would correct global memory {out['corrects_id']}."
         else:
             text = f"Created memory {out['id']} ({out['category']}, {out['scope']} scope)."
+        for n in out.get("near", []):
+            text += (f"\nKept beside close memory {n['id']} (similarity "
+                     f"{n['similarity']:.2f}): {n['content']}")
         return result(out, text)
 
     def recall(r: RecallRequest, who: Principal) -> CallToolResult:
@@ -195,6 +235,14 @@ def memory_tools(mem: MemoryService, *, actor: str | None = None) -> list[Tool]:
             text = f"Updated: {out['id']} supersedes {out['superseded_id']}."
         elif r.action == "delete":
             text = f"Deleted {out['id']}."
+        elif r.action == "restore":
+            text = (f"Restored {out['restored_id']} as {out['id']}, beside "
+                    f"{out['superseded_by']}.")
+        elif r.action == "history":
+            text = "\n".join(f"{v['id']}: {v['content']}"
+                             + (f" (superseded by {v['superseded_by']})"
+                                if v.get("superseded_by") else "")
+                             for v in out["versions"])
         else:
             text = f"Forgot {out['forgotten']} memories."
         return result(out, text)
@@ -208,9 +256,13 @@ def memory_tools(mem: MemoryService, *, actor: str | None = None) -> list[Tool]:
         actor_tool("save_memory", SaveRequest, save, output=SaveOut, annotations=APPEND_ONLY,
                    actor=actor, description="""Save a memory that persists across sessions:
                    a preference, a correction, a convention, a fact, an instruction or an
-                   observed pattern. A near-duplicate of one of your memories in the same
-                   scope replaces it (status updated, with both ids, the similarity and
-                   whether it looks like a correction). Never include secrets."""),
+                   observed pattern. A restatement or a correction of one of your memories in
+                   the same scope replaces it (status updated, with both ids, the similarity
+                   and whether it is a correction, with what changed); a different fact about
+                   the same subject is kept beside it and named in near; the same text again
+                   writes nothing (status exists). You have the last word: supersedes names
+                   the memory to replace, keep_separate: true replaces none. Never include
+                   secrets."""),
         actor_tool("recall_memories", RecallRequest, recall, output=RecallOut,
                    annotations=read_only, actor=actor, description="""Find your memories
                    relevant to a task: your user memories, this project's, and global ones;
@@ -220,8 +272,8 @@ def memory_tools(mem: MemoryService, *, actor: str | None = None) -> list[Tool]:
                    annotations=destructive, actor=actor, description="""List your memories
                    (most used first, with their contexts), delete one (gone from recall at
                    once), update one (a new version that keeps its context and
-                   relationships), or forget_all of yours in this project (needs confirm:
-                   true)."""),
+                   relationships), forget_all of yours in this project (needs confirm:
+                   true), restore a superseded memory, or show a memory's history."""),
     ]
 
 
