@@ -636,7 +636,10 @@ class MemoryService:
 
     def manage(self, actor: str, action: object, memory_id: object = None,
                updates: object = None, category: object = None, limit: object = None,
-               confirm: object = None, *, human: bool = False) -> dict[str, Any]:
+               confirm: object = None, scope: object = None, *, human: bool = False
+               ) -> dict[str, Any]:
+        """One ``manage_memory`` action; ``scope`` narrows ``forget_all`` (None: both the
+        user and the project scope, as the command line's ``forget-all`` does)."""
         if action == "list":
             return {"action": "list", **self.list_memories(actor, category, limit)}
         if action in ("delete", "update") and memory_id is None:
@@ -647,7 +650,7 @@ class MemoryService:
             return {"action": "update", **self.update(actor, memory_id, updates, human=human)}
         if action == "forget_all":
             return {"action": "forget_all",
-                    **self.forget_all(actor, confirm is True, human=human)}
+                    **self.forget_all(actor, confirm is True, scope, human=human)}
         raise ValidationError(f"action {action!r} is unknown: use list, delete, update or "
                               "forget_all")
 

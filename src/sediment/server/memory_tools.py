@@ -39,6 +39,7 @@ Source = Literal["explicit", "inferred", "corrected"]
 SaveScope = Literal["user", "project", "global"]
 RecallScope = Literal["user", "project", "global"]
 Action = Literal["list", "delete", "update", "forget_all"]
+ForgetScope = Literal["user", "project"]
 STRICT = ConfigDict(strict=True, extra="forbid")
 DEFAULT_FLUSH_SECONDS = 30.0
 
@@ -90,7 +91,10 @@ class ManageRequest(BaseModel):
     limit: int | None = Field(default=None, ge=1, le=1000,
                               description="For list: how many (default 20)")
     confirm: bool = Field(default=False, description=(
-        "Must be true for forget_all, which forgets all your memories here"))
+        "Must be true for forget_all, which forgets all your memories in its scope"))
+    scope: ForgetScope = Field(default="project", description=(
+        "For forget_all: project (default: your memories in this project only) or user "
+        "(your user memories, which follow you into every project)"))
 
 
 class MemoryOut(BaseModel):
@@ -187,7 +191,7 @@ def memory_tools(mem: MemoryService, *, actor: str | None = None) -> list[Tool]:
     def manage(r: ManageRequest, who: Principal) -> CallToolResult:
         changes = r.updates.model_dump(exclude_none=True) if r.updates is not None else None
         out = mem.manage(who.actor, r.action, r.memory_id, changes, r.category, r.limit,
-                         r.confirm, human=_governs(who))
+                         r.confirm, r.scope, human=_governs(who))
         if r.action == "list":
             rows = out["memories"]
             text = "\n".join(_line(i, m) for i, m in enumerate(rows, 1)) or "No memories."
@@ -196,7 +200,8 @@ def memory_tools(mem: MemoryService, *, actor: str | None = None) -> list[Tool]:
         elif r.action == "delete":
             text = f"Deleted {out['id']}."
         else:
-            text = f"Forgot {out['forgotten']} memories."
+            text = (f"Forgot {out['forgotten']} memories "
+                    f"({' and '.join(out['scopes'])} scope).")
         return result(out, text)
 
     # recall never changes a memory; the use it counts is bookkeeping, batched in memory.
@@ -220,8 +225,9 @@ def memory_tools(mem: MemoryService, *, actor: str | None = None) -> list[Tool]:
                    annotations=destructive, actor=actor, description="""List your memories
                    (most used first, with their contexts), delete one (gone from recall at
                    once), update one (a new version that keeps its context and
-                   relationships), or forget_all of yours in this project (needs confirm:
-                   true)."""),
+                   relationships), or forget_all: every memory of yours in this project (scope
+                   project, the default), or every user memory of yours, in all projects
+                   (scope user); needs confirm: true."""),
     ]
 
 
