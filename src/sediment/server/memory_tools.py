@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sediment.auth import Permission, Principal
 from sediment.memory import (
+    DEFAULT_MIN_SCORE,
     MAX_LIMIT,
     MEMORY_GUIDELINES,
     FileMemoryStore,
@@ -77,6 +78,10 @@ class RecallRequest(BaseModel):
     scope: RecallScope | None = Field(default=None, description="Only this scope")
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT,
                        description=f"How many memories, 1 to {MAX_LIMIT}")
+    min_score: float | None = Field(default=None, ge=0.0, le=1.0, description=(
+        f"Leave out memories scoring under this, 0.0 to 1.0 (default {DEFAULT_MIN_SCORE} "
+        "with the default embedder; 0 returns every match). Scores are absolute: the "
+        "same score means as relevant in any query"))
 
 
 class ManageRequest(BaseModel):
@@ -124,6 +129,7 @@ class SaveOut(BaseModel):
 
 class RecallOut(BaseModel):
     query: str
+    min_score: float = Field(description="The floor this recall applied")
     memories: list[MemoryOut]
 
 
@@ -148,8 +154,9 @@ def memory_service_for(service: ContextService,
 def _line(i: int, m: Mapping[str, Any]) -> str:
     used = f", used {m['use_count']}x" if m.get("use_count") else ""
     ctx = f", context {m['context']}" if m.get("context") else ""
+    score = f", score {m['score']:.2f}" if m.get("score") is not None else ""
     head = (f"{i}. [{m['id']} {m['category']}, {m['scope']}, confidence "
-            f"{m['confidence']:.2f}{used}{ctx}]")
+            f"{m['confidence']:.2f}{score}{used}{ctx}]")
     return f"{head}\n{m['content']}"
 
 
@@ -183,9 +190,10 @@ def memory_tools(mem: MemoryService, *, actor: str | None = None) -> list[Tool]:
         return result(out, text)
 
     def recall(r: RecallRequest, who: Principal) -> CallToolResult:
-        out = mem.recall(who.actor, r.query, r.category, r.scope, r.limit)
+        out = mem.recall(who.actor, r.query, r.category, r.scope, r.limit, r.min_score)
         rows = out["memories"]
-        text = "\n".join(_line(i, m) for i, m in enumerate(rows, 1)) or "No memories match."
+        text = "\n".join(_line(i, m) for i, m in enumerate(rows, 1)) or (
+            f"No memory is relevant enough (none scores {out['min_score']} or more).")
         return result(out, text)
 
     def manage(r: ManageRequest, who: Principal) -> CallToolResult:
@@ -219,8 +227,11 @@ def memory_tools(mem: MemoryService, *, actor: str | None = None) -> list[Tool]:
         actor_tool("recall_memories", RecallRequest, recall, output=RecallOut,
                    annotations=read_only, actor=actor, description="""Find your memories
                    relevant to a task: your user memories, this project's, and global ones;
-                   best first (hybrid relevance, then confidence, then recency). Superseded
-                   and deleted memories never appear. Each result counts as a use."""),
+                   best first by an absolute score (0 to 1, comparable across queries), then
+                   confidence, then recency. Nothing under min_score is returned, so an empty
+                   result means nothing relevant is remembered. A correction ranks above a
+                   fact it corrects. Superseded and deleted memories never appear. Each
+                   result counts as a use."""),
         actor_tool("manage_memory", ManageRequest, manage, output=ManageOut,
                    annotations=destructive, actor=actor, description="""List your memories
                    (most used first, with their contexts), delete one (gone from recall at
