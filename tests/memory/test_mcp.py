@@ -14,7 +14,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp import Client
 from sediment.embed import HashEmbedder
 from sediment.format import LayerFile
-from sediment.memory import FileMemoryStore, MemoryRef, MemoryService
+from sediment.memory import FileMemoryStore, MemoryService
 from sediment.ops.service import ContextService
 from sediment.pg.database import Database
 from sediment.pg.team import team_services

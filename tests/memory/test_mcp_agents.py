@@ -67,3 +67,67 @@ def test_forget_all_from_a_second_project_keeps_user_memories_unless_asked(
                 assert got["memories"] == []
 
     anyio.run(main)
+
+
+MEMORY_TOOLS = ("save_memory", "recall_memories", "manage_memory")
+
+
+def _undescribed(schema: dict[str, Any], where: str, defs: dict[str, Any]) -> list[str]:
+    out = []
+    for name, prop in (schema.get("properties") or {}).items():
+        if not prop.get("description"):
+            out.append(f"{where}.{name}")
+        for sub in (prop, *prop.get("anyOf", []), prop.get("items") or {}):
+            if "$ref" in sub:
+                out += _undescribed(defs[sub["$ref"].split("/")[-1]], f"{where}.{name}", defs)
+    return out
+
+
+def test_every_field_of_every_memory_tool_is_described(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = server_for(make_store(tmp_path / "store"), "alice", monkeypatch)
+
+    async def main() -> list[str]:
+        with anyio.fail_after(TIMEOUT):
+            async with Client(server) as client:
+                tools = {t.name: t for t in (await client.list_tools()).tools}
+        missing = []
+        for name in MEMORY_TOOLS:
+            for kind, schema in (("input", tools[name].input_schema),
+                                 ("output", tools[name].output_schema or {})):
+                assert schema.get("properties"), (name, kind)
+                missing += _undescribed(schema, f"{name} {kind}", schema.get("$defs", {}))
+        return missing
+
+    assert anyio.run(main) == []
+
+
+def test_recall_over_mcp_says_when_nothing_is_relevant_and_takes_handles(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = server_for(make_store(tmp_path / "store"), "alice", monkeypatch)
+
+    async def main() -> None:
+        with anyio.fail_after(TIMEOUT):
+            async with Client(server) as client:
+                for text in ("The frontend uses React", "Deploys freeze on Fridays"):
+                    await _call(client, "save_memory", {"content": text, "category": "fact"})
+                r = await client.call_tool("recall_memories", {"query": "zzqx"})
+                assert not r.is_error and r.structured_content["memories"] == []
+                assert "relevant" in text_of(r)
+                got = await _call(client, "recall_memories", {"query": "zzqx",
+                                                              "min_score": 0.0})
+                assert got["memories"] and got["min_score"] == 0.0
+                got = await _call(client, "recall_memories", {"query": "frontend React"})
+                assert [m["id"] for m in got["memories"]] == ["u1"]
+                assert got["memories"][0]["score"] < 0.9
+                out = await _call(client, "manage_memory", {
+                    "action": "update", "memory_id": "u1",
+                    "updates": {"content": "The frontend uses Svelte"}})
+                assert (out["status"], out["id"]) == ("updated", "u3")
+                out = await _call(client, "manage_memory", {"action": "delete",
+                                                            "memory_id": "u2"})
+                assert out["status"] == "deleted"
+                r = await client.call_tool("recall_memories", {"query": "x", "min_score": 2})
+                assert r.is_error and "min_score" in text_of(r)
+
+    anyio.run(main)

@@ -173,7 +173,7 @@ class MemoryService:
         """None: cosine alone decides above the threshold (the rule before the word check)."""
         self.chunk_exists = chunk_exists
         self.min_score = _min_score(min_score) if min_score is not None else \
-            default_min_score(embedder.profile.model)
+            default_min_score(embedder.profile.model or "")
         """Recall's floor when a call gives none (``sediment.memory.relevance``)."""
         self.usage = UsageBuffer()
         self._clock = clock
