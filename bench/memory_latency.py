@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     p.add_argument("--embedder", default="minilm", choices=("minilm", "hash"),
                    help="hash: no model, to see what the store and search cost alone")
+    p.add_argument("--element-type", default=None, choices=("i8", "f32"),
+                   help="how the memory file stores vectors (default: the store's choice, "
+                        "i8 for unit-vector embedders)")
     p.add_argument("--json", type=Path, default=None)
     opts = p.parse_args(argv)
     bulk = make_embedder(opts.embedder, opts.cache)
@@ -67,7 +70,8 @@ def main(argv: list[str] | None = None) -> None:
         (root / "project").mkdir()
         store = FileMemoryStore(LayerSet.from_directory(root / "project"), root / "data",
                                 profile=model.profile.to_dict(), dim=model.profile.dim,
-                                embedder_metadata=model.metadata())
+                                embedder_metadata=model.metadata(),
+                                element_type=opts.element_type)
         t = time.perf_counter()
         for start in range(0, opts.memories, 500):
             texts = [text(i) for i in range(start, min(start + 500, opts.memories))]
@@ -76,6 +80,7 @@ def main(argv: list[str] | None = None) -> None:
                 NewMemory(memory_kind("fact", actor), s, "mcp", 0.7, (), v)
                 for s, v in zip(texts, vecs, strict=True)], [])
         build_s = time.perf_counter() - t
+        built_bytes = store.actor_path(actor).stat().st_size
         svc = MemoryService(store, model)
         model.embed(["warm up"])
         svc.recall(actor, "warm up the lexical index")
@@ -133,6 +138,7 @@ def main(argv: list[str] | None = None) -> None:
         "first_recall_after_a_save_ms": {"p50": pct(after_write, 50),
                                          "max": max(after_write) * 1e3},
         "flush_ms": flush_s * 1e3, "forget_all_seconds": forget_s, "forgotten": gone,
+        "element_type": store.element_type, "layer_bytes_at_build": built_bytes,
         "layer_bytes": size}
     print(json.dumps(result, indent=2))
     if opts.json:

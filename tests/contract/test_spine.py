@@ -599,7 +599,7 @@ def test_every_written_id_is_above_the_compiled_range_and_unique(project: Projec
         ("agents_context_write", {"content": "A delta note.", "scope": "delta", **note})],
         then=[("agents_context_propose", {"context_id": "$2"})])
     assert all(good for good, _ in got), got
-    ids = [memory_chunk_id(got[0][1]["id"]), memory_chunk_id(got[1][1]["id"]),
+    ids = [int(got[0][1]["chunk_id"]), int(got[1][1]["chunk_id"]),
            got[2][1]["id"], got[3][1]["id"], got[4][1]["proposal_id"]]
     decided = project.cli("proposals", "accept", str(ids[-1]), "--reviewer", "carol",
                           "--json").json()

@@ -73,7 +73,7 @@ def test_compaction_keeps_global_memories_and_their_versions(tmp_path: Path) -> 
     after = service_over(compacted, tmp_path / "data")
     versions, context, _, _ = history(after, "bob", g2["id"])
     assert versions == [g2["id"], g1["id"]] and context == "ops"
-    seen = after.recall("bob", "logging time zone")["memories"]
+    seen = after.recall("bob", "service logs in UTC")["memories"]
     assert [m["id"] for m in seen] == [g2["id"]]
     assert LayerFile.open(out).validate() == []
 
@@ -89,7 +89,7 @@ def test_general_search_and_chunk_reads_leave_memories_out(tmp_path: Path) -> No
     with pytest.raises(ValidationError, match="private"):
         ctx.search(SearchParams(query="x", k=5, filters={"kind": ["memory.fact.alice"]}))
     with pytest.raises(NotFoundError, match="memory"):
-        ctx.read_chunk(int(mine["id"][1:]))
+        ctx.read_chunk(mine["chunk_id"])
 
 
 def test_an_agents_global_save_becomes_global_when_a_human_accepts_it(tmp_path: Path) -> None:
@@ -102,10 +102,10 @@ def test_an_agents_global_save_becomes_global_when_a_human_accepts_it(tmp_path: 
     out = svc.save("alice", "Every repository has a CODEOWNERS file", "convention",
                    scope="global")
     assert out["status"] == "proposed"
-    assert svc.recall("bob", "code owners")["memories"] == []
+    assert svc.recall("bob", "repository CODEOWNERS file")["memories"] == []
     assert [m["pending"] for m in svc.list_memories("alice")["memories"]] == [True]
     (proposal,) = [p.id for p in fold_proposals(layers.events()).values()
-                   if p.context_id == int(out["id"][1:])]
+                   if p.context_id == out["chunk_id"]]
     accept(layers, [proposal], "agreed")
-    seen = svc.recall("bob", "code owners")["memories"]
-    assert [(m["id"], m["scope"]) for m in seen] == [(out["id"], "global")]
+    seen = svc.recall("bob", "repository CODEOWNERS file")["memories"]
+    assert [(m["chunk_id"], m["scope"]) for m in seen] == [(out["chunk_id"], "global")]

@@ -3,19 +3,25 @@ nothing private, while global memories and their use counts are everyone's."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from sediment.memory import MemoryRef, MemoryService, MemoryStore, Scope
+
+
+def _ref(saved: dict[str, Any]) -> MemoryRef:
+    """The stored address of a saved memory (its ``id`` is the actor's handle)."""
+    return MemoryRef("u" if saved["scope"] == "user" else "p", saved["chunk_id"])
 
 
 def test_the_store_returns_nothing_private_of_another_actor(
         service: MemoryService, memory_store: MemoryStore) -> None:
-    mine = [service.save("bob", "Bob's vault code is 4711", "fact")["id"],
+    mine = [service.save("bob", "Bob's vault code is 4711", "fact"),
             service.save("bob", "Bob's service listens on 9000", "fact",
-                         scope="project", context="ops")["id"],
-            service.save("bob", "Bob wants two reviewers", "convention",
-                         scope="global")["id"]]
+                         scope="project", context="ops"),
+            service.save("bob", "Bob wants two reviewers", "convention", scope="global")]
     service.recall("bob", "vault code")
     service.flush()
-    refs = [MemoryRef.parse(m) for m in mine]
+    refs = [_ref(m) for m in mine]
     assert memory_store.memories("alice", tuple(Scope)) == []
     assert all(memory_store.get("alice", r) is None for r in refs)
     for scope in Scope:
@@ -27,7 +33,7 @@ def test_the_store_returns_nothing_private_of_another_actor(
 
 def test_purge_never_removes_another_actors_memories(service: MemoryService,
                                                      memory_store: MemoryStore) -> None:
-    refs = [MemoryRef.parse(service.save("bob", text, "fact", scope=scope)["id"])
+    refs = [_ref(service.save("bob", text, "fact", scope=scope))
             for text, scope in (("Bob's vault code is 4711", "user"),
                                 ("Bob's service listens on 9000", "project"))]
     assert memory_store.purge("alice", refs) == 0

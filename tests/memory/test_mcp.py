@@ -14,7 +14,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp import Client
 from sediment.embed import HashEmbedder
 from sediment.format import LayerFile
-from sediment.memory import FileMemoryStore, MemoryRef, MemoryService
+from sediment.memory import FileMemoryStore, MemoryService
 from sediment.ops.service import ContextService
 from sediment.pg.database import Database
 from sediment.pg.team import team_services
@@ -175,7 +175,7 @@ def test_stdio_acts_as_sediment_actor_and_flushes_uses_on_exit(
                 r = await client.call_tool("save_memory", {
                     "content": "Dana pairs on Thursdays", "category": "pattern"})
                 assert not r.is_error, text_of(r)
-                r = await client.call_tool("recall_memories", {"query": "pairing day"})
+                r = await client.call_tool("recall_memories", {"query": "Dana pairs"})
                 (m,) = r.structured_content["memories"]
                 assert (m["actor"], m["use_count"]) == ("dana", 1)
                 return str(m["id"])
@@ -206,9 +206,10 @@ def test_a_superseded_proposal_leaves_the_review_queue(
                 again = (await client.call_tool("save_memory", args)).structured_content
                 assert (first["status"], again["status"]) == ("proposed", "proposed")
                 assert again["superseded_id"] == first["id"]
-                return str(first["id"]), str(again["id"])
+                assert (first["id"], again["id"]) == ("p1", "p2")
+                return int(first["chunk_id"]), int(again["chunk_id"])
 
-    old, new = (MemoryRef.parse(i).id for i in anyio.run(main))
+    old, new = anyio.run(main)
     r = sediment("proposals", "list", "--json", "--dir", str(store))
     assert r.code == 0, r.err
     status = {p["context_id"]: p["status"] for p in json.loads(r.out)}

@@ -212,7 +212,7 @@ def test_delete_and_forget_all(service: MemoryService) -> None:
     a = service.save("alice", "Uses Vim keybindings", "preference")
     b = service.save("alice", "Releases happen on Tuesdays", "fact", scope="project")
     assert service.delete("alice", a["id"])["status"] == "deleted"
-    assert ids(service.recall("alice", "Vim keybindings")) == [b["id"]]
+    assert ids(service.recall("alice", "Vim keybindings", min_score=0.0)) == [b["id"]]
     with pytest.raises(NotFoundError, match="forgotten"):
         service.delete("alice", a["id"])
     with pytest.raises(ValidationError, match="confirm: true"):
@@ -282,7 +282,7 @@ def test_purge_removes_forgotten_content(service: MemoryService,
     assert service.purge("alice")["purged"] == 2
     contents = [s.chunk.content for s in memory_store.memories("alice", (Scope.USER,))]
     assert contents == ["Prefers pnpm over npm"]
-    assert ids(service.recall("alice", "laptop")) == [keep["id"]]
+    assert ids(service.recall("alice", "laptop", min_score=0.0)) == [keep["id"]]
     with pytest.raises(NotFoundError):
         service.show("alice", a["id"])
 
@@ -302,7 +302,7 @@ def test_the_timer_flushes_uses_without_a_call(memory_store: MemoryStore,
 
     svc = MemoryService(memory_store, embedder)  # type: ignore[arg-type]
     ref = svc.save("alice", "Standups are at 9:30", "fact")["id"]
-    svc.recall("alice", "standup time")
+    svc.recall("alice", "standup time", min_score=0.0)
     before = memory_store.version()
     svc.start_flusher(0.05)
     try:

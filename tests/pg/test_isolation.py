@@ -60,16 +60,20 @@ def test_bob_never_reaches_alices_memories_or_context(pg_url: str, tmp_path: Pat
             assert good, (tool, args, body)
             return body
 
-        mine = {
+        saved = {
             "user": ok(alice, "save_memory", {"content": f"The {SECRET} vault code is 4711.",
-                                              "category": "fact"})["id"],
+                                              "category": "fact"}),
             "project": ok(alice, "save_memory", {
                 "content": f"The {SECRET} service listens on port 9000.", "category": "fact",
-                "scope": "project", "context": "ops"})["id"],
+                "scope": "project", "context": "ops"}),
             "proposal": ok(alice, "save_memory", {
                 "content": f"Every {SECRET} release needs two reviewers.",
-                "category": "convention", "scope": "global"})["id"],
+                "category": "convention", "scope": "global"}),
         }
+        # Alice's memories by their stored ids, and by her handles (u1, p1, p2), which name
+        # Bob's own memories when he has any, so they must not reach hers either.
+        mine = {k: f"{'u' if k == 'user' else 'p'}{v['chunk_id']}" for k, v in saved.items()}
+        mine |= {f"{k} handle": str(v["id"]) for k, v in saved.items()}
         item = ok(alice, "store_context", {"content": f"The {SECRET} deploy uses blue/green.",
                                            "context_type": "task"})["id"]
         ok(alice, "store_context", {"content": f"Restart {SECRET} with make bounce.",
@@ -117,7 +121,7 @@ def test_bob_never_reaches_alices_memories_or_context(pg_url: str, tmp_path: Pat
         # alice's are all there, unchanged
         assert ok(alice, "get_context_stats", {}) == before
         listed = ok(alice, "manage_memory", {"action": "list", "limit": 100})["memories"]
-        assert sorted(m["id"] for m in listed) == sorted(mine.values())
+        assert sorted(m["id"] for m in listed) == sorted(str(v["id"]) for v in saved.values())
         got = ok(alice, "get_relevant_context", {"query": f"{SECRET} deploy", "min_score": 0.0})
         assert item in [i["id"] for i in got["items"]]
     with psycopg.connect(pg_url) as conn:

@@ -58,7 +58,7 @@ def test_a_writers_global_memory_is_reviewed_on_the_team_server(
         saved = _mcp(srv, alice, "save_memory", {"content": TEXT, "category": "convention",
                                                  "scope": "global"})
         assert saved["status"] == "proposed", saved
-        memory_id = int(saved["id"].lstrip("p"))
+        memory_id = int(saved["chunk_id"])
         pending = _pending(sediment, pg_url)
         assert [(p["context_id"], p["chunk"]["content"]) for p in pending] == \
             [(memory_id, TEXT)]
@@ -130,7 +130,7 @@ def test_a_push_refuses_ids_the_projects_memories_or_context_use(
                             env=env))
     item = _json(sediment("context", "store", "Parse the header first.", "--type", "task",
                           "--store", pg_url, "--json", env=env))
-    for used in (int(memory["id"].lstrip("p")), int(str(item["id"]).lstrip("c"))):
+    for used in (int(memory["chunk_id"]), int(str(item["id"]).lstrip("c"))):
         other = tmp_path / f"other{used}"
         other.mkdir()
         _layer_with(other / "AGENTS.local.db", used, "An unrelated note under a used id.")

@@ -120,7 +120,7 @@ def test_user_memories_move_only_when_asked_and_only_once(
          "--scope", "project")
     r = sediment("push", "--store", pg_url, *src, "--json")
     assert r.code == 0, r.err
-    assert r.json()["memories"] == {"project": 1}
+    assert r.json()["memories"] == {"project": 2}  # the memory and its save event (handle)
     server = ["--store", pg_url]
     assert [m["scope"] for m in _mem(sediment, server, "alice", "list")["memories"]] == [
         "project"]

@@ -60,7 +60,7 @@ def test_a_project_memory_never_takes_a_compiled_id(tmp_path: Path) -> None:
     saved = _memories(ls, tmp_path).save(
         "alice", "Alice's private note: the vault code is in the blue binder", "fact",
         None, "project")
-    memory_id = int(saved["id"][1:])
+    memory_id = int(saved["chunk_id"])
     assert memory_id >= WRITTEN_START
     ls = _compile(root, "# Deploys\n\nDeploys run from the release branch.\n",
                   "# Binder\n\nThe blue binder holds the on-call rota.\n")
@@ -89,7 +89,7 @@ def test_a_memory_cannot_be_proposed_nor_cited(tmp_path: Path) -> None:
     ls = _compile(root, "# Base\n\nSomething compiled.\n")
     saved = _memories(ls, tmp_path).save(
         "alice", "Alice keeps the spare key under the mat", "fact", None, "project")
-    mid = int(saved["id"][1:])
+    mid = int(saved["chunk_id"])
     with pytest.raises((ValidationError, NotFoundError)):
         propose(ls, mid, actor="mallory")
     with pytest.raises((ValidationError, NotFoundError)):

@@ -66,7 +66,8 @@ def team(tmp_path: Path, sediment: Runner) -> Iterator[Team]:
             ctx = call_tools(url, tokens[actor], _context(actor))
             ids[actor] = {"tabs": str(mem[0]["id"]), "make": str(mem[1]["id"]),
                           "xss": str(mem[2]["id"]), "task": str(ctx[0]["id"]),
-                          "skill": str(ctx[2]["id"])}
+                          "skill": str(ctx[2]["id"]),
+                          "make_at": f"p{mem[1]['chunk_id']}"}
         call_tools(url, tokens["alice"], [("mark_useful", {"item_id": ids["alice"]["skill"],
                                                            "helpful": True})])
     except BaseException:
@@ -82,8 +83,9 @@ def test_each_actor_sees_only_their_own_memories(team: Team) -> None:
     assert "Memories of alice" in page and "Signed in as <strong>alice</strong>" in page
     assert "alice prefers tabs" in page and "alice&#39;s project builds" in page
     assert "bob" not in page
-    # Bob's project memory is in the same project file, but not Alice's to see or forget.
-    bobs = team.ids["bob"]["make"]
+    # Bob's project memory is in the same project file, but not Alice's to see or forget
+    # (named by its stored id: a handle such as p2 is per actor, Alice's p2 is her own).
+    bobs = team.ids["bob"]["make_at"]
     assert bobs.startswith("p")
     assert alice.get(f"/ui/memories/{bobs}").status_code == 404
     csrf = csrf_of(page)

@@ -157,19 +157,23 @@ def save_cmd(ctx: click.Context, /, content: str, category: str, source: str, sc
 @click.option("--category", type=click.Choice(CATEGORIES), default=None)
 @click.option("--scope", type=click.Choice(SCOPES), default=None)
 @click.option("--limit", type=click.IntRange(1, MAX_LIMIT), default=10, show_default=True)
+@click.option("--min-score", type=click.FloatRange(0.0, 1.0), default=None,
+              help="Leave out memories scoring under this (default: the embedder's floor, "
+                   "0.2 with MiniLM; 0 shows every match).")
 @_common
 def recall_cmd(ctx: click.Context, /, query: str, category: str | None, scope: str | None,
-               limit: int, actor: str | None, embedder_name: str | None,
+               limit: int, min_score: float | None, actor: str | None,
+               embedder_name: str | None,
                store: str | None, layer_dir: Path | None, as_json: bool,
                **paths: Path | None) -> None:
     """Find your memories relevant to QUERY (counts a use of each one shown)."""
     with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        out = svc.recall(actor or default_actor(), query, category, scope, limit)
+        out = svc.recall(actor or default_actor(), query, category, scope, limit, min_score)
     if as_json:
         emit_json(out)
         return
     if not out["memories"]:
-        click.echo("no memories match")
+        click.echo(f"no memory is relevant enough (none scores {out['min_score']} or more)")
     for i, m in enumerate(out["memories"], 1):
         _show_memory(m, i)
 

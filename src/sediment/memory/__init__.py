@@ -3,12 +3,14 @@
 from sediment.memory.files import FileMemoryStore
 from sediment.memory.guidelines import MEMORY_GUIDELINES
 from sediment.memory.model import CATEGORIES, SOURCES, Memory, MemoryRef, Scope
+from sediment.memory.relevance import DEFAULT_MIN_SCORE
 from sediment.memory.service import DEFAULT_DEDUP_THRESHOLD, MAX_LIMIT, MemoryService
 from sediment.memory.store import MemoryStore, Place
 
 __all__ = [
     "CATEGORIES",
     "DEFAULT_DEDUP_THRESHOLD",
+    "DEFAULT_MIN_SCORE",
     "MAX_LIMIT",
     "MEMORY_GUIDELINES",
     "SOURCES",

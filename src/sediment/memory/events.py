@@ -4,7 +4,7 @@ Each event is a chunk whose content is a small JSON object and whose ``sources``
 chunk ids it is about (in the store that holds it):
 
 - ``meta.memory``: a save: ``{"event": "save", "memory_id": N, "actor", "scope", "source",
-  "context", "related_to": [...]}``; sources ``[N]``.
+  "context", "related_to": [...], "handle": "u3"}``; sources ``[N]``.
 - ``meta.supersede`` (shared with the rest of Sediment, so search hides the old version):
   ``{"event": "supersede", "old_id": A, "new_id": B, "reason": "dedup" | "update",
   "similarity", "correction", "signals", "actor"}``; sources ``[A, B]``.
@@ -18,6 +18,7 @@ chunk ids it is about (in the store that holds it):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -30,6 +31,7 @@ CONTEXT = META_PREFIX + "memory_context"
 USE = META_PREFIX + "memory_use"
 MEMORY_EVENT_KINDS = (SAVE, CONTEXT, USE, SUPERSEDE, FORGET)
 DEFAULT_PRIORITY = 0.5
+HANDLE_RE = re.compile(r"^[upg][1-9][0-9]{0,9}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,8 @@ class MemoryState:
     last_used_ms: int | None = None
     uses: list[tuple[int, int, str]] = field(default_factory=list)
     """(time of the flush, count, actor) for ``show``'s use history."""
+    handle: str | None = None
+    """The short id it is called by (``u3``, ``p4``, ``g5``): see :class:`Fold`."""
 
 
 @dataclass(slots=True)
@@ -75,8 +79,30 @@ class ContextState:
 
 @dataclass(slots=True)
 class Fold:
+    """The state of every memory and context, and the memories' handles.
+
+    A handle is a counter recorded in each memory's save event (``"handle": "u3"``), so an
+    agent can say ``u3`` where the stored chunk id, which must stay RFC-valid and unique in
+    its layer set, is ``u2147483677``. ``u`` (user scope) and ``p`` (project scope, and an
+    agent's proposals) count per owner, who alone can read those memories; ``g`` (global
+    memories a human wrote) counts per project, since everyone reads them and their
+    events. Events survive purges and compactions, so a handle never moves."""
+
     memories: dict[MemoryRef, MemoryState] = field(default_factory=dict)
     contexts: dict[tuple[str, str, str], ContextState] = field(default_factory=dict)
+    handles: dict[tuple[str, str], MemoryRef] = field(default_factory=dict)
+    """(handle, owner, or ``*`` for ``g``) -> the memory."""
+    top_handle: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(prefix, owner or ``*``) -> the highest number given so far."""
+
+    def next_handle(self, prefix: str, owner: str) -> str:
+        space = handle_space(prefix, owner)
+        return f"{prefix}{self.top_handle.get((prefix, space), 0) + 1}"
+
+
+def handle_space(prefix: str, owner: str) -> str:
+    """Whose counter a handle prefix uses: the owner's, or everyone's for ``g``."""
+    return "*" if prefix == "g" else owner
 
 
 def _int(value: Any) -> int | None:
@@ -103,7 +129,8 @@ def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
     they all come after the events folded there, see :class:`FoldCache`). ``into`` is left
     as it was: a state the events change is copied first, so a reader still holding the
     earlier fold never sees it change under it."""
-    out = Fold() if into is None else Fold(dict(into.memories), dict(into.contexts))
+    out = Fold() if into is None else Fold(dict(into.memories), dict(into.contexts),
+                                           dict(into.handles), dict(into.top_handle))
     ordered = sorted(events, key=event_key)
     copied: set[object] = set()
 
@@ -134,6 +161,14 @@ def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
             s.related_to = [str(r) for r in rel] if isinstance(rel, list) else []
             back = _int(d.get("restores"))
             s.restored_from = MemoryRef(e.store, back) if back is not None else None
+            handle, owner = d.get("handle"), d.get("actor")
+            if isinstance(handle, str) and HANDLE_RE.match(handle) and isinstance(owner, str):
+                space = handle_space(handle[0], owner)
+                if (handle, space) not in out.handles:
+                    out.handles[(handle, space)] = ref
+                    s.handle = handle
+                    top = (handle[0], space)
+                    out.top_handle[top] = max(out.top_handle.get(top, 0), int(handle[1:]))
         elif e.kind == SUPERSEDE:
             old, new = _subject(e, "old_id", 0), _subject(e, "new_id", 1)
             if old is None or new is None:

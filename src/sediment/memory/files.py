@@ -110,12 +110,18 @@ class FileMemoryStore:
 
     def __init__(self, project: LayerSet, data_dir: Path, *,
                  profile: Mapping[str, Any] | None, dim: int,
-                 embedder_metadata: Mapping[str, Any] | None = None) -> None:
+                 embedder_metadata: Mapping[str, Any] | None = None,
+                 element_type: str | None = None) -> None:
         self.project = project
         self.data_dir = Path(data_dir)
         self.profile = dict(profile) if profile is not None else None
         self.dim = dim
         self.embedder_metadata = dict(embedder_metadata or {})
+        self.element_type = element_type or (
+            "i8" if (self.profile or {}).get("output_norm") == "l2" else "f32")
+        """What a new memory file stores vectors as: i8 (scale 1/127) for an embedder of
+        unit vectors, as the context store does; a file keeps the type it was made with,
+        and a project layer the type of its layer set."""
         self._actor_sets: dict[str, LayerSet] = {}
 
     # -- where -----------------------------------------------------------------------
@@ -154,7 +160,8 @@ class FileMemoryStore:
         if not items:
             return []
         ids = ls.append(layer, items, np.stack(vectors), profile=self.profile,
-                        embedder_metadata=self.embedder_metadata, allowed=(layer,))
+                        embedder_metadata=self.embedder_metadata, allowed=(layer,),
+                        element_type=self.element_type)
         return [MemoryRef(store, i) for i in ids[:len(memories)]]
 
     # -- reading ---------------------------------------------------------------------

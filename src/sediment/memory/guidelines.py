@@ -7,7 +7,8 @@ MEMORY_GUIDELINES = """\
 
 Sediment keeps what you learn about the person you work with and about this project between
 sessions. Three tools: recall_memories (look things up), save_memory (record something),
-manage_memory (list, update, delete, restore, history, forget everything).
+manage_memory (list, update, delete, restore, history, forget everything: forget_all takes
+scope project, the default, or user, which reaches your user memories in every project).
 
 ## Look before you act: recall_memories
 - When a task starts, ask for what bears on it: "how this user likes Python tests written",
@@ -16,8 +17,12 @@ manage_memory (list, update, delete, restore, history, forget everything).
   "you keep doing this"), recall before you answer.
 - When you are about to pick a style, a tool or a convention and are not sure which one the
   person or the project uses, recall instead of guessing.
-Results come best first, each with an id (u12 for your own memories, p34 for this
-project's); corrections you were given matter most: follow them.
+Results come best first, each with a short id (u12 for your own memories, p34 for your
+memories of this project, g5 for global ones: use it as it is in manage_memory) and a score
+from 0 to 1 that means the same in every query. Nothing scoring under the floor (min_score,
+0.2 by default) comes back: an empty result means nothing relevant is remembered, so do not
+retry with vaguer words; pass min_score 0 only to see the weak matches too. A correction
+comes before the fact it corrects; corrections you were given matter most: follow them.
 
 ## Record what will matter next time: save_memory
 Save as soon as the person tells you:

@@ -93,7 +93,9 @@ def actor_kinds(actor: str, categories: tuple[str, ...] = CATEGORIES) -> tuple[s
 
 @dataclass(frozen=True, slots=True, order=True)
 class MemoryRef:
-    """A memory id as the tools show it: a store prefix and the chunk id in that store."""
+    """A memory's address: a store prefix and the chunk id in that store. The tools show
+    the owner's handle instead when it has one (``Memory.shown``); ``parse`` reads both
+    forms, and the service resolves a handle to the memory."""
 
     store: str
     id: int
@@ -133,6 +135,17 @@ class Memory:
     forgotten: bool = False
     pending: bool = False
     score: float | None = None
+    label: str | None = None
+    """Its handle as its owner sees it (``u3``); None: shown by its chunk id."""
+    supersedes_label: str | None = None
+    superseded_by_label: str | None = None
+    rank: float = 0.0
+    """Recall's order: hybrid relevance within the query's candidates (not shown)."""
+
+    @property
+    def shown(self) -> str:
+        """The id the tools show: the handle, else the store prefix and chunk id."""
+        return self.label or str(self.ref)
 
     @property
     def active(self) -> bool:
@@ -140,14 +153,17 @@ class Memory:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "id": str(self.ref), "content": self.content, "category": self.category,
+            "id": self.shown, "chunk_id": self.ref.id, "content": self.content,
+            "category": self.category,
             "scope": self.scope.value, "actor": self.actor, "source": self.source,
             "confidence": round(float(self.confidence), 6), "created_at_ms": self.created_at_ms,
             "author": self.author, "use_count": self.use_count,
             "last_used_ms": self.last_used_ms, "context": self.context,
             "related_to": list(self.related_to),
-            "supersedes": str(self.supersedes) if self.supersedes else None,
-            "superseded_by": str(self.superseded_by) if self.superseded_by else None,
+            "supersedes": (self.supersedes_label or str(self.supersedes))
+            if self.supersedes else None,
+            "superseded_by": (self.superseded_by_label or str(self.superseded_by))
+            if self.superseded_by else None,
             "forgotten": self.forgotten,
         }
         if self.pending:

@@ -4,11 +4,13 @@ Validation, secret refusal, embedding, dedup by supersession, the per-actor view
 counting happen here once, so the MCP tools, the CLI and any later adapter behave alike.
 Storage is a :class:`~sediment.memory.store.MemoryStore`.
 
-Recall ranks by hybrid relevance, then by confidence, then by recency; relevance is
-compared at 6 decimals, so only true ties fall through to the tie-breakers. Relevance is
-the search engine's fused score when the matches come from one store; when several stores
-match (user, project, global), their candidates are fused again in one pool (the convex
-fusion of min-max normalised cosine and BM25), so the scores of different stores compare.
+Recall filters and scores by absolute relevance (``sediment.memory.relevance``: a fixed
+blend of the memory's cosine and BM25, the same scale in every query and store, with a floor
+below which nothing is returned) and orders what passes by hybrid relevance, then by
+confidence, then by recency. Hybrid relevance is the search engine's fused score when the
+matches come from one store; when several stores match (user, project, global), their
+candidates are fused again in one pool, so they compare. It is compared at 6 decimals, so
+only true ties fall through to the tie-breakers.
 """
 
 from __future__ import annotations
@@ -39,11 +41,13 @@ from sediment.memory.decision import (
 from sediment.memory.events import (
     CONTEXT,
     DEFAULT_PRIORITY,
+    HANDLE_RE,
     SAVE,
     USE,
     Fold,
     FoldCache,
     MemoryState,
+    handle_space,
 )
 from sediment.memory.model import (
     CATEGORIES,
@@ -60,6 +64,7 @@ from sediment.memory.model import (
     memory_kind,
     parse_kind,
 )
+from sediment.memory.relevance import corrections_first, default_min_score, relevance
 from sediment.memory.store import (
     PLACE_OF_SCOPE,
     Candidate,
@@ -92,6 +97,7 @@ CONTEXT_RE = re.compile(r"^[^\x00-\x1f\x7f]{1,100}$")
 SOURCE_RE = re.compile(r"^[^\x00\n]+:[1-9][0-9]{0,8}(?:-[1-9][0-9]{0,8})?$")
 UNIT_RE = re.compile(r"^(?:kcp:)?[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
 UPDATE_KEYS = ("content", "category", "confidence")
+_HANDLE_OF_PLACE = {Place.USER: "u", Place.PROJECT: "p", Place.GLOBAL: "g", Place.PROPOSAL: "p"}
 _SCOPE_OF_PLACE = {Place.USER: Scope.USER, Place.PROJECT: Scope.PROJECT,
                    Place.GLOBAL: Scope.GLOBAL, Place.PROPOSAL: Scope.GLOBAL}
 
@@ -102,6 +108,13 @@ def _limit(value: object, default: int, top: int, name: str = "limit") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
         raise ValidationError(f"{name} must be an integer from 1 to {top}, got {value!r}")
     return value
+
+
+def _min_score(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not 0.0 <= float(value) <= 1.0:
+        raise ValidationError(f"min_score must be a number from 0.0 to 1.0, got {value!r}")
+    return float(value)
 
 
 def _context_name(value: object) -> str | None:
@@ -156,7 +169,8 @@ class MemoryService:
                  dedup_threshold: float = DEFAULT_DEDUP_THRESHOLD,
                  max_changed_words: int | None = PARAPHRASE_WORDS,
                  chunk_exists: Callable[[int], bool] | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 min_score: float | None = None) -> None:
         if not 0.0 < dedup_threshold <= 1.0:
             raise ValidationError(f"the dedup threshold must be in (0, 1], got "
                                   f"{dedup_threshold!r}")
@@ -166,6 +180,9 @@ class MemoryService:
         self.max_changed_words = max_changed_words
         """None: any number of changed words in a restatement above the threshold."""
         self.chunk_exists = chunk_exists
+        self.min_score = _min_score(min_score) if min_score is not None else \
+            default_min_score(embedder.profile.model or "")
+        """Recall's floor when a call gives none (``sediment.memory.relevance``)."""
         self.usage = UsageBuffer()
         self._clock = clock
         self._lock = threading.RLock()
@@ -208,6 +225,29 @@ class MemoryService:
                 cache = self._folds[actor] = FoldCache()
             return cache.update(version, self.store.events(actor))
 
+    def _label(self, actor: str, owner: str, ref: MemoryRef | None) -> str | None:
+        """``ref``'s handle as ``actor`` calls it (only their own memories have one), from
+        the fold the caller just brought up to date."""
+        cache = self._folds.get(actor)
+        if ref is None or cache is None:
+            return None
+        state = cache.fold.memories.get(ref)
+        handle = state.handle if state is not None else None
+        return handle if handle and (owner == actor or handle[0] == "g") else None
+
+    def _resolve(self, actor: str, memory_id: object, field_name: str = "memory_id"
+                 ) -> MemoryRef:
+        """The memory a handle (``u3``) or a stored id (``u2147483677``) names; a handle
+        of the actor's wins over a chunk id of the same number."""
+        text = memory_id.strip() if isinstance(memory_id, str) else memory_id
+        if isinstance(text, str) and HANDLE_RE.match(text):
+            got = self._fold(actor).handles.get((text, handle_space(text[0], actor)))
+            if got is not None:
+                return got
+            if text[0] == "g":
+                raise NotFoundError(f"{field_name} {text}: no such global memory")
+        return MemoryRef.parse(memory_id, field_name)
+
     def _view(self, actor: str, stored: StoredMemory, state: MemoryState | None) -> Memory:
         parsed = parse_kind(stored.chunk.kind)
         category, owner = parsed if parsed is not None else ("fact", actor)
@@ -222,24 +262,29 @@ class MemoryService:
                       _SCOPE_OF_PLACE[stored.place], source, float(stored.chunk.confidence),
                       stored.chunk.created_at_ms, stored.chunk.author, st.context,
                       list(st.related_to), st.use_count + extra, last_used, st.supersedes,
-                      st.superseded_by, st.forgotten, stored.place is Place.PROPOSAL)
+                      st.superseded_by, st.forgotten, stored.place is Place.PROPOSAL,
+                      label=self._label(actor, owner, stored.ref),
+                      supersedes_label=self._label(actor, owner, st.supersedes),
+                      superseded_by_label=self._label(actor, owner, st.superseded_by))
 
     def _owned(self, actor: str, memory_id: object, *, human: bool,
                field_name: str = "memory_id") -> tuple[StoredMemory, Memory]:
-        ref = MemoryRef.parse(memory_id, field_name)
+        ref = self._resolve(actor, memory_id, field_name)
+        given = str(memory_id).strip()
         stored = self.store.get(actor, ref)
         if stored is None:
-            raise NotFoundError(f"{field_name} {ref}: no such memory among those of actor "
+            raise NotFoundError(f"{field_name} {given}: no such memory among those of actor "
                                 f"{actor!r}")
         memory = self._view(actor, stored, self._fold(actor).memories.get(ref))
         if memory.forgotten:
-            raise NotFoundError(f"{field_name} {ref}: that memory was forgotten")
+            raise NotFoundError(f"{field_name} {given}: that memory was forgotten")
         if memory.superseded_by is not None:
-            raise ValidationError(f"{field_name} {ref} was superseded by "
-                                  f"{memory.superseded_by}; change that one instead")
+            raise ValidationError(f"{field_name} {given} was superseded by "
+                                  f"{memory.superseded_by_label or memory.superseded_by}; "
+                                  "change that one instead")
         if stored.place is Place.GLOBAL and not human:
             raise PermissionDeniedError(
-                f"{field_name} {ref} is a global memory: global memories are governed by "
+                f"{field_name} {given} is a global memory: global memories are governed by "
                 "humans (sediment memory update/forget)")
         return stored, memory
 
@@ -305,7 +350,7 @@ class MemoryService:
                 pool = self._candidates(actor, scp, text, vec, correcting=correcting)
                 same = _identical(pool, text)
                 if same is not None:
-                    return {"status": "exists", "id": str(same.ref), "scope": scp.value,
+                    return {"status": "exists", "id": same.shown, "scope": scp.value,
                             "category": same.category, "similarity": 1.0,
                             "looks_like_correction": False, "correction_signals": [],
                             "use_count": same.use_count,
@@ -325,7 +370,7 @@ class MemoryService:
                                                           correcting=correcting)
                     if known is not None and found is not None \
                             and found.verdict is Verdict.RESTATEMENT:
-                        return {"status": "exists", "id": str(known.ref), "scope": scp.value,
+                        return {"status": "exists", "id": known.shown, "scope": scp.value,
                                 "category": known.category, "similarity": round(near, 4),
                                 "looks_like_correction": False, "correction_signals": []}
             elif keep_separate:
@@ -340,7 +385,8 @@ class MemoryService:
                     targets = list(old.related_to)
             memory = NewMemory(memory_kind(cat, actor), text, author, SOURCES[src],
                                tuple(sources), vec)
-            events = _save_event(actor, scp, src, SOURCES[src], ctx, targets, author)
+            handle = self._fold(actor).next_handle(_HANDLE_OF_PLACE[place], actor)
+            events = _save_event(actor, scp, src, SOURCES[src], ctx, targets, author, handle)
             signals: list[str] = []
             is_correction = False
             if old is not None:
@@ -365,10 +411,11 @@ class MemoryService:
         out: dict[str, Any] = {
             "status": "proposed" if place is Place.PROPOSAL else
             ("updated" if old is not None else "created"),
-            "id": str(ref), "scope": scp.value, "category": cat, "source": src,
+            "id": handle, "chunk_id": ref.id, "scope": scp.value,
+            "category": cat, "source": src,
             "confidence": SOURCES[src], "context": ctx}
         if old is not None:
-            out.update({"superseded_id": str(old.ref), "superseded_content": old.content,
+            out.update({"superseded_id": old.shown, "superseded_content": old.content,
                         "similarity": round(similarity, 4),
                         "looks_like_correction": is_correction,
                         "correction_signals": signals,
@@ -377,18 +424,18 @@ class MemoryService:
                                                            or decision.new_value):
                 out["changed"] = {"from": decision.old_value, "to": decision.new_value}
         elif known is not None:
-            out.update({"corrects_id": str(known.ref), "similarity": round(near, 4),
+            out.update({"corrects_id": known.shown, "similarity": round(near, 4),
                         "looks_like_correction": True,
                         "correction_signals": correction_signals(known.content, text)})
         if close:
-            out["near"] = [{"id": str(m.ref), "content": m.content,
+            out["near"] = [{"id": m.shown, "content": m.content,
                             "similarity": round(c, 4), "decision": d.verdict.value}
                            for m, c, d in close]
         return out
 
     def _chosen(self, actor: str, memory_id: object, place: Place) -> Memory:
         """The memory an agent's ``supersedes`` names: its own, active, in the same store."""
-        ref = MemoryRef.parse(memory_id, "supersedes")
+        ref = self._resolve(actor, memory_id, "supersedes")
         stored = self.store.get(actor, ref)
         memory = None if stored is None else self._view(actor, stored,
                                                         self._fold(actor).memories.get(ref))
@@ -494,9 +541,12 @@ class MemoryService:
 
     # -- recall ----------------------------------------------------------------------
     def recall(self, actor: str, query: object, category: object = None,
-               scope: object = None, limit: object = None, *, count_use: bool = True
-               ) -> dict[str, Any]:
+               scope: object = None, limit: object = None, min_score: object = None, *,
+               count_use: bool = True) -> dict[str, Any]:
+        """The actor's active memories relevant to ``query``, best first; none scoring
+        under ``min_score`` (default ``self.min_score``; 0 returns every match)."""
         check_actor(actor)
+        floor = self.min_score if min_score is None else _min_score(min_score)
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("query must be a non-empty string")
         if len(query) > MAX_QUERY_CHARS:
@@ -509,20 +559,27 @@ class MemoryService:
         found_in = [got for s in scopes
                     if (got := self.store.search(actor, s, query, vec, cats, max(3 * k, 30)))]
         pool = [c for got in found_in for c in got]
-        scores = [c.score for c in pool] if len(found_in) == 1 else _fuse(pool)
+        ranks = [c.score for c in pool] if len(found_in) == 1 else _fuse(pool)
         fold = self._fold(actor)
         found: list[Memory] = []
-        for cand, score in zip(pool, scores, strict=True):
+        flagged: set[int] = set()
+        for cand, rank in zip(pool, ranks, strict=True):
             stored = self.store.get(actor, cand.ref)
             if stored is None:
                 continue
-            memory = self._view(actor, stored, fold.memories.get(cand.ref))
+            state = fold.memories.get(cand.ref)
+            memory = self._view(actor, stored, state)
             if not memory.active:
                 continue
-            memory.score = score
+            memory.score = relevance(cand.vector_score, cand.lexical_score)
+            memory.rank = rank
+            if state is not None and (state.supersede_info or {}).get("correction"):
+                flagged.add(len(found))
             found.append(memory)
-        found.sort(key=lambda m: (-round(m.score or 0.0, 6), -m.confidence,
-                                  -m.created_at_ms, str(m.ref)))
+        corrections_first(found, flagged)
+        found = [m for m in found if round(m.score or 0.0, 6) >= floor]
+        found.sort(key=lambda m: (-round(m.rank, 6), -m.confidence, -m.created_at_ms,
+                                  str(m.ref)))
         found = found[:k]
         if count_use and found:
             now = self._now_ms()
@@ -530,7 +587,7 @@ class MemoryService:
             for m in found:
                 m.use_count += 1
                 m.last_used_ms = now
-        return {"query": query, "memories": [m.to_dict() for m in found]}
+        return {"query": query, "min_score": floor, "memories": [m.to_dict() for m in found]}
 
     # -- manage ----------------------------------------------------------------------
     def list_memories(self, actor: str, category: object = None, limit: object = None,
@@ -551,10 +608,10 @@ class MemoryService:
 
     def show(self, actor: str, memory_id: object) -> dict[str, Any]:
         check_actor(actor)
-        ref = MemoryRef.parse(memory_id)
+        ref = self._resolve(actor, memory_id)
         stored = self.store.get(actor, ref)
         if stored is None:
-            raise NotFoundError(f"memory_id {ref}: no such memory among those of actor "
+            raise NotFoundError(f"memory_id {memory_id}: no such memory among those of actor "
                                 f"{actor!r}")
         fold = self._fold(actor)
         memory = self._view(actor, stored, fold.memories.get(ref))
@@ -634,17 +691,21 @@ class MemoryService:
         memory = NewMemory(memory_kind(cat, old.actor), text, author, float(conf), sources,
                            vec)
         signals = correction_signals(old.content, text)
-        events = [
-            *_save_event(old.actor, old.scope, old.source, float(conf), old.context,
-                         old.related_to, author),
-            NewEvent(SUPERSEDE, {"event": "supersede", "old_id": old.ref.id,
-                                 "new_id": New(0), "reason": "update", "similarity": None,
-                                 "correction": bool(signals), "signals": signals,
-                                 "actor": actor}, (old.ref.id, New(0)), author)]
         with self._lock, self.store.transaction(place, actor):
             self._owned(actor, memory_id, human=human)  # still current under the lock
+            handle = self._fold(actor).next_handle(_HANDLE_OF_PLACE[place], old.actor)
+            events = [
+                *_save_event(old.actor, old.scope, old.source, float(conf), old.context,
+                             old.related_to, author, handle),
+                NewEvent(SUPERSEDE, {"event": "supersede", "old_id": old.ref.id,
+                                     "new_id": New(0), "reason": "update",
+                                     "similarity": None, "correction": bool(signals),
+                                     "signals": signals, "actor": actor},
+                         (old.ref.id, New(0)), author)]
             (ref,) = self.store.append(place, actor, [memory], events)
-        return {"status": "updated", "id": str(ref), "superseded_id": str(old.ref),
+        new_id = handle if old.actor == actor or handle[0] == "g" else str(ref)
+        return {"status": "updated", "id": new_id, "chunk_id": ref.id,
+                "superseded_id": old.shown,
                 "content": text, "category": cat, "confidence": float(conf),
                 "context": old.context, "related_to": old.related_to,
                 "looks_like_correction": bool(signals), "correction_signals": signals}
@@ -659,7 +720,7 @@ class MemoryService:
             self.store.append(stored.place, actor, [], [NewEvent(
                 FORGET, {"event": "forget", "context_id": memory.ref.id, "actor": actor,
                          "reason": reason}, (memory.ref.id,), author)])
-        return {"status": "deleted", "id": str(memory.ref)}
+        return {"status": "deleted", "id": memory.shown}
 
     def forget_all(self, actor: str, confirm: object = False, scope: object = None, *,
                    human: bool = False, purge: bool = False) -> dict[str, Any]:
@@ -765,7 +826,10 @@ class MemoryService:
 
     def manage(self, actor: str, action: object, memory_id: object = None,
                updates: object = None, category: object = None, limit: object = None,
-               confirm: object = None, *, human: bool = False) -> dict[str, Any]:
+               confirm: object = None, scope: object = None, *, human: bool = False
+               ) -> dict[str, Any]:
+        """One ``manage_memory`` action; ``scope`` narrows ``forget_all`` (None: both the
+        user and the project scope, as the command line's ``forget-all`` does)."""
         if action == "list":
             return {"action": "list", **self.list_memories(actor, category, limit)}
         if action in ("delete", "update") and memory_id is None:
@@ -776,7 +840,7 @@ class MemoryService:
             return {"action": "update", **self.update(actor, memory_id, updates, human=human)}
         if action == "forget_all":
             return {"action": "forget_all",
-                    **self.forget_all(actor, confirm is True, human=human)}
+                    **self.forget_all(actor, confirm is True, scope, human=human)}
         if action in ("restore", "history") and memory_id is None:
             raise ValidationError(f"memory_id is required for action {action!r}")
         if action == "restore":
@@ -792,7 +856,7 @@ class MemoryService:
         source, context and relationships), beside the one that superseded it: the way
         to undo a merge of two distinct facts. Forget the newer one too to roll back."""
         check_actor(actor)
-        ref = MemoryRef.parse(memory_id)
+        ref = self._resolve(actor, memory_id)
         stored = self.store.get(actor, ref)
         fold = self._fold(actor)
         old = None if stored is None else self._view(actor, stored, fold.memories.get(ref))
@@ -810,14 +874,17 @@ class MemoryService:
         author = "human" if human else "mcp"
         memory = NewMemory(stored.chunk.kind, old.content, author, old.confidence,
                            tuple(stored.chunk.sources), self._embed(old.content))
-        events = [NewEvent(SAVE, {"event": "save", "memory_id": New(0), "actor": actor,
-                                  "scope": old.scope.value, "source": old.source,
-                                  "context": old.context, "related_to": old.related_to,
-                                  "restores": ref.id}, (New(0),), author)]
         with self._lock, self.store.transaction(stored.place, actor):
+            handle = self._fold(actor).next_handle(_HANDLE_OF_PLACE[stored.place], actor)
+            events = [NewEvent(SAVE, {"event": "save", "memory_id": New(0), "actor": actor,
+                                      "scope": old.scope.value, "source": old.source,
+                                      "context": old.context, "related_to": old.related_to,
+                                      "restores": ref.id, "handle": handle},
+                               (New(0),), author)]
             (new,) = self.store.append(stored.place, actor, [memory], events)
-        return {"status": "restored", "id": str(new), "restored_id": str(ref),
-                "content": old.content, "superseded_by": str(old.superseded_by)}
+        return {"status": "restored", "id": handle, "chunk_id": new.id,
+                "restored_id": old.shown, "content": old.content,
+                "superseded_by": old.superseded_by_label or str(old.superseded_by)}
 
     # -- usage -----------------------------------------------------------------------
     def flush(self) -> int:
@@ -850,17 +917,16 @@ class MemoryService:
 
 
 def _save_event(actor: str, scope: Scope, source: str, confidence: float,
-                context: str | None, related: Sequence[str], author: str) -> list[NewEvent]:
-    """The ``meta.memory`` event of a new memory, when it holds anything the chunk does
-    not: a context, relationships, or a source its confidence does not imply. Most saves
-    need none, which keeps every later fold and search of events short."""
-    if context is None and not related and math.isclose(SOURCES.get(source, -1.0),
-                                                         confidence, abs_tol=1e-6):
-        return []
-    return [NewEvent(SAVE, {"event": "save", "memory_id": New(0), "actor": actor,
-                            "scope": scope.value, "source": source, "context": context,
-                            "related_to": list(related)}, (New(0),), author)]
-
+                context: str | None, related: Sequence[str], author: str, handle: str
+                ) -> list[NewEvent]:
+    """The ``meta.memory`` event of a new memory: its handle (``Fold``), and what the chunk
+    cannot hold (a context, relationships, a source its confidence does not imply)."""
+    data: dict[str, Any] = {"event": "save", "memory_id": New(0), "actor": actor,
+                            "scope": scope.value, "handle": handle}
+    if context is not None or related or not math.isclose(SOURCES.get(source, -1.0),
+                                                          confidence, abs_tol=1e-6):
+        data.update({"source": source, "context": context, "related_to": list(related)})
+    return [NewEvent(SAVE, data, (New(0),), author)]
 
 def _identical(pool: Sequence[tuple[Memory, float]], text: str) -> Memory | None:
     """The memory in ``pool`` with this very text (case, whitespace and a final full stop
