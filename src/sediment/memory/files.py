@@ -286,7 +286,9 @@ class FileMemoryStore:
                                 layers=names, mode="hybrid" if lexical else "vector")
         result = search(ls, request, np.asarray(vector, dtype=np.float32),
                         normalised=normalised)
-        return [Candidate(MemoryRef(store, h.id), float(h.vector_score or 0.0),
+        # an i8 row is a unit vector to within rounding: its dot product with the query can
+        # pass 1.0 by a hair, which a cosine cannot
+        return [Candidate(MemoryRef(store, h.id), min(float(h.vector_score or 0.0), 1.0),
                           float(h.lexical_score or 0.0), float(h.score))
                 for h in result.hits]
 
