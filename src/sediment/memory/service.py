@@ -650,18 +650,18 @@ class MemoryService:
         if extra:
             history.append({"at_ms": last, "count": extra, "pending": True})
         return {"memory": memory.to_dict(),
-                "versions": [{**v.to_dict(), **self._why(fold, v.ref)} for v in versions],
+                "versions": [{**v.to_dict(), **self._why(actor, fold, v)} for v in versions],
                 "context": context, "related_to": list(memory.related_to),
                 "use_history": history}
 
-    @staticmethod
-    def _why(fold: Fold, ref: MemoryRef) -> dict[str, Any]:
-        state = fold.memories.get(ref) or MemoryState()
+    def _why(self, actor: str, fold: Fold, version: Memory) -> dict[str, Any]:
+        state = fold.memories.get(version.ref) or MemoryState()
         out: dict[str, Any] = {}
         if state.supersede_info:
             out["superseded_because"] = state.supersede_info
         if state.restored_from is not None:
-            out["restored_from"] = str(state.restored_from)
+            out["restored_from"] = self._label(actor, version.actor, state.restored_from) \
+                or str(state.restored_from)
         return out
 
     def update(self, actor: str, memory_id: object, updates: object, *,

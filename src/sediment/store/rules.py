@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from sediment.format import Chunk
-from sediment.store.events import MEMORY_KIND_PREFIX, META_PREFIX, WRITE, Event
+from sediment.store.events import MEMORY_EVENT_PREFIX, MEMORY_KIND_PREFIX, META_PREFIX, WRITE, Event
 from sediment.store.layers import LayerName
 
 HIDDEN_PREFIXES = (META_PREFIX, MEMORY_KIND_PREFIX)
@@ -49,11 +49,12 @@ def shown_kind(kind: str, include_meta: bool = False) -> bool:
 
 
 def counted_in_statistics(kind: str) -> bool:
-    """Whether a chunk counts in the BM25 statistics of a general search. Memories do not:
-    no general search returns them, and the team server keeps them in a table of their
-    own, so counting them on one backend only would rank the same query differently.
-    Events count on both backends alike (they share the chunks' storage on both)."""
-    return not kind.startswith(MEMORY_KIND_PREFIX)
+    """Whether a chunk counts in the BM25 statistics of a general search. Memories and
+    their events (``meta.memory*``) do not: no general search returns them, and the team
+    server keeps most of them in a table of their own, so counting them on one backend
+    only would rank the same query differently. Other events count on both backends alike
+    (they share the chunks' storage on both)."""
+    return not kind.startswith((MEMORY_KIND_PREFIX, MEMORY_EVENT_PREFIX))
 
 
 def reserved_kind_problem(kind: str) -> str | None:
