@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -230,11 +231,11 @@ def test_inspect_view_resolves_provenance(sediment: Runner, tmp_path: Path,
     assert f"chunk {cid} (delta, invariant, mcp)" in out
     assert "docs/guide.md:3: Requests to /billing MUST include the X-Account header." in out
     assert "meta.proposal_event propose by tester" in out
-    assert "meta.proposal_decision accept by human" in out
+    assert re.search(r"meta\.proposal_decision accept by \S+\n", out), out  # the reviewer
     show_chunk(root / "AGENTS.user.db", cid, root=root, as_json=True)
     data = json.loads(capsys.readouterr().out)
     assert data["id"] == cid and [e["kind"] for e in data["events"]] == [
-        "meta.proposal_event", "meta.proposal_decision"]
+        "meta.write", "meta.proposal_event", "meta.proposal_decision"]
 
 
 @pytest.mark.parametrize("command", [("diff",), ("proposals", "list"), ("proposals", "show"),

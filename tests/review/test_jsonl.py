@@ -31,7 +31,8 @@ def _delta(tmp_path: Path, etype: str = "f32") -> Path:
 def test_export_import_export_is_identical(tmp_path: Path, etype: str) -> None:
     text = export_text(_delta(tmp_path, etype))
     head = json.loads(text.split("\n")[0])
-    assert head["format"] == "sediment.layer" and head["chunks"] == 3
+    # the two chunks, the events recording their actor, and the proposal event
+    assert head["format"] == "sediment.layer" and head["chunks"] == 5
     assert head["element_type"] == etype and head["embedding_profile"]["backend"] == "hash"
     assert '"confidence":0.7,' in text  # shortest float32 text, not 0.699999988...
     src = tmp_path / "delta.jsonl"
@@ -39,7 +40,7 @@ def test_export_import_export_is_identical(tmp_path: Path, etype: str) -> None:
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     report = import_file(LayerSet.from_directory(fresh), LayerName.DELTA, src)
-    assert report.chunks == 3 and report.overrides == ()
+    assert report.chunks == 5 and report.overrides == ()
     assert export_text(fresh / "AGENTS.delta.db") == text
     got, want = LayerFile.open(fresh / "AGENTS.delta.db"), LayerFile.open(tmp_path /
                                                                          "AGENTS.delta.db")
@@ -76,7 +77,7 @@ def _mutate(lines: list[str], n: int, **changes: object) -> list[str]:
     (lambda ls: _mutate(ls, 1, sources=[0]), 2, "source chunk id 0"),
     (lambda ls: _mutate(ls, 0, format="csv"), 1, "header"),
     (lambda ls: _mutate(ls, 0, dim="big"), 1, "dim"),
-    (lambda ls: ls[:3], 4, "announces 3 chunks but the file has 2"),
+    (lambda ls: ls[:3], 4, "announces 5 chunks but the file has 2"),
     (lambda ls: [*ls[:2], "", *ls[2:]], 3, "empty line"),
     (lambda ls: [*ls[:1], ls[1].replace('"id":', '"id":' + "9" * 5000 + ","
                                          '"x":', 1), *ls[2:]], 2, "too many digits"),
@@ -103,11 +104,11 @@ def test_import_refuses_base_clashes_and_other_schemas(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="immutable"):
         import_file(ls, LayerName.BASE, src)
     before = (tmp_path / "AGENTS.delta.db").read_bytes()
-    with pytest.raises(ValidationError, match=r"3 id\(s\) already exist in the delta layer"):
+    with pytest.raises(ValidationError, match=r"5 id\(s\) already exist in the delta layer"):
         import_file(ls, LayerName.DELTA, src)
     assert (tmp_path / "AGENTS.delta.db").read_bytes() == before
     report = import_file(ls, LayerName.LOCAL, src)  # same ids one layer up: versions
-    assert len(report.overrides) == 3
+    assert len(report.overrides) == 5
     other = tmp_path / "i8"
     other.mkdir()
     make_base(other, etype="i8")

@@ -48,8 +48,9 @@ def test_accepted_copy_points_back_to_its_delta_original(repo: Path) -> None:
     assert first.chunk.author == "mcp"
     assert first.sources[0].text == "line three"
     assert [n for n, _ in report.versions] == ["user", "delta"]
-    assert [(e.kind, e.id) for e in report.events] == [
-        ("meta.proposal_event", pid), ("meta.proposal_decision", out.decision_id)]
+    assert [(e.kind, e.id) for e in report.events] == [  # the write event names its actor
+        ("meta.write", cid + 1), ("meta.proposal_event", pid),
+        ("meta.proposal_decision", out.decision_id)]
     assert report.proposals == ((pid, "accepted"),)
     d = report.to_dict()
     assert d["id"] == cid and d["content"] == "A promoted fact."  # plain inspect fields stay
@@ -66,7 +67,7 @@ def test_a_file_outside_the_set_uses_its_own_events(repo: Path) -> None:
     (repo / "AGENTS.delta.db").unlink()
     report = inspect_chunk(archive, cid, layerset=LayerSet.from_directory(repo), root=repo)
     assert report.layer is None
-    assert [e.data.get("event") for e in report.events] == ["propose", "reject"]
+    assert [e.data.get("event") for e in report.events] == ["write", "propose", "reject"]
     assert all(e.layer == str(archive) for e in report.events)
 
 

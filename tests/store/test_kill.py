@@ -181,8 +181,9 @@ def test_a_rotation_killed_anywhere_shows_everything_and_reruns(
     root = make_base(tmp_path / "store")
     ls = LayerSet.from_directory(root)
     cid = write_context(ls, EMB, WriteRequest(content=PROPOSED, kind="note", confidence=0.8,
-                                              sources=[], scope="delta"))
-    assert sediment("proposals", "accept", str(propose(ls, cid).proposal_id), "--dir",
+                                              sources=[], scope="delta"), actor="tester")
+    assert sediment("proposals", "accept", str(propose(ls, cid, actor="tester").proposal_id),
+                    "--dir",
                     str(root)).code == 0
     command = ("compact", "--dir", str(root), "--out", str(root / "NEW.db"), "--rotate")
     kill_at(nth, when, *command)

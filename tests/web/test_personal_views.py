@@ -53,7 +53,7 @@ def test_context_items_by_state_and_usefulness(tmp_path: Path) -> None:
     store = FileContextStore(tmp_path / "ctx", profile=emb.profile.to_dict(),
                              dim=emb.profile.dim)
     loop = ContextLoop(store, emb, project="shop")
-    old = loop.store_context("alice", "Old task: set up the build.", "task")["id"]
+    old = loop.store_context("alice", "Old output: the first build log.", "output")["id"]
     for i in range(1, 10):
         loop.store_iteration_result("alice", i, f"Iteration {i} tried {TOPICS[i]}.", i != 3)
     skill = loop.store_context("alice", "Skill: cache the date parser.", "skill")["id"]
