@@ -17,7 +17,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import mcp_types as types
@@ -168,21 +168,9 @@ class _Wire:
 
 
 def _pump_in(wire_in: int, to_sdk: int, wire: _Wire, log: Callable[[str], None]) -> None:
-    pending = b""
     try:
-        while True:
-            try:
-                chunk = os.read(wire_in, _READ)
-            except OSError:
-                break
-            if not chunk:
-                break
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                _forward(line, to_sdk, wire, log)
-        if pending:
-            _forward(pending, to_sdk, wire, log)
+        for line, _ in _lines(wire_in):
+            _forward(line, to_sdk, wire, log)
     finally:
         with contextlib.suppress(OSError):
             os.close(to_sdk)
@@ -204,10 +192,19 @@ def _forward(line: bytes, to_sdk: int, wire: _Wire, log: Callable[[str], None]) 
 
 
 def _pump_out(from_sdk: int, wire: _Wire) -> None:
+    for line, complete in _lines(from_sdk):
+        wire.write_line(line + b"\n" if complete else line)
+    with contextlib.suppress(OSError):
+        os.close(from_sdk)
+
+
+def _lines(fd: int) -> Iterator[tuple[bytes, bool]]:
+    """Each line read from ``fd`` without its newline, and whether it had one (only a last
+    line cut off by the end of the stream has not), until the stream ends or fails."""
     pending = b""
     while True:
         try:
-            chunk = os.read(from_sdk, _READ)
+            chunk = os.read(fd, _READ)
         except OSError:
             break
         if not chunk:
@@ -215,11 +212,9 @@ def _pump_out(from_sdk: int, wire: _Wire) -> None:
         pending += chunk
         *lines, pending = pending.split(b"\n")
         for line in lines:
-            wire.write_line(line + b"\n")
+            yield line, True
     if pending:
-        wire.write_line(pending)
-    with contextlib.suppress(OSError):
-        os.close(from_sdk)
+        yield pending, False
 
 
 def run_stdio(serve: Callable[[], None]) -> None:
