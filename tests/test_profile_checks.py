@@ -92,5 +92,5 @@ def test_compaction(tmp_path: Path) -> None:
 
 
 def test_profiles_equal_as_objects_and_as_recorded_mappings() -> None:
-    recorded = EmbeddingProfile.from_dict(OTHER)
+    recorded = EmbeddingProfile(**OTHER)  # type: ignore[arg-type]
     check_compatible(recorded, OTHER, a_name="a", b_name="b", consequence="c")

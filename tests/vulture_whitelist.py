@@ -1,18 +1,20 @@
-"""Names vulture cannot see used, for `./run lint` (vulture src tests tests/vulture_whitelist.py).
+"""Names vulture cannot see used, for `./run lint` (vulture src tests/vulture_whitelist.py).
 
-Click commands, MCP resources and pytest fixtures are found by their decorators (see
-``[tool.vulture]`` in pyproject.toml); what is left is listed here, each with why it stays.
+Tests do not count as users: code only a test calls is dead and goes. Click commands and
+MCP tools, resources and prompts are found by their decorators (see ``[tool.vulture]`` in
+pyproject.toml); what is left is listed here, each with why it stays.
 Importing the real objects keeps this list honest: a rename breaks it.
 """
-
-from uvicorn import Server
 
 from sediment._api import Store
 from sediment.cli._app import EXIT_USAGE
 from sediment.context.settings import ContextSettings
 from sediment.format.reader import Header
+from sediment.ingest.model import DocChunk
+from sediment.kcp.discover import FoundManifest
 from sediment.kcp.model import ManifestRef, Unit
 from sediment.kcp.service import KnowledgeService
+from sediment.review.provenance import SourceLines
 from sediment.server.memory_tools import ChangedOut, SaveOut
 from sediment.server.web._memories import Listing
 from sediment.server.web._progress import Progress
@@ -34,6 +36,10 @@ _ = (
     Listing.by_category,  # read by the web page's templates
     Listing.uncategorised,
     Progress.iterations,
-    Server.should_exit,  # uvicorn reads it: how a test stops a server run in a thread
-    Store.manage_memory,  # the Python API (docs/python-api.md): programs call it
+    Store.manage_memory,  # the Python API (docs/python-api.md): programs call them
+    Store.save_memory,
+    Store.relevant_context,
+    DocChunk.end_line,  # the chunk's span (RFC 7.2 provenance); sources cite the first line
+    FoundManifest.via,  # how discovery found a manifest: root, llms.txt or a subdirectory
+    SourceLines.reads,  # files read, not served from the cache: the cache's only witness
 )

@@ -26,7 +26,6 @@ from sediment.auth.roles import (
     TOOLS,
     Permission,
     allowed,
-    markdown_table,
     tool_permission,
 )
 from sediment.embed import HashEmbedder
@@ -45,6 +44,40 @@ WRITING_CALLS: list[tuple[str, dict[str, Any]]] = [
     *((n, {}) for n in WRITING),
     *(("manage_memory", {"action": a}) for a in ("delete", "update", "forget_all")),
 ]
+
+
+WHAT: dict[Permission, str] = {
+    Permission.READ: "search the layers and knowledge, recall and list memories, read "
+                     "context, resources, the tool list and the review page",
+    Permission.WRITE: "write the local and delta layers, propose chunks, save, update and "
+                      "forget own memories, store context and iteration results, mark "
+                      "usefulness, summarize and prune context",
+    Permission.REVIEW: "accept, reject and promote proposals; write, update and forget "
+                       "global memories",
+    Permission.ADMIN: "create, list and revoke tokens",
+}
+
+
+def markdown_table() -> str:
+    """The role table docs/roles.md must hold, built from the rules themselves."""
+    perms = list(Permission)
+    lines = ["| role | " + " | ".join(p.value for p in perms) + " |",
+             "|---|" + "---|" * len(perms)]
+    for role in ROLES:
+        marks = " | ".join("yes" if allowed(role, p) else "no" for p in perms)
+        lines.append(f"| {role} | {marks} |")
+    lines += ["", "| permission | lets a token |", "|---|---|"]
+    lines += [f"| {p.value} | {WHAT[p]} |" for p in perms]
+    lines += ["", "| MCP tool (or `POST /tools/{name}`) | permission |", "|---|---|"]
+    for name, perm in TOOLS.items():
+        extra = ""
+        if name in BY_ARGUMENT:
+            key, values = BY_ARGUMENT[name]
+            extra = "; " + ", ".join(f"`{key}: {v}`: {p.value}" for v, p in values.items())
+        lines.append(f"| `{name}` | {perm.value}{extra} |")
+    lines += ["", "| HTTP route | permission |", "|---|---|"]
+    lines += [f"| `{route}` | {perm.value} |" for route, perm in ROUTES.items()]
+    return "\n".join(lines) + "\n"
 
 
 def test_the_docs_hold_the_table() -> None:

@@ -34,9 +34,10 @@ def test_a_token_stops_working_when_it_expires(tmp_path: Path) -> None:
     assert tokens.verify(dead) is None
     assert dead_info.expired() and [t.expired() for t in tokens.list()] == [False, True, False]
     s = Sessions(None, tokens, actor="server")
-    assert s.sign_in(dead, "") is None
-    session = s.sign_in(live, "")
-    assert session is not None
+    assert s.authenticate(dead) is None
+    got = s.authenticate(live)
+    assert got is not None
+    session = s.open(got[0], got[0].actor, got[1])
     data = json.loads((tmp_path / "tokens.json").read_text())
     data["tokens"][0]["expires_at_ms"] = now - 1
     (tmp_path / "tokens.json").write_text(json.dumps(data))

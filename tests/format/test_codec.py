@@ -11,6 +11,7 @@ import pytest
 from sediment.errors import FormatError, NotFoundError, ValidationError
 from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.format import layout as L
+from tests.format.appending import appended
 
 
 def make_chunks(n: int = 3) -> list[Chunk]:
@@ -352,8 +353,7 @@ def test_unknown_sections_are_ignored_and_order_is_free() -> None:
 
 @pytest.mark.parametrize("name", ["AGENTS.db", "AGENTS.delta.db", "AGENTS.user.db"])
 def test_append_to_a_foreign_file_keeps_everything(name: str) -> None:
-    """encode_append copies another writer's sections as bytes and adds to them."""
-    from sediment.format.writer import encode_append
+    """An append copies another writer's sections as bytes and adds to them."""
     from tests.conftest import shared
 
     base = LayerFile.open(shared("interop", "agentsdb-reference", name))
@@ -361,7 +361,7 @@ def test_append_to_a_foreign_file_keeps_everything(name: str) -> None:
     new = [Chunk(4_000_000_001, "note", "appended", "mcp", 0.5, 5, ("x.md:2", old[0].id)),
            Chunk(4_000_000_002, old[0].kind, "second", "human", 1.0, 6)]
     vecs = vectors(2, dim=base.dim, seed=9)
-    out = LayerFile.from_bytes(encode_append(base, new, vecs, metadata={"v": 1}))
+    out = LayerFile.from_bytes(appended(base, new, vecs, metadata={"v": 1}))
     assert out.validate() == []
     assert list(out.chunks()) == old + new
     assert np.array_equal(np.stack([out.vector(i) for i in range(len(old))]),
@@ -371,15 +371,13 @@ def test_append_to_a_foreign_file_keeps_everything(name: str) -> None:
     assert kind_sids[-1] == kind_sids[0]  # an existing kind string is reused, not stored again
     assert out.string_count <= base.string_count + 5
     with pytest.raises(ValidationError, match="already exists"):
-        encode_append(base, [Chunk(old[0].id, "k", "c", "human", 1.0, 0)], vectors(1, base.dim),
+        appended(base, [Chunk(old[0].id, "k", "c", "human", 1.0, 0)], vectors(1, base.dim),
                       metadata=None)
 
 
 def test_append_i8_uses_the_base_scale() -> None:
-    from sediment.format.writer import encode_append
-
     base = LayerFile.from_bytes(encode_layer(make_chunks(3), vectors(3), element_type="i8"))
-    out = LayerFile.from_bytes(encode_append(
+    out = LayerFile.from_bytes(appended(
         base, [Chunk(999, "note", "x", "mcp", 0.5, 0)], vectors(1, seed=4), metadata=None))
     assert out.element_type == "i8" and out.quant_scale == base.quant_scale
     assert np.array_equal(out.embeddings[:3], base.embeddings)

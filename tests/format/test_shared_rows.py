@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from sediment.errors import ValidationError
 from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.format import layout as L
-from sediment.format.writer import encode_append, zero_row
+from sediment.format.writer import zero_row
+from tests.format.appending import appended
 from tests.format.test_codec import sections
 
 DIM = 4
@@ -71,7 +72,7 @@ def test_an_append_reuses_the_files_zero_row() -> None:
                                              vectorless=[False, True]))
     assert zero_row(base) == 2
     flags = [True, False, True]
-    out = LayerFile.from_bytes(encode_append(base, _chunks(flags, 10), _matrix(flags, 1),
+    out = LayerFile.from_bytes(appended(base, _chunks(flags, 10), _matrix(flags, 1),
                                              metadata=None, vectorless=flags))
     assert out.embedding_info.rows == 3  # only the new note added a row
     assert out.records["embedding_row"].tolist() == [1, 2, 2, 3, 2]
@@ -93,6 +94,6 @@ def test_appends_give_the_bytes_of_one_full_encode(flags: list[bool], data: st.D
     head = LayerFile.from_bytes(encode_layer(chunks[:cut], matrix[:cut], dim=DIM,
                                              element_type=etype, quant_scale=scale,
                                              vectorless=flags[:cut]))
-    appended = bytes(encode_append(head, chunks[cut:], matrix[cut:], metadata=None,
+    out_bytes = bytes(appended(head, chunks[cut:], matrix[cut:], metadata=None,
                                    vectorless=flags[cut:]))
-    assert appended == whole
+    assert out_bytes == whole

@@ -28,6 +28,10 @@ WORDS = ("deploy", "cluster", "staging", "nightly", "container", "database", "mi
 ANSWER = "Kubernetes rollouts use a canary stage before the whole cluster."
 
 
+def _whole_key(f: LayerFile) -> str:
+    return lexicon.prefix_key(f, f.chunk_count)
+
+
 def texts(n: int, seed: int = 3) -> list[str]:
     rng = np.random.default_rng(seed)
     return [" ".join(WORDS[int(i)] for i in rng.integers(0, len(WORDS), int(rng.integers(4, 12))))
@@ -162,7 +166,7 @@ def test_the_first_query_writes_the_lexicon_and_the_next_process_maps_it(
     write_layer(tmp_path / "AGENTS.db", [*texts(300), ANSWER])
     want = lexical(fresh(tmp_path), "kubernetes canary")
     [written] = lex_files(tmp_path)
-    key = lexicon.content_key(LayerFile.open(tmp_path / "AGENTS.db"))
+    key = _whole_key(LayerFile.open(tmp_path / "AGENTS.db"))
     assert written.name == f".AGENTS.db.{key[:16]}.301.english.lex"
     built = count_builds(monkeypatch)
     assert lexical(fresh(tmp_path), "kubernetes canary") == want
@@ -211,7 +215,7 @@ def test_a_hostile_lexicon_with_a_valid_checksum_is_refused(tmp_path: Path) -> N
     posting past the chunk table would index outside the score array."""
     write_layer(tmp_path / "AGENTS.db", [*texts(300), ANSWER])
     f = LayerFile.open(tmp_path / "AGENTS.db")
-    key = lexicon.content_key(f)
+    key = _whole_key(f)
     p = Postings.build(f.string(int(s)) for s in f.records["content"].tolist())
     bad_docs = p.docs.copy()
     bad_docs[-1] = 10**6
@@ -239,7 +243,7 @@ def test_a_stale_lexicon_is_never_used_and_is_replaced(tmp_path: Path) -> None:
     lexical(fresh(tmp_path), "deploy")
     [old] = lex_files(tmp_path)
     write_layer(tmp_path / "AGENTS.db", [*texts(300, seed=2), ANSWER])
-    key = lexicon.content_key(LayerFile.open(tmp_path / "AGENTS.db"))
+    key = _whole_key(LayerFile.open(tmp_path / "AGENTS.db"))
     current = lexicon.lexicon_path(tmp_path / "AGENTS.db", key, "english", 301)
     old.rename(current)
     assert ("base", 301) in {(la, i) for la, i, _ in lexical(fresh(tmp_path), "canary")}
@@ -276,7 +280,7 @@ def test_a_lexicon_that_cannot_be_written_or_read_still_searches(tmp_path: Path)
     """A directory squats on the lexicon's name (works as root too, unlike chmod): the
     read fails, the write fails, the search answers from memory."""
     layer = write_layer(tmp_path / "AGENTS.db", [*texts(300), ANSWER])
-    key = lexicon.content_key(LayerFile.open(layer))
+    key = _whole_key(LayerFile.open(layer))
     lexicon.lexicon_path(layer, key, "english", 301).mkdir()
     assert ("base", 301) in {(la, i) for la, i, _ in lexical(fresh(tmp_path), "canary")}
     assert not [p for p in lex_files(tmp_path) if p.is_file()]
@@ -314,7 +318,7 @@ def test_compile_writes_the_lexicon(tmp_path: Path) -> None:
         (src / f"n{i}.md").write_text(f"# Note {i}\n\n{texts(1, seed=i)[0]}\n", encoding="utf-8")
     out = tmp_path / "out" / "AGENTS.db"
     compile_layer(CompileOptions(root=src, include=["**/*.md"], out=out), EMB)
-    key = lexicon.content_key(LayerFile.open(out))
+    key = _whole_key(LayerFile.open(out))
     assert lex_files(out.parent) == [lexicon.lexicon_path(out, key, "english", 60)]
 
 
@@ -367,7 +371,7 @@ def test_a_long_tail_rebuilds_the_whole_lexicon_once(tmp_path: Path) -> None:
     [whole] = lex_files(tmp_path)
     f = LayerFile.open(tmp_path / "AGENTS.local.db")
     assert whole != prefix and whole.name.endswith(f".{f.chunk_count}.english.lex")
-    assert whole == lexicon.lexicon_path(f.path or "", lexicon.content_key(f), "english",
+    assert whole == lexicon.lexicon_path(f.path or "", _whole_key(f), "english",
                                          f.chunk_count)
 
 

@@ -17,6 +17,7 @@ from sediment.ops import WriteRequest, run_search, write_context
 from sediment.ops.requests import SearchParams, parse
 from sediment.search import (
     BM25Index,
+    Pool,
     ReciprocalRankFusion,
     SearchRequest,
     WeightedFusion,
@@ -184,11 +185,14 @@ def test_bm25_matches_the_formula() -> None:
 
 
 def test_fusions() -> None:
-    rrf = ReciprocalRankFusion()
-    assert rrf.fuse(1, 0.9, 3, 2.0) == pytest.approx(1 / 61 + 1 / 63)
-    assert rrf.fuse(None, None, 2, 1.0) == pytest.approx(1 / 62)
-    w = WeightedFusion(vector_weight=0.5, lexical_weight=0.5, lexical_max=4.0)
-    assert w.fuse(1, 0.8, 1, 2.0) == pytest.approx(0.65)
+    pool = Pool(np.asarray([0.9, np.nan, 0.8], np.float32), np.asarray([2.0, 1.0, 4.0], np.float32),
+                np.asarray([1, 0, 2]), np.asarray([3, 2, 1]))
+    rrf = ReciprocalRankFusion().combine(pool)
+    assert rrf[0] == pytest.approx(1 / 61 + 1 / 63)
+    assert rrf[1] == pytest.approx(1 / 62)
+    w = WeightedFusion(vector_weight=0.5, lexical_weight=0.5).combine(pool)
+    assert w[0] == pytest.approx(0.5 * 0.9 + 0.5 * 2.0 / 4.0)
+    assert w[1] == pytest.approx(0.5 * 1.0 / 4.0)
 
 
 def test_weighted_fusion_end_to_end(tmp_path: Path) -> None:

@@ -32,17 +32,6 @@ GRANTS: Mapping[str, frozenset[Permission]] = {
     "reviewer": frozenset({Permission.READ, Permission.WRITE, Permission.REVIEW}),
     "admin": frozenset(Permission),
 }
-WHAT: Mapping[Permission, str] = {
-    Permission.READ: "search the layers and knowledge, recall and list memories, read "
-                     "context, resources, the tool list and the review page",
-    Permission.WRITE: "write the local and delta layers, propose chunks, save, update and "
-                      "forget own memories, store context and iteration results, mark "
-                      "usefulness, summarize and prune context",
-    Permission.REVIEW: "accept, reject and promote proposals; write, update and forget "
-                       "global memories",
-    Permission.ADMIN: "create, list and revoke tokens",
-}
-
 TOOLS: Mapping[str, Permission] = {
     "agents_search": Permission.READ,
     "agents.search": Permission.READ,
@@ -123,25 +112,3 @@ def require(actor: str, role: str, permission: Permission, what: str) -> None:
     """Raise :class:`PermissionDeniedError` unless ``role`` holds ``permission``."""
     if not allowed(role, permission):
         raise PermissionDeniedError(refusal(actor, role, permission, what))
-
-
-def markdown_table() -> str:
-    """The role table for docs/roles.md (tests/auth checks the page holds it)."""
-    perms = list(Permission)
-    lines = ["| role | " + " | ".join(p.value for p in perms) + " |",
-             "|---|" + "---|" * len(perms)]
-    for role in ROLES:
-        marks = " | ".join("yes" if allowed(role, p) else "no" for p in perms)
-        lines.append(f"| {role} | {marks} |")
-    lines += ["", "| permission | lets a token |", "|---|---|"]
-    lines += [f"| {p.value} | {WHAT[p]} |" for p in perms]
-    lines += ["", "| MCP tool (or `POST /tools/{name}`) | permission |", "|---|---|"]
-    for name, perm in TOOLS.items():
-        extra = ""
-        if name in BY_ARGUMENT:
-            key, values = BY_ARGUMENT[name]
-            extra = "; " + ", ".join(f"`{key}: {v}`: {p.value}" for v, p in values.items())
-        lines.append(f"| `{name}` | {perm.value}{extra} |")
-    lines += ["", "| HTTP route | permission |", "|---|---|"]
-    lines += [f"| `{route}` | {perm.value} |" for route, perm in ROUTES.items()]
-    return "\n".join(lines) + "\n"

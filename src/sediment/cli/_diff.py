@@ -16,9 +16,10 @@ from sediment.store import LayerName, LayerSet, LayerStore
 def without_local(ls: LayerStore) -> LayerStore:
     """The local layer is not compared (``diff_layers`` reads only base, user and delta of
     any other backend)."""
-    if not isinstance(ls, LayerSet):
+    files = ls.layer_files()
+    if files is None:
         return ls
-    paths: dict[LayerName, Path | None] = {n: p for n, p in ls.paths.items()
+    paths: dict[LayerName, Path | None] = {n: p for n, p in files.paths.items()
                                           if n is not LayerName.LOCAL}
     return LayerSet(paths)
 

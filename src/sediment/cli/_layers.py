@@ -22,7 +22,7 @@ from sediment.cli._output import console, emit_json, visible
 from sediment.embed import embedder_for_profile
 from sediment.errors import FormatError
 from sediment.format import LayerFile
-from sediment.store import PRECEDENCE, LayerName, LayerSet, LayerStore
+from sediment.store import PRECEDENCE, LayerName, LayerStore
 from sediment.store.foreign import foreign_ids
 
 
@@ -155,10 +155,10 @@ def layers(ctx: click.Context, /, as_json: bool, store: str | None, layer_dir: P
     """List the layers of the set, in precedence order, and check they fit together."""
     cfg = get_config(ctx)
     opened = open_store(cfg, store, layer_dir, paths)
-    if not isinstance(opened, LayerSet):
+    ls = opened.layer_files()
+    if ls is None:
         _print_store(opened, as_json)
         return
-    ls = opened
     rows: list[dict[str, Any]] = []
     for name in (LayerName.LOCAL, LayerName.USER, LayerName.DELTA, LayerName.BASE):
         path = ls.paths.get(name)

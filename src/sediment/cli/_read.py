@@ -25,7 +25,7 @@ from sediment.ops.requests import SearchOptions, parse
 from sediment.ops.rerank import STANDARD
 from sediment.search import MAX_K
 from sediment.search.fusion import DEFAULT_FUSION, FUSIONS
-from sediment.store import LayerName, LayerSet
+from sediment.store import LayerName
 from sediment.store.foreign import foreign_ids
 
 
@@ -96,7 +96,8 @@ def search(ctx: click.Context, /, query: str | None, k: int, kinds: tuple[str, .
     embedder = (build_embedder(cfg, embedder_name, layerset=layerset, names=names)
                 if params.needs_embedder else None)
     result = run_query(layerset, params, embedder=embedder, rerankers=STANDARD)
-    notice = foreign_ids(layerset) if explain and isinstance(layerset, LayerSet) else None
+    files = layerset.layer_files()
+    notice = foreign_ids(files) if explain and files is not None else None
     if as_json:
         out = search_response(params, result)
         if explain:

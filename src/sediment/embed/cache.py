@@ -52,11 +52,6 @@ class EmbeddingCache:
         self._disabled = False
         self._warned_busy = False
 
-    @property
-    def disabled(self) -> bool:
-        """True once the file proved corrupt or unusable; the cache then acts empty."""
-        return self._disabled
-
     def get_many(self, keys: Iterable[bytes]) -> dict[bytes, NDArray[np.float32]]:
         """Cached vectors for those of ``keys`` that are present (missing keys are absent)."""
         wanted = list(dict.fromkeys(keys))

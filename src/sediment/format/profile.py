@@ -67,28 +67,6 @@ class EmbeddingProfile:
             "output_norm": self.output_norm,
         }
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> EmbeddingProfile:
-        """Read ``embedding_profile`` from layer metadata.
-
-        Unknown keys are ignored so profiles written by newer or foreign implementations still
-        load; a missing or ill-typed field raises ValidationError naming it.
-        """
-        if not isinstance(d, Mapping):
-            raise ValidationError(
-                f"embedding profile must be a JSON object, got {type(d).__name__}"
-            )
-        for name in PROFILE_FIELDS:
-            if name not in d:
-                raise ValidationError(f"embedding profile is missing field '{name}'")
-        return cls(
-            backend=d["backend"],
-            model=d["model"],
-            revision=d["revision"],
-            dim=d["dim"],
-            output_norm=d["output_norm"],
-        )
-
     def describe(self) -> str:
         """A one-line summary for messages, e.g. ``onnxruntime:all-MiniLM@int8-... (384d, l2)``."""
         name = self.backend

@@ -169,25 +169,6 @@ def zero_row(base: LayerFile, *, recent: int = 256) -> int | None:
     return int(found[-1]) if len(found) else None
 
 
-def encode_append(
-    base: LayerFile,
-    chunks: Sequence[Chunk],
-    embeddings: npt.NDArray[Any],
-    *,
-    metadata: dict[str, Any] | None,
-    vectorless: Sequence[bool] | None = None,
-) -> bytearray:
-    """``base`` with ``chunks`` appended, copying its sections as bytes.
-
-    The cost is a memory copy of the old file plus the work for the new chunks: existing
-    chunks are never decoded. Existing strings, records, relationships and rows keep their
-    ids, offsets and order; kinds and authors already in the dictionary are reused. New
-    vectors take the base's element type (int8 with the base's ``quant_scale``). New chunks
-    flagged ``vectorless`` share a zero row (:func:`zero_row`, else one new row).
-    """
-    return _assemble(_append_parts(base, chunks, embeddings, metadata, vectorless))
-
-
 def write_append(
     fd: int,
     base: LayerFile,
@@ -197,8 +178,14 @@ def write_append(
     metadata: dict[str, Any] | None,
     vectorless: Sequence[bool] | None = None,
 ) -> int:
-    """Write the bytes :func:`encode_append` returns into the empty file ``fd``; return
-    their count.
+    """Write ``base`` with ``chunks`` appended into the empty file ``fd``; return the count
+    of bytes.
+
+    The cost is the copy of the old sections plus the work for the new chunks: existing
+    chunks are never decoded. Existing strings, records, relationships and rows keep their
+    ids, offsets and order; kinds and authors already in the dictionary are reused. New
+    vectors take the base's element type (int8 with the base's ``quant_scale``). New chunks
+    flagged ``vectorless`` share a zero row (:func:`zero_row`, else one new row).
 
     The old sections go from the base's mapping straight to the file (``pwrite`` of views),
     so no buffer of the new file's size is allocated, zeroed and filled first: at 100k f32

@@ -9,18 +9,8 @@ never the words, so purging a memory's content leaves nothing of it in its event
 
 from __future__ import annotations
 
-import difflib
 import re
 
-NEAR_IDENTICAL = 0.95
-"""The cosine at which two memories are the same whatever words changed (a restatement)."""
-MAX_CHANGED_WORDS = 4
-"""Below ``NEAR_IDENTICAL``, the most content words one side may have that the other lacks
-(fitted on half of bench/memory_pairs.py, see docs/memory.md)."""
-SWAP_FLOOR = 0.55
-"""The least cosine at which a value swap (:func:`value_swap`) counts as the same memory."""
-MAX_SWAP_WORDS = 3
-_TOKEN = re.compile(r"[\w'-]+(?:\.\w+)*")
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'_-]*")
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
@@ -76,28 +66,6 @@ def correction_signals(old: str, new: str) -> list[str]:
     return out
 
 
-def _tokens(text: str) -> list[str]:
-    return [t.lower() for t in _TOKEN.findall(text)]
-
-
-def value_swap(old: str, new: str) -> bool:
-    """Whether ``new`` is ``old`` with one value replaced: a single run of at most
-    ``MAX_SWAP_WORDS`` words differs on each side, and at least two words around it are
-    the same ("The frontend is built with React" -> "... with Svelte").
-
-    Cosine over the whole sentence scores such a correction low (0.54-0.68 for the value
-    swaps of bench/memory_pairs.py with MiniLM), since the value is most of what a short
-    fact says; the words around it show it is the same statement (docs/memory.md)."""
-    a, b = _tokens(old), _tokens(new)
-    changes = [op for op in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
-               if op[0] != "equal"]
-    if len(changes) != 1:
-        return False
-    _, i1, i2, j1, j2 = changes[0]
-    return (0 < i2 - i1 <= MAX_SWAP_WORDS and 0 < j2 - j1 <= MAX_SWAP_WORDS
-            and len(a) - (i2 - i1) >= 2)
-
-
 def _stem(word: str) -> str:
     for suffix, rest in (("ing", 4), ("ed", 4), ("es", 3), ("s", 3)):
         if word.endswith(suffix) and len(word) - len(suffix) >= rest:
@@ -110,30 +78,3 @@ def content_words(text: str) -> set[str]:
     left out."""
     return {_stem(w) for w in _LOWER_WORD.findall(text.lower().replace("'s", ""))
             if w not in STOPWORDS}
-
-
-def changed_words(old: str, new: str) -> int:
-    """How many content words one text has that the other lacks (the larger side)."""
-    a, b = content_words(old), content_words(new)
-    return max(len(a - b), len(b - a))
-
-
-def same_memory(old: str, new: str, cosine: float, threshold: float,
-                max_changed: int = MAX_CHANGED_WORDS) -> bool:
-    """The dedup decision. Cosine is the gate, and says too little alone: two statements
-    about the same person and subject score as high as a paraphrase. So a new memory is the
-    same memory as the old one when
-
-    - the cosine reaches the threshold and at most ``max_changed`` content words differ
-      (a restatement rewords a few words; a related statement brings its own), or
-    - the cosine reaches ``NEAR_IDENTICAL`` (the threshold, if higher), or
-    - it is a value swap at ``SWAP_FLOOR`` or above (a correction of one value).
-
-    A threshold of 1.0 turns dedup off (only identical text is the same memory)."""
-    if cosine >= max(threshold, NEAR_IDENTICAL):
-        return True
-    if threshold >= 1.0:
-        return False
-    if cosine >= threshold and changed_words(old, new) <= max_changed:
-        return True
-    return cosine >= SWAP_FLOOR and value_swap(old, new)

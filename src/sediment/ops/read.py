@@ -17,7 +17,7 @@ from typing import Any
 
 from sediment.errors import NotFoundError
 from sediment.format.model import Chunk, Source
-from sediment.store import PRECEDENCE, LayerName, LayerSet, LayerStore
+from sediment.store import PRECEDENCE, LayerName, LayerStore
 from sediment.store.events import hidden_ids
 from sediment.store.rules import is_hidden_kind, private_ids
 
@@ -88,11 +88,12 @@ _CACHE_SIZE = 8
 def _layer_paths(store: LayerStore, name: LayerName) -> _Paths:
     """One layer's :class:`_Paths`. A layer file is indexed once per version of the file
     (the index is derived, like the lexical one); other stores are read each time."""
-    if not isinstance(store, LayerSet):
+    files = store.layer_files()
+    if files is None:
         chunks = [c for c, _ in store.chunks(name)]
         return _Paths(_positions(chunks), lambda pos: [chunks[i].id for i in pos],
                       lambda pos: [chunks[i] for i in pos])
-    layer = store.layer(name)
+    layer = files.layer(name)
     if layer is None:
         return _Paths({}, lambda pos: [], lambda pos: [])
     key = (str(layer.path), layer.stamp)
@@ -181,9 +182,8 @@ def get_document(store: LayerStore, chunk_id: int, actor: str | None = None
 
 def _source_records(store: LayerStore) -> list[dict[str, Any]]:
     """The ``sources`` a compiled base records in its metadata (docs/sources.md)."""
-    if not isinstance(store, LayerSet):
-        return []
-    base = store.layer(LayerName.BASE)
+    files = store.layer_files()
+    base = files.layer(LayerName.BASE) if files is not None else None
     meta = base.file.metadata if base is not None else None
     records = (meta or {}).get("sources")
     if not isinstance(records, list):

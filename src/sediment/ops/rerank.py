@@ -43,7 +43,8 @@ def with_rerankers(layerset: LayerStore, request: SearchRequest,
     """``request`` with the rerankers ``factories`` build appended, in order. The domain
     rerankers read layer files (KCP units are compiled into them), so a store of another
     backend gets none (docs/team-server.md)."""
-    if not isinstance(layerset, LayerSet):
+    files = layerset.layer_files()
+    if files is None:
         return request
-    built = [r for make in factories if (r := make(layerset, request)) is not None]
+    built = [r for make in factories if (r := make(files, request)) is not None]
     return replace(request, rerankers=(*request.rerankers, *built)) if built else request

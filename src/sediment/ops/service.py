@@ -48,7 +48,7 @@ class ContextService:
                  root: Path | None = None,
                  rerankers: Sequence[RerankerFactory] = STANDARD) -> None:
         self.store = layerset
-        self.files = layerset if isinstance(layerset, LayerSet) else None
+        self.files = layerset.layer_files()
         self.embedder = embedder
         self.rerankers = tuple(rerankers)
         self.knowledge = KnowledgeService(root or Path.cwd(), self.files or LayerSet({}))

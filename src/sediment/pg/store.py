@@ -180,6 +180,9 @@ class PgStore:
         self.close()
 
     # -- reading -------------------------------------------------------------------------
+    def layer_files(self) -> None:
+        return None
+
     def location(self, name: LayerName) -> str:
         return f"{self.url.redacted} project {self.project}, {name.value} layer"
 

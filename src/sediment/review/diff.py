@@ -19,7 +19,7 @@ from sediment.errors import ValidationError
 from sediment.format import Chunk
 from sediment.review._common import is_event, require_layer, require_present
 from sediment.review.decisions import ProposalView, list_proposals
-from sediment.store import LayerName, LayerSet, LayerStore
+from sediment.store import LayerName, LayerStore
 from sediment.store.rules import writers
 
 DEFAULT_THRESHOLD = 0.9
@@ -107,10 +107,11 @@ def _delta(store: LayerStore) -> tuple[list[Chunk], npt.NDArray[np.float32]]:
 
 def _where(store: LayerStore, present: list[LayerName]) -> dict[str, str | None]:
     """Where base, user and delta live (None: absent)."""
-    if isinstance(store, LayerSet):
+    files = store.layer_files()
+    if files is not None:
         return {n.value: str(p) if n in present else None
                 for n in (LayerName.BASE, LayerName.USER, LayerName.DELTA)
-                if (p := store.paths.get(n)) is not None}
+                if (p := files.paths.get(n)) is not None}
     return {n.value: store.location(n) if n in present else None
             for n in (LayerName.BASE, LayerName.USER, LayerName.DELTA)}
 
@@ -123,8 +124,9 @@ def diff_layers(layerset: LayerStore, threshold: float = DEFAULT_THRESHOLD) -> D
         raise ValidationError(f"threshold {threshold} must be in (0, 1] (cosine similarity)")
     compared = [LayerName.BASE, LayerName.USER, LayerName.DELTA]
     layerset.schema(compared)  # layers compared together must share a schema (RFC 8.3)
-    if isinstance(layerset, LayerSet):
-        require_layer(layerset, LayerName.DELTA)
+    files = layerset.layer_files()
+    if files is not None:
+        require_layer(files, LayerName.DELTA)
     else:
         require_present(layerset, LayerName.DELTA)
     present = layerset.present(compared)

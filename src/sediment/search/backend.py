@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sediment.search.engine import SearchRequest, SearchResult, search
-from sediment.store import LayerSet, LayerStore
+from sediment.store import LayerStore
 
 
 @runtime_checkable
@@ -27,8 +27,9 @@ def search_store(store: LayerStore, request: SearchRequest,
                  query_vec: npt.NDArray[np.float32] | None = None, *,
                  normalised: bool = False) -> SearchResult:
     """``request`` over ``store``, whichever backend it is."""
-    if isinstance(store, LayerSet):
-        return search(store, request, query_vec, normalised=normalised)
+    files = store.layer_files()
+    if files is not None:
+        return search(files, request, query_vec, normalised=normalised)
     if not isinstance(store, SearchableStore):
         raise TypeError(f"{type(store).__name__} cannot search")
     return store.search(request, query_vec, normalised=normalised)

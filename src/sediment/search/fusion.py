@@ -3,7 +3,7 @@
 The engine gathers a candidate pool (the best chunks of each retriever) and scores every
 candidate with both retrievers, so a strategy sees, per candidate, both scores and both
 ranks (1-based; 0 when the retriever does not rank it). ``combine`` scores the whole pool
-at once; ``fuse`` scores one candidate and exists for explanations and tests.
+at once.
 
 The default is :class:`ConvexFusion`. On LoCoMo, plain RRF (k = 60) scores *below* BM25 alone
 at recall@5, because the weaker dense ranker drags the head of the list down, while the
@@ -45,9 +45,6 @@ class Fusion(Protocol):
     @property
     def name(self) -> str: ...
 
-    def fuse(self, vec_rank: int | None, vec_score: float | None,
-             lex_rank: int | None, lex_score: float | None) -> float: ...
-
     def combine(self, pool: Pool) -> F32: ...
 
 
@@ -77,14 +74,6 @@ class ConvexFusion:
     lexical_weight: float = 0.5
     name: str = "convex"
 
-    def fuse(self, vec_rank: int | None, vec_score: float | None,
-             lex_rank: int | None, lex_score: float | None) -> float:
-        """Only meaningful inside a pool: alone, a candidate is its own min and max."""
-        pool = Pool(np.asarray([np.nan if vec_score is None else vec_score], np.float32),
-                    np.asarray([lex_score or 0.0], np.float32),
-                    np.asarray([vec_rank or 0]), np.asarray([lex_rank or 0]))
-        return float(self.combine(pool)[0])
-
     def combine(self, pool: Pool) -> F32:
         w = self.lexical_weight
         vec = pool.vec.astype(np.float64)
@@ -111,15 +100,6 @@ class ReciprocalRankFusion:
     lexical_weight: float = 1.0
     name: str = "rrf"
 
-    def fuse(self, vec_rank: int | None, vec_score: float | None,
-             lex_rank: int | None, lex_score: float | None) -> float:
-        total = 0.0
-        if vec_rank:
-            total += self.vector_weight / (self.k + vec_rank)
-        if lex_rank:
-            total += self.lexical_weight / (self.k + lex_rank)
-        return total
-
     def combine(self, pool: Pool) -> F32:
         def part(rank: I64, weight: float) -> npt.NDArray[np.float64]:
             return np.where(rank > 0, weight / (self.k + np.maximum(rank, 1)), 0.0)
@@ -130,19 +110,11 @@ class ReciprocalRankFusion:
 
 @dataclass(frozen=True, slots=True)
 class WeightedFusion:
-    """Linear combination of cosine as is and BM25 divided by the pool's best BM25 score
-    (``lexical_max`` is that best score when ``fuse`` is called alone)."""
+    """Linear combination of cosine as is and BM25 divided by the pool's best BM25 score."""
 
     vector_weight: float = 0.7
     lexical_weight: float = 0.3
-    lexical_max: float = 1.0
     name: str = "weighted"
-
-    def fuse(self, vec_rank: int | None, vec_score: float | None,
-             lex_rank: int | None, lex_score: float | None) -> float:
-        v = max(vec_score or 0.0, 0.0)
-        lex = (lex_score or 0.0) / self.lexical_max if self.lexical_max > 0 else 0.0
-        return self.vector_weight * v + self.lexical_weight * lex
 
     def combine(self, pool: Pool) -> F32:
         best = float(pool.lex.max()) if len(pool.lex) else 0.0

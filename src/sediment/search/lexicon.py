@@ -108,11 +108,6 @@ def prefix_key(f: LayerFile, docs: int) -> str:
     return h.hexdigest()
 
 
-def content_key(f: LayerFile) -> str:
-    """:func:`prefix_key` of every chunk of ``f``."""
-    return prefix_key(f, f.chunk_count)
-
-
 def tail_limit(docs: int) -> int:
     """Most chunks appended after a lexicon of ``docs`` chunks that are analysed in memory
     on top of it; past that, the whole layer's lexicon is rebuilt and rewritten."""

@@ -21,7 +21,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from sediment.auth.tokens import FailClosed, TokenCheck, TokenList
 from sediment.errors import ConfigError
-from sediment.server.hosts import HostGuard, loopback_names, policy_for
+from sediment.server.hosts import HostGuard, policy_for
 from sediment.server.lifecycle import ShutdownHooks
 from sediment.server.principals import ActorAuth, default_tokens
 
@@ -35,17 +35,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def loopback_security(host: str) -> TransportSecuritySettings:
-    """Host and Origin headers a loopback server accepts, in the SDK's terms: the bound
-    address as written and in its canonical form, and the usual loopback names, on any
-    port. (The server checks them itself, with :class:`HostGuard`.)"""
-    hosts = loopback_names(host)
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[f"{h}:*" for h in hosts],
-        allowed_origins=[f"http://{h}:*" for h in hosts])
 
 
 def check_binding(host: str, token: str | None, tokens: TokenCheck | None = None) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,9 @@ import numpy.typing as npt
 from sediment.format import Chunk
 from sediment.store.events import Event, ProposalState
 from sediment.store.layers import AGENT_WRITABLE, LayerName
+
+if TYPE_CHECKING:
+    from sediment.store.layerset import LayerSet
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,13 @@ class LayerStore(Protocol):
 
     def location(self, name: LayerName) -> str:
         """Where the layer lives, for messages (a path, or the store URL and layer)."""
+
+    def layer_files(self) -> LayerSet | None:
+        """The layer files behind this store, or None when it is not made of files.
+
+        What only files have (KCP manifests compiled into them, signatures, byte sizes, the
+        ``sources`` a compiled base records) is read through this, so no caller outside a
+        backend asks which class a store is."""
 
     def schema(self, names: Iterable[LayerName] | None = None) -> Any:
         """The shared :class:`~sediment.store.Schema` of the present layers, or None."""

@@ -227,6 +227,9 @@ class LayerSet:
         return LayerSummary(name, str(layer.path), f.chunk_count, f.dim, f.element_type,
                             f.embedding_profile, tuple(f.ids[:max_ids].tolist()))
 
+    def layer_files(self) -> LayerSet:
+        return self
+
     def location(self, name: LayerName) -> str:
         path = self.paths.get(name)
         return str(path) if path is not None else f"no path for the {name.value} layer"

@@ -146,14 +146,6 @@ class Sessions:
             self._sessions[s.id] = s
             return s
 
-    def sign_in(self, token: str, reviewer: str) -> Session | None:
-        """A new session when ``token`` is accepted; an actor token names the reviewer."""
-        got = self.authenticate(token)
-        if got is None:
-            return None
-        principal, token_id = got
-        return self.open(principal, principal.actor if token_id else reviewer, token_id)
-
     def issue_link(self, reviewer: str) -> str:
         """A code for ``/ui/signin/CODE`` that signs in once, within 15 minutes, as the
         server's own actor (the link is printed to whoever started the server)."""
