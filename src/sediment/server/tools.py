@@ -25,7 +25,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel
+from pydantic import BaseModel, model_validator
 
 from sediment.auth import Principal
 from sediment.auth.roles import tool_permission
@@ -52,12 +52,17 @@ APPEND_ONLY = ToolAnnotations(read_only_hint=False, destructive_hint=False,
                               idempotent_hint=False, open_world_hint=False)
 
 
-class _AsSent(FuncMetadata):
-    """Passes the call's arguments through untouched (no JSON pre-parsing, no coercion):
-    the tool validates them with its request model."""
+class _AsSent(ArgModelBase):
+    """The call's arguments as one dict, untouched (no coercion, no JSON found in strings
+    decoded): the tool validates them with its request model. This is the SDK's own
+    argument-model hook; nothing of the SDK is overridden."""
 
-    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
-        return {"arguments": dict(arguments_to_validate)}
+    arguments: dict[str, Any]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _whole(cls, data: Any) -> Any:
+        return {"arguments": data}
 
 
 def result(structured: dict[str, Any], text: str) -> CallToolResult:
@@ -94,5 +99,5 @@ def actor_tool(name: str, model: type[M], handler: Callable[[M, Principal], Call
 
     return Tool(fn=call, name=name, title=None, description=" ".join(description.split()),
                 parameters=model.model_json_schema(),
-                fn_metadata=_AsSent(arg_model=ArgModelBase, output_model=output),
+                fn_metadata=FuncMetadata(arg_model=_AsSent, output_model=output),
                 is_async=False, context_kwarg="ctx", annotations=annotations)
