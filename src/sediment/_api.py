@@ -33,9 +33,10 @@ from sediment.ops.requests import SearchOptions, WriteRequest, parse
 from sediment.ops.rerank import STANDARD
 from sediment.ops.write import write_context
 from sediment.search import Hit
-from sediment.server.principals import default_actor
+from sediment.server.principals import default_actor, places
 from sediment.store import AGENT_WRITABLE, HUMAN_WRITABLE, LayerName, LayerSet, LayerStore
 from sediment.store.rules import Reader
+from sediment.workspace import Workspace
 
 if TYPE_CHECKING:
     from sediment.context import ContextLoop
@@ -78,8 +79,7 @@ class Store:
             if not self.directory.is_dir():
                 raise NotFoundError(f"{self.directory}: no such directory")
             self.layerset = LayerSet.from_directory(self.directory)
-        self._services: tuple[MemoryService, ContextLoop] | None = None
-        self._closers: list[Any] = []
+        self._workspace: Workspace | None = None
         self._embedder_choice = embedder
         self._cache = Path(cache_path) if cache_path is not None else None
         self._embedder: Embedder | None = embedder if isinstance(embedder, Embedder) else None
@@ -140,37 +140,32 @@ class Store:
 
     # Memories and progressive context: the services of the memory and context tools.
 
-    def _built(self) -> tuple[MemoryService, ContextLoop]:
-        if self._services is None:
+    @property
+    def workspace(self) -> Workspace:
+        """The services over this store, as the CLI and the servers build them."""
+        if self._workspace is None:
             if self.url is not None:
                 from sediment.pg.database import Database
-                from sediment.pg.team import team_services
 
-                team = team_services(Database(self.url), self.embedder)
-                self._closers.append(team.close)
-                self._services = (team.memory, team.context)
+                self._workspace = Workspace.over_database(
+                    Database(self.url), self.embedder, places(), store=self.layerset)
             else:
-                from sediment.ops.service import ContextService
-                from sediment.server.context_tools import context_loop_for
-                from sediment.server.memory_tools import memory_service_for
-
-                service = ContextService(self.layerset, self.embedder, root=self.directory)
-                memory = memory_service_for(service)
-                context = context_loop_for(service)
-                self._closers += [memory.close, context.flush]
-                self._services = (memory, context)
-        return self._services
+                files = self.layerset.layer_files()
+                assert files is not None
+                self._workspace = Workspace.over_files(files, self.embedder, places(),
+                                                       root=self.directory)
+        return self._workspace
 
     @property
     def memory(self) -> MemoryService:
         """The memory service (``save``, ``recall``, ``manage``; each takes the actor)."""
-        return self._built()[0]
+        return self.workspace.memory
 
     @property
     def context(self) -> ContextLoop:
         """The progressive context service (``store_context``, ``get_relevant_context``,
         ``mark_useful``, ...; each takes the actor)."""
-        return self._built()[1]
+        return self.workspace.context
 
     def save_memory(self, content: str, category: str, **options: Any) -> dict[str, Any]:
         """``save_memory`` as this store's actor: the same decision, the same answer."""
@@ -195,10 +190,9 @@ class Store:
 
     def close(self) -> None:
         """Write out batched use counts and close connections (also on ``with`` exit)."""
-        closers, self._closers = self._closers, []
-        self._services = None
-        for close in closers:
-            close()
+        workspace, self._workspace = self._workspace, None
+        if workspace is not None:
+            workspace.close()
         if self.url is not None:
             self.layerset.close()  # type: ignore[attr-defined]
 

@@ -7,7 +7,6 @@ Item text is untrusted: printed with control characters escaped.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -15,12 +14,10 @@ from typing import Any
 import click
 
 from sediment.cli._app import cli
-from sediment.cli._options import build_embedder, get_config, json_option, store_option
+from sediment.cli._options import get_config, json_option, store_option
 from sediment.cli._output import emit_json, visible
-from sediment.cli._team import open_team, team_url
-from sediment.config import Config
-from sediment.context import CONTEXT_TYPES, ContextLoop, FileContextStore, resolve
-from sediment.context.place import context_dir
+from sediment.cli._workspace import open_workspace
+from sediment.context import CONTEXT_TYPES, ContextLoop, resolve
 from sediment.context.skills import (
     read_ace,
     read_agent_skills,
@@ -29,42 +26,16 @@ from sediment.context.skills import (
 )
 from sediment.context.tokens import SAFETY_MARGIN, tokenizer_name
 from sediment.errors import ValidationError
-from sediment.server.principals import data_dir, default_actor
+from sediment.server.principals import default_actor
 
 
 def _loop(ctx: click.Context, store: str | None, layer_dir: Path | None,
           embedder_name: str | None, actor: str | None) -> ContextLoop:
-    """The loop of the layer directory's context, or with ``--store`` the actor's context
-    in the PostgreSQL store (cli/_team.py); pending access counts are written when the
-    command ends."""
-    cfg = get_config(ctx)
-    settings, _ = resolve(cfg.context)
-    url = team_url(cfg, store, layer_dir, {})
-    if url is not None:
-        loop = _team_loop(ctx, cfg, url, embedder_name, actor or default_actor())
-    else:
-        base = layer_dir or cfg.layer_dir
-        directory = context_dir(settings, base, data_dir(),
-                                os.environ.get("SEDIMENT_CONTEXT_SESSION", "cli"))
-        embedder = build_embedder(cfg, embedder_name)
-        profile = embedder.profile
-        files = FileContextStore(directory, profile=profile.to_dict(), dim=profile.dim,
-                                 embedder_metadata=embedder.metadata())
-        loop = ContextLoop(files, embedder, settings, project=base.resolve().name,
-                           cache_dir=directory / "cache")
-    ctx.call_on_close(loop.flush)
-    return loop
-
-
-def _team_loop(ctx: click.Context, cfg: Config, url: str, embedder_name: str | None,
-               actor: str) -> ContextLoop:
-    """A loop over the store's context rows of ``actor`` alone (the SQL binds it)."""
-    from sediment.pg.context import PgContextStore
-
-    team = ctx.with_resource(open_team(cfg, url, embedder_name))
-    rows = PgContextStore(team.database, dim=team.embedder.profile.dim, actor=actor)
-    return ContextLoop(rows, team.embedder, resolve(cfg.context)[0],
-                       project=team.database.project)
+    """The loop of the actor's context: the layer directory's, or with ``--store`` the
+    actor's rows of the PostgreSQL store (cli/_team.py); pending access counts are written
+    when the command ends."""
+    ws = ctx.with_resource(open_workspace(get_config(ctx), store, layer_dir, embedder_name))
+    return ws.context.of(actor or default_actor())
 
 
 def _common(f: Any) -> Any:

@@ -17,17 +17,14 @@ import click
 
 from sediment.cli._app import cli
 from sediment.cli._options import (
-    build_embedder,
     get_config,
     json_option,
-    open_layerset,
     store_layer_options,
 )
 from sediment.cli._output import emit_json, visible
-from sediment.cli._team import open_team, team_url
-from sediment.config import Config
-from sediment.memory import CATEGORIES, MAX_LIMIT, FileMemoryStore, MemoryService
-from sediment.server.principals import data_dir, default_actor, memory_threshold
+from sediment.cli._workspace import open_workspace
+from sediment.memory import CATEGORIES, MAX_LIMIT, MemoryService
+from sediment.server.principals import default_actor
 
 SCOPES = ("user", "project", "global")
 
@@ -53,42 +50,10 @@ def embedder_option(f: Any) -> Any:
 def _service(ctx: click.Context, store: str | None, layer_dir: Path | None,
              embedder_name: str | None, paths: dict[str, Path | None]
              ) -> Iterator[MemoryService]:
-    cfg = get_config(ctx)
-    url = team_url(cfg, store, layer_dir, paths)
-    if url is not None:
-        with _team_service(cfg, url, embedder_name) as service:
-            yield service
-        return
-    layerset = open_layerset(cfg, layer_dir, **paths)
-    embedder = build_embedder(cfg, embedder_name)
-    profile = embedder.profile
-    files = FileMemoryStore(layerset, data_dir(), profile=profile.to_dict(), dim=profile.dim,
-                            embedder_metadata=embedder.metadata())
-    service = MemoryService(files, embedder, dedup_threshold=memory_threshold(),
-                            chunk_exists=lambda cid: layerset.get(cid) is not None)
-    try:
-        yield service
-    finally:
-        service.close()
-
-
-@contextmanager
-def _team_service(cfg: Config, url: str, embedder_name: str | None
-                  ) -> Iterator[MemoryService]:
-    """The memories of a PostgreSQL store (``--store``): the project of the URL, and the
-    actor's own memories, which follow them across projects (cli/_team.py)."""
-    from sediment.pg.memory import PgMemoryStore
-
-    with open_team(cfg, url, embedder_name) as team:
-        store = PgMemoryStore(team.database, dim=team.embedder.profile.dim,
-                              profile=team.embedder.profile.to_dict())
-        service = MemoryService(store, team.embedder, dedup_threshold=memory_threshold(),
-                                chunk_exists=team.chunk_exists)
-        try:
-            yield service
-        finally:
-            service.close()
-            store.close()
+    """The memories of the layer files, or with ``--store`` of a PostgreSQL store's
+    project and the actor's own memories, which follow them across projects."""
+    with open_workspace(get_config(ctx), store, layer_dir, embedder_name, paths) as ws:
+        yield ws.memory
 
 
 def _common(f: Any) -> Any:

@@ -281,6 +281,11 @@ class ContextLoop:
                                          tuple(summary_of))], events)
         return ids[0], embedded
 
+    def of(self, actor: str) -> ContextLoop:
+        """The loop that holds ``actor``'s context: this one (a team store's loop gives
+        each actor their own, so its ``health`` and ``stats`` are that actor's)."""
+        return self
+
     def store_context(self, actor: str, content: str, context_type: str,
                       tags: Sequence[str] = (), metadata: dict[str, Any] | None = None,
                       run_id: str = DEFAULT_RUN) -> dict[str, Any]:

@@ -56,6 +56,12 @@ class TeamContextLoop(ContextLoop):
                 self._loops.move_to_end(actor)
             return got
 
+    def flush(self) -> int:
+        """Write every actor's pending access counts."""
+        with self._guard:
+            loops = list(self._loops.values())
+        return sum(loop.flush() for loop in loops)
+
     def store_context(self, actor: str, content: str, context_type: str,
                       tags: Sequence[str] = (), metadata: dict[str, Any] | None = None,
                       run_id: str = DEFAULT_RUN) -> dict[str, Any]:

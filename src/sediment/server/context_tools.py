@@ -10,9 +10,7 @@ actor is the one bound to the HTTP request's bearer token, else the server's own
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver.tools import Tool
@@ -20,11 +18,11 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from sediment.auth import Principal
-from sediment.context import ContextLoop, ContextSettings, FileContextStore
-from sediment.context.place import context_dir
+from sediment.context import ContextLoop, ContextSettings
 from sediment.ops.service import ContextService
-from sediment.server.principals import data_dir, default_actor
+from sediment.server.principals import default_actor, places
 from sediment.server.tools import APPEND_ONLY, READ_ONLY, actor_tool, result
+from sediment.workspace import Workspace
 
 ContextType = Literal["task", "iteration", "skill", "file", "output", "error"]
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -127,16 +125,8 @@ def _tool(name: str, model: type[M], handler: Callable[[M, Principal], CallToolR
 def context_loop_for(service: ContextService, settings: ContextSettings | None = None,
                      env: Any = None) -> ContextLoop:
     """The context service of this project: its store placed by ``settings``."""
-    env = os.environ if env is None else env
-    s = settings or ContextSettings()
-    paths = list(service.layerset.paths.values())
-    layer_dir = paths[0].parent if paths else Path.cwd()
-    directory = context_dir(s, layer_dir, data_dir(env), f"{os.getpid()}")
-    profile = service.embedder.profile
-    store = FileContextStore(directory, profile=profile.to_dict(), dim=profile.dim,
-                             embedder_metadata=service.embedder.metadata())
-    return ContextLoop(store, service.embedder, s, project=layer_dir.resolve().name,
-                       cache_dir=directory / "cache")
+    return Workspace.over_files(service.layerset, service.embedder,
+                                places(env, settings)).context
 
 
 def _render(items: list[dict[str, Any]]) -> str:

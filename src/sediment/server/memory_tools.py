@@ -27,13 +27,13 @@ from sediment.memory import (
     DEFAULT_MIN_SCORE,
     MAX_LIMIT,
     MEMORY_GUIDELINES,
-    FileMemoryStore,
     MemoryService,
 )
 from sediment.ops.service import ContextService
 from sediment.server.lifecycle import on_shutdown
-from sediment.server.principals import data_dir, memory_threshold
+from sediment.server.principals import places
 from sediment.server.tools import APPEND_ONLY, actor_tool, result
+from sediment.workspace import Workspace
 
 Category = Literal["preference", "pattern", "correction", "fact", "instruction", "convention"]
 Source = Literal["explicit", "inferred", "corrected"]
@@ -191,14 +191,7 @@ class ManageOut(BaseModel):
 def memory_service_for(service: ContextService,
                        env: Mapping[str, str] | None = None) -> MemoryService:
     """The memory service over the project's layers and the actors' own stores."""
-    env = os.environ if env is None else env
-    threshold = memory_threshold(env)
-    profile = service.embedder.profile
-    store = FileMemoryStore(service.layerset, data_dir(env), profile=profile.to_dict(),
-                            dim=profile.dim, embedder_metadata=service.embedder.metadata())
-    layerset = service.layerset
-    return MemoryService(store, service.embedder, dedup_threshold=threshold,
-                         chunk_exists=lambda cid: layerset.get(cid) is not None)
+    return Workspace.over_files(service.layerset, service.embedder, places(env)).memory
 
 
 def _line(i: int, m: Mapping[str, Any]) -> str:

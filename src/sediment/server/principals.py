@@ -16,6 +16,7 @@ import os
 import re
 from collections.abc import Mapping
 from contextvars import ContextVar
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sediment.auth import Principal, TokenStore
 from sediment.auth.tokens import TokenCheck
+from sediment.context import ContextSettings
 from sediment.errors import ConfigError, StoreUnavailableError
 from sediment.memory import DEFAULT_DEDUP_THRESHOLD
 from sediment.server.disclosure import public_message, send_error
+from sediment.workspace import Places
 
 PRINCIPAL_KEY = "sediment.principal"
 CALLER: ContextVar[Principal | None] = ContextVar("sediment_caller", default=None)
@@ -77,6 +80,14 @@ def memory_threshold(env: Mapping[str, str] | None = None) -> float:
     except ValueError:
         raise ConfigError(f"SEDIMENT_MEMORY_DEDUP={env['SEDIMENT_MEMORY_DEDUP']!r} is not a "
                           "number") from None
+
+
+def places(env: Mapping[str, str] | None = None, context: ContextSettings | None = None,
+           session: str | None = None) -> Places:
+    """Where a workspace keeps actors' own data, read from the environment
+    (``SEDIMENT_DATA_DIR``, ``SEDIMENT_MEMORY_DEDUP``) and the ``[context]`` settings."""
+    got = Places(data_dir(env), memory_threshold(env), context or ContextSettings())
+    return got if session is None else replace(got, session=session)
 
 
 def default_tokens() -> TokenStore:

@@ -1,0 +1,47 @@
+"""The workspace a ``sediment memory`` or ``sediment context`` command works in: the layer
+files, or with ``--store URL`` a PostgreSQL store's project (cli/_team.py says how the
+choice is made)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from sediment.cli._options import build_embedder, open_layerset
+from sediment.cli._team import open_team, team_url
+from sediment.config import Config
+from sediment.context import resolve
+from sediment.server.principals import places
+from sediment.workspace import Workspace
+
+
+@contextmanager
+def open_workspace(cfg: Config, store: str | None, layer_dir: Path | None,
+                   embedder_name: str | None, paths: Mapping[str, Path | None] | None = None
+                   ) -> Iterator[Workspace]:
+    """The workspace of the command's store; what it built is flushed and closed when the
+    command ends. Over files, context lives in the session ``SEDIMENT_CONTEXT_SESSION``
+    (default ``cli``)."""
+    paths = dict(paths or {})
+    settings = resolve(cfg.context)[0]
+    url = team_url(cfg, store, layer_dir, paths)
+    if url is not None:
+        with open_team(cfg, url, embedder_name) as team:
+            ws = Workspace.over_database(team.database, team.embedder,
+                                         places(context=settings))
+            try:
+                yield ws
+            finally:
+                ws.close()
+        return
+    layerset = open_layerset(cfg, layer_dir, **paths)
+    session = os.environ.get("SEDIMENT_CONTEXT_SESSION", "cli")
+    ws = Workspace.over_files(layerset, build_embedder(cfg, embedder_name),
+                              places(context=settings, session=session),
+                              root=layer_dir or cfg.layer_dir)
+    try:
+        yield ws
+    finally:
+        ws.close()

@@ -1,0 +1,158 @@
+"""One workspace: a store and every service built on it, made in this one place.
+
+A workspace holds an opened store (layer files or a team server's PostgreSQL project), the
+embedder for it, and the memory, progressive-context and search services over them. The
+CLI, the MCP server, the HTTP API, the web page and the Python API (``sediment.open``) all
+take their services from a workspace, so a rule about how a service is wired (where an
+actor's memories live, which store a context loop reads, what a memory may relate to) is
+written once. The adapters read the configuration and hand it over as :class:`Places`;
+nothing here reads the environment.
+
+The address chooses the backend, not the type of an object: :meth:`Workspace.over_files`
+for a directory's layers, :meth:`Workspace.over_database` for a ``postgresql://`` URL.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sediment.context import ContextLoop, ContextSettings
+from sediment.context.files import FileContextStore
+from sediment.context.place import context_dir
+from sediment.embed import Embedder
+from sediment.memory import DEFAULT_DEDUP_THRESHOLD, FileMemoryStore, MemoryService
+from sediment.ops.service import ContextService
+from sediment.store import LayerSet, LayerStore
+
+if TYPE_CHECKING:
+    from sediment.pg.database import Database
+    from sediment.pg.memory import PgMemoryStore
+
+__all__ = ["Places", "Workspace"]
+
+
+@dataclass(frozen=True, slots=True)
+class Places:
+    """What the configuration says about where a workspace's own data lives."""
+
+    data_dir: Path
+    """Actors' own stores (user-scope memories, global context)."""
+    dedup_threshold: float = DEFAULT_DEDUP_THRESHOLD
+    context: ContextSettings = field(default_factory=ContextSettings)
+    session: str = field(default_factory=lambda: str(os.getpid()))
+    """The context session of this process, for ``persistence = "session"``."""
+
+
+class Workspace:
+    """A store, its embedder, and the services over them, built on first use.
+
+    Use :meth:`over_files` or :meth:`over_database`; :meth:`close` releases what was built.
+    """
+
+    def __init__(self, store: LayerStore, embedder: Embedder, places: Places, *,
+                 root: Path | None = None, database: Database | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.places = places
+        self.root = root
+        self._database = database
+        self._closers: list[Any] = []
+
+    @classmethod
+    def over_files(cls, layerset: LayerSet, embedder: Embedder, places: Places, *,
+                   root: Path | None = None) -> Workspace:
+        """The layers of a directory; ``root`` is the project root (default: the layers'
+        directory)."""
+        if root is None:
+            paths = [p for p in layerset.paths.values() if p is not None]
+            root = paths[0].parent if paths else Path.cwd()
+        return cls(layerset, embedder, places, root=root)
+
+    @classmethod
+    def over_database(cls, database: Database, embedder: Embedder, places: Places, *,
+                      store: LayerStore | None = None) -> Workspace:
+        """A team server's project: its layers, memories and context in ``database``."""
+        if store is None:
+            from sediment.pg import PgStore
+
+            store = PgStore(database.url)
+        return cls(store, embedder, places, database=database)
+
+    @property
+    def database(self) -> Database | None:
+        """The team database, or None over layer files."""
+        return self._database
+
+    @cached_property
+    def service(self) -> ContextService:
+        """Search, write, propose and the KCP knowledge of the project."""
+        return ContextService(self.store, self.embedder, root=self.root)
+
+    def chunk_exists(self, chunk_id: int) -> bool:
+        """Whether the project's layers hold ``chunk_id`` (what a memory may relate to)."""
+        if self._database is not None:
+            from sediment.pg.team import chunk_exists
+
+            return chunk_exists(self._database, chunk_id)
+        return self.store.get(chunk_id) is not None
+
+    @cached_property
+    def memories(self) -> FileMemoryStore | PgMemoryStore:
+        """Where the memories live: the project's layers and each actor's own file, or the
+        team database."""
+        profile = self.embedder.profile
+        store: FileMemoryStore | PgMemoryStore
+        if self._database is not None:
+            from sediment.pg.memory import PgMemoryStore
+
+            store = PgMemoryStore(self._database, dim=profile.dim, profile=profile.to_dict())
+            self._closers.append(store.close)
+            return store
+        files = self.store.layer_files()
+        assert files is not None  # over_files made this workspace
+        return FileMemoryStore(files, self.places.data_dir, profile=profile.to_dict(),
+                               dim=profile.dim, embedder_metadata=self.embedder.metadata())
+
+    @cached_property
+    def memory(self) -> MemoryService:
+        """The memory service (save, recall, manage; every call names its actor)."""
+        service = MemoryService(self.memories, self.embedder,
+                                dedup_threshold=self.places.dedup_threshold,
+                                chunk_exists=self.chunk_exists)
+        self._closers.insert(0, service.close)
+        return service
+
+    @cached_property
+    def context(self) -> ContextLoop:
+        """The progressive-context service. Over a database each call runs in its actor's
+        own loop (:class:`~sediment.pg.team.TeamContextLoop`)."""
+        settings = self.places.context
+        if self._database is not None:
+            from sediment.pg.context import PgContextStore
+            from sediment.pg.team import TeamContextLoop
+
+            team = TeamContextLoop(PgContextStore(self._database, dim=self.embedder.profile.dim),
+                                   self.embedder, settings, project=self._database.project)
+            self._closers.append(team.flush)
+            return team
+        root = self.root or Path.cwd()
+        directory = context_dir(settings, root, self.places.data_dir, self.places.session)
+        profile = self.embedder.profile
+        store = FileContextStore(directory, profile=profile.to_dict(), dim=profile.dim,
+                                 embedder_metadata=self.embedder.metadata())
+        loop = ContextLoop(store, self.embedder, settings, project=root.resolve().name,
+                           cache_dir=directory / "cache")
+        self._closers.append(loop.flush)
+        return loop
+
+    def close(self) -> None:
+        """Flush and release what this workspace built (the store itself stays open)."""
+        closers, self._closers = self._closers, []
+        for close in closers:
+            close()
+        if self._database is not None:
+            self._database.close()
