@@ -29,6 +29,7 @@ _ = (
     KnowledgeService.refresh,  # public: re-reads manifests in a long-running server
     SaveOut.superseded_id,  # fields of save_memory's structured result, read by clients
     SaveOut.looks_like_correction,
+    SaveOut.corrects_id,
     SaveOut.superseded_content,
     ChangedOut.from_,
     ChangedOut.to,

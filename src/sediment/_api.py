@@ -194,7 +194,7 @@ class Store:
         if workspace is not None:
             workspace.close()
         if self.url is not None:
-            self.layerset.close()  # type: ignore[attr-defined]
+            self.layerset.close()
 
     def __enter__(self) -> Store:
         return self

@@ -31,6 +31,7 @@ from sediment.store import LayerSet, LayerStore
 if TYPE_CHECKING:
     from sediment.pg.database import Database
     from sediment.pg.memory import PgMemoryStore
+    from sediment.pg.tokens import PgTokenStore
 
 __all__ = ["Places", "Workspace"]
 
@@ -54,38 +55,51 @@ class Workspace:
     """
 
     def __init__(self, store: LayerStore, embedder: Embedder, places: Places, *,
-                 root: Path | None = None, database: Database | None = None) -> None:
+                 root: Path | None = None, layer_dir: Path | None = None,
+                 database: Database | None = None) -> None:
         self.store = store
         self.embedder = embedder
         self.places = places
         self.root = root
+        self.layer_dir = layer_dir
         self._database = database
         self._closers: list[Any] = []
 
     @classmethod
     def over_files(cls, layerset: LayerSet, embedder: Embedder, places: Places, *,
                    root: Path | None = None) -> Workspace:
-        """The layers of a directory; ``root`` is the project root (default: the layers'
-        directory)."""
-        if root is None:
-            paths = [p for p in layerset.paths.values() if p is not None]
-            root = paths[0].parent if paths else Path.cwd()
-        return cls(layerset, embedder, places, root=root)
+        """The layers of a directory; ``root`` is the project root whose manifests KCP
+        reads (default: the layers' directory, where progressive context is placed)."""
+        paths = [p for p in layerset.paths.values() if p is not None]
+        layer_dir = paths[0].parent if paths else Path.cwd()
+        return cls(layerset, embedder, places, root=root or layer_dir, layer_dir=layer_dir)
 
     @classmethod
     def over_database(cls, database: Database, embedder: Embedder, places: Places, *,
                       store: LayerStore | None = None) -> Workspace:
         """A team server's project: its layers, memories and context in ``database``."""
-        if store is None:
-            from sediment.pg import PgStore
+        if store is not None:
+            return cls(store, embedder, places, database=database)
+        from sediment.pg import PgStore
 
-            store = PgStore(database.url)
-        return cls(store, embedder, places, database=database)
+        workspace = cls(PgStore(database.url), embedder, places, database=database)
+        workspace._closers.append(workspace.store.close)
+        return workspace
 
     @property
     def database(self) -> Database | None:
         """The team database, or None over layer files."""
         return self._database
+
+    @cached_property
+    def tokens(self) -> PgTokenStore | None:
+        """The team database's tokens; None over layer files, whose server reads the
+        token file (``sediment token``)."""
+        if self._database is None:
+            return None
+        from sediment.pg.tokens import PgTokenStore
+
+        return PgTokenStore(self._database)
 
     @cached_property
     def service(self) -> ContextService:
@@ -139,7 +153,7 @@ class Workspace:
                                    self.embedder, settings, project=self._database.project)
             self._closers.append(team.flush)
             return team
-        root = self.root or Path.cwd()
+        root = self.layer_dir or Path.cwd()
         directory = context_dir(settings, root, self.places.data_dir, self.places.session)
         profile = self.embedder.profile
         store = FileContextStore(directory, profile=profile.to_dict(), dim=profile.dim,

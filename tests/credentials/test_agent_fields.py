@@ -21,9 +21,10 @@ from sediment.embed import HashEmbedder
 from sediment.errors import ValidationError
 from sediment.ops.service import ContextService
 from sediment.pg.database import Database
-from sediment.pg.team import team_services
 from sediment.server import build_server
+from sediment.server.principals import places
 from sediment.store import LayerSet
+from sediment.workspace import Workspace
 from tests.conftest import Runner
 from tests.context.conftest import BACKENDS
 from tests.mcp.conftest import make_store
@@ -50,7 +51,8 @@ def server(request: pytest.FixtureRequest, tmp_path: Path,
     if request.param == "files":
         yield build_server(service)
         return
-    team = team_services(Database(request.getfixturevalue("pg_url")), HashEmbedder())
+    team = Workspace.over_database(Database(request.getfixturevalue("pg_url")),
+                                   HashEmbedder(), places())
     try:
         yield build_server(service, memory=team.memory, context=team.context)
     finally:

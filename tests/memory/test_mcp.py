@@ -17,9 +17,10 @@ from sediment.format import LayerFile
 from sediment.memory import FileMemoryStore, MemoryService
 from sediment.ops.service import ContextService
 from sediment.pg.database import Database
-from sediment.pg.team import team_services
 from sediment.server import build_server
+from sediment.server.principals import places
 from sediment.store import LayerSet
+from sediment.workspace import Workspace
 from tests.conftest import Runner
 from tests.mcp.conftest import SEDIMENT, make_store
 from tests.memory.conftest import BACKENDS
@@ -130,7 +131,8 @@ def test_another_actors_memory_is_not_found(store: Path, monkeypatch: pytest.Mon
                                             request: pytest.FixtureRequest) -> None:
     memory = None
     if backend == "postgres":
-        team = team_services(Database(request.getfixturevalue("pg_url")), HashEmbedder())
+        team = Workspace.over_database(Database(request.getfixturevalue("pg_url")),
+                                       HashEmbedder(), places())
         request.addfinalizer(team.close)
         memory = team.memory
     alice = server_for(store, "alice", monkeypatch, memory)

@@ -12,7 +12,6 @@ import click
 from sediment.agents.workers import close_workers
 from sediment.cli._app import cli
 from sediment.cli._options import (
-    build_embedder,
     get_config,
     open_store,
     shared_token,
@@ -22,11 +21,11 @@ from sediment.cli._options import (
     token_options,
 )
 from sediment.cli._output import note, visible
-from sediment.cli._team import team_for
+from sediment.cli._workspace import open_served
 from sediment.config import Config
 from sediment.errors import NotFoundError
 from sediment.format.mapguard import enable as enable_map_guard
-from sediment.store import FILE_NAMES, LayerName, LayerSet
+from sediment.store import FILE_NAMES, LayerName
 
 
 @cli.command()
@@ -73,13 +72,9 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
     if transport == "http":
         check_http_path(http_path)
         opened = open_store(cfg, store, layer_dir, paths)
-        if isinstance(opened, LayerSet):
-            check_binding(host, token)
-        else:  # a team store always requires its tokens
-            from sediment.pg import PgStore
-
-            assert isinstance(opened, PgStore)
-            opened.close()
+        if opened.layer_files() is not None:
+            check_binding(host, token)  # a team store always requires its tokens
+        opened.close()
         sock = bind_socket(host, port)
     try:
         _serve(cfg, sock, transport, host, http_path, token, embedder_name, root,
@@ -94,31 +89,24 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
            root: Path | None, no_warm_up: bool, layer_dir: Path | None,
            paths: dict[str, Path | None], agent: str | None = None,
            store: str | None = None) -> None:
-    from sediment.context import resolve
-    from sediment.ops.service import ContextService
     from sediment.server import build_http_app, build_server
     from sediment.server.api import mount_api
-    from sediment.server.context_tools import context_loop_for
     from sediment.server.prompts import serve_personas
 
     enable_map_guard()
     if root is not None and not root.is_dir():
         raise NotFoundError(f"--root {root}: no such directory")
-    layerset = open_store(cfg, store, layer_dir, paths)
-    layerset.schema()
-    files = isinstance(layerset, LayerSet)
+    ws = open_served(cfg, store, layer_dir, paths, embedder_name, root)
+    layerset = ws.store
+    files = ws.database is None
     where = (visible(str(layer_dir or cfg.layer_dir)) if files
              else visible(layerset.location(LayerName.LOCAL).rsplit(",", 1)[0]))
     if files and not layerset.present():
         note(f"sediment: no layer files in {visible(str(layer_dir or cfg.layer_dir))} (looked "
              f"for {', '.join(FILE_NAMES.values())}); serving an empty store that agents can "
              "write to")
-    service = ContextService(layerset, build_embedder(cfg, embedder_name, layerset=layerset),
-                             root=root or layer_dir or cfg.root)
-    team = None if files else team_for(layerset, service, cfg)
-    loop = context_loop_for(service, resolve(cfg.context)[0]) if files else None  # [context]
-    server = build_server(service, memory=team.memory if team else None,
-                          context=team.context if team else loop)
+    service = ws.service
+    server = build_server(service, memory=ws.memory, context=ws.context)
     registry, context = serve_personas(server, service, cfg.agents.values(), agent=agent)
     for line in registry.warnings():
         note(f"sediment: {line}")
@@ -150,11 +138,10 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     mount_api(server, registry, context, host=host)
     ui = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host,
                sources=source_lines(cfg, root or layer_dir or cfg.root),
-               context=team.context if team else loop,
-               memory=team.memory if team else None,
-               tokens=team.tokens if team else None)
+               context=ws.context, memory=None if files else ws.memory,
+               tokens=ws.tokens)
     app = build_http_app(server, host=host, token=token, path=http_path, ui=ui,
-                         tokens=team.tokens if team else None)
+                         tokens=ws.tokens)
     from sediment.server.serving import serve_http
 
     if not no_warm_up:

@@ -17,7 +17,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -25,10 +24,6 @@ from sediment.cli._options import build_embedder
 from sediment.config import Config, store_url
 from sediment.embed import Embedder
 from sediment.pg.database import Database
-from sediment.store import LayerStore
-
-if TYPE_CHECKING:
-    from sediment.pg.team import TeamServices
 
 POOL_SIZE = 2
 
@@ -68,20 +63,3 @@ def open_team(cfg: Config, url: str, embedder_name: str | None) -> Iterator[Team
         yield Team(database, embedder)
     finally:
         database.close()
-
-
-def team_for(store: LayerStore, service: Any, cfg: Config) -> TeamServices:
-    """Memories, context and tokens in the database of a PostgreSQL store."""
-    from sediment.context import resolve
-    from sediment.pg import PgStore
-    from sediment.pg.database import Database
-    from sediment.pg.team import team_services
-    from sediment.server.lifecycle import on_shutdown
-    from sediment.server.principals import memory_threshold
-
-    assert isinstance(store, PgStore)
-    team = team_services(Database(store.url), service.embedder,
-                         settings=resolve(cfg.context)[0],
-                         dedup_threshold=memory_threshold())
-    on_shutdown(team.database.close)  # the memory tools flush their use counts first
-    return team

@@ -11,21 +11,18 @@ import click
 
 from sediment.cli._app import cli
 from sediment.cli._options import (
-    build_embedder,
     get_config,
     json_option,
-    open_store,
     shared_token,
     source_lines,
     store_layer_options,
     token_options,
 )
 from sediment.cli._proposals import reviewer_name
-from sediment.cli._team import team_for
+from sediment.cli._workspace import open_served
 from sediment.errors import ConfigError
 from sediment.memory.model import check_actor
 from sediment.server.principals import default_actor
-from sediment.store import LayerSet
 
 
 @cli.command()
@@ -70,7 +67,6 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None,
     enable_map_guard()
 
     from sediment.context import resolve
-    from sediment.ops.service import ContextService
     from sediment.server import build_http_app, build_server, is_loopback
     from sediment.server.serving import serve_http
     from sediment.server.web import WebUI
@@ -81,23 +77,19 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None,
     token = shared_token(ctx, token, token_file) or secrets.token_urlsafe(24)
     cfg = get_config(ctx)
     name = check_actor(actor) if actor is not None else default_actor()
-    layerset = open_store(cfg, store, layer_dir, paths)
-    layerset.schema()
-    if not isinstance(layerset, LayerSet) and pubkey is not None:
+    ws = open_served(cfg, store, layer_dir, paths, embedder_name, root)
+    team = ws.database is not None
+    if team and pubkey is not None:
         raise click.UsageError("--verify-with checks layer files' signatures; a team store has "
                          "none (signatures are file-only)")
-    service = ContextService(layerset, build_embedder(cfg, embedder_name, layerset=layerset),
-                             root=root or layer_dir or cfg.root)
-    team = None if isinstance(layerset, LayerSet) else team_for(layerset, service, cfg)
+    service = ws.service
     page = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host,
                  sources=source_lines(cfg, root or layer_dir or cfg.root),
                  pubkey=pubkey, context_settings=resolve(cfg.context)[0], actor=name,
-                 memory=team.memory if team else None, context=team.context if team else None,
-                 tokens=team.tokens if team else None)
-    app = build_http_app(build_server(service, memory=team.memory if team else None,
-                                      context=team.context if team else None),
-                         host=host, token=token, ui=page,
-                         tokens=team.tokens if team else None)
+                 memory=ws.memory if team else None, context=ws.context if team else None,
+                 tokens=ws.tokens)
+    app = build_http_app(build_server(service, memory=ws.memory, context=ws.context),
+                         host=host, token=token, ui=page, tokens=ws.tokens)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -109,7 +101,7 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None,
     bound = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     link = page.sign_in_link(f"http://{shown}:{bound}",
-                             reviewer_name(reviewer) if reviewer or team is None else name)
+                             reviewer_name(reviewer) if reviewer or not team else name)
     if as_json:
         click.echo(json.dumps({"signin": link, "url": f"http://{shown}:{bound}/ui"}))
     else:

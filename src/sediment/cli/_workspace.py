@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from sediment.cli._options import build_embedder, open_layerset
+from sediment.cli._options import build_embedder, open_layerset, open_store
 from sediment.cli._team import open_team, team_url
 from sediment.config import Config
 from sediment.context import resolve
@@ -45,3 +45,28 @@ def open_workspace(cfg: Config, store: str | None, layer_dir: Path | None,
         yield ws
     finally:
         ws.close()
+
+
+def open_served(cfg: Config, store: str | None, layer_dir: Path | None,
+                paths: Mapping[str, Path | None], embedder_name: str | None,
+                root: Path | None) -> Workspace:
+    """The workspace ``sediment serve`` and ``sediment ui`` serve: the store the options
+    name, its embedder, and (over a team database) the database's memories, context and
+    tokens. The database is closed at shutdown, after the memory tools flush."""
+    from sediment.server.lifecycle import on_shutdown
+
+    opened = open_store(cfg, store, layer_dir, paths)
+    opened.schema()
+    embedder = build_embedder(cfg, embedder_name, layerset=opened)
+    settings = places(context=resolve(cfg.context)[0])
+    files = opened.layer_files()
+    if files is not None:
+        return Workspace.over_files(files, embedder, settings,
+                                    root=root or layer_dir or cfg.root)
+    url = team_url(cfg, store, layer_dir, paths)
+    assert url is not None  # open_store opened a database for this URL
+    from sediment.pg.database import Database
+
+    database = Database(url)
+    on_shutdown(database.close)
+    return Workspace.over_database(database, embedder, settings, store=opened)

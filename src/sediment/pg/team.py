@@ -1,9 +1,8 @@
-"""The team server's per-actor services over one database: memories, context and tokens.
+"""The team server's per-actor context service, and what a memory may relate to.
 
-:func:`team_services` builds what ``build_server`` and the HTTP app take for a store URL:
-a memory service over :class:`PgMemoryStore`, a context service that gives each caller
-its own :class:`~sediment.context.ContextLoop` over a store bound to that caller (so the
-SQL of every context read and write names the caller), and the database token store.
+:class:`TeamContextLoop` gives each caller its own :class:`~sediment.context.ContextLoop`
+over a store bound to that caller, so the SQL of every context read and write names the
+caller. ``sediment.workspace`` builds it with the database's memories and tokens.
 """
 
 from __future__ import annotations
@@ -11,18 +10,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sediment.context import ContextLoop, ContextSettings
 from sediment.context.state import DEFAULT_RUN
 from sediment.embed import Embedder
-from sediment.memory import DEFAULT_DEDUP_THRESHOLD, MemoryService
 from sediment.pg.context import PgContextStore
 from sediment.pg.database import Database, row
-from sediment.pg.memory import PgMemoryStore
-from sediment.pg.tokens import PgTokenStore
 
 MAX_LOOPS = 256
 NOBODY = "-"
@@ -113,37 +108,9 @@ class TeamContextLoop(ContextLoop):
         return self.of(actor).stats(actor)
 
 
-@dataclass(frozen=True, slots=True)
-class TeamServices:
-    database: Database
-    memory: MemoryService
-    context: TeamContextLoop
-    tokens: PgTokenStore
-    memories: PgMemoryStore
-
-    def close(self) -> None:
-        self.memory.close()
-        self.memories.close()
-        self.database.close()
-
-
 def chunk_exists(database: Database, chunk_id: int) -> bool:
     """Whether the project's layers hold ``chunk_id`` (a memory's ``related_to`` must name
     one, as over the layer files)."""
     with database.connection() as conn:
         return row(conn, "SELECT 1 FROM chunks WHERE project = %s AND id = %s LIMIT 1",
                    (database.project, chunk_id)) is not None
-
-
-def team_services(database: Database, embedder: Embedder, *,
-                  settings: ContextSettings | None = None, cache_dir: Path | None = None,
-                  dedup_threshold: float = DEFAULT_DEDUP_THRESHOLD) -> TeamServices:
-    """The memory, context and token services of ``database``'s project."""
-    dim = embedder.profile.dim
-    store = PgMemoryStore(database, dim=dim, profile=embedder.profile.to_dict())
-    memory = MemoryService(store, embedder,
-                           dedup_threshold=dedup_threshold,
-                           chunk_exists=lambda cid: chunk_exists(database, cid))
-    context = TeamContextLoop(PgContextStore(database, dim=dim), embedder, settings,
-                              project=database.project, cache_dir=cache_dir)
-    return TeamServices(database, memory, context, PgTokenStore(database), store)

@@ -172,6 +172,21 @@ class SaveOut(BaseModel):
         "For a correction: the old words and the new ones"))
     near: list[NearOut] | None = Field(default=None, description=(
         "Close memories kept beside this one; pass supersedes to replace one instead"))
+    scope: str | None = Field(default=None, description="user, project or global")
+    category: str | None = Field(default=None, description="The memory's category")
+    source: str | None = Field(default=None, description=(
+        "What the memory was saved from (absent when nothing was written)"))
+    confidence: float | None = Field(default=None, description=(
+        "0.0 to 1.0, from the source it was saved with"))
+    context: str | None = Field(default=None, description="The context it applies in")
+    correction_signals: list[str] | None = Field(default=None, description=(
+        "What differs from the memory it replaces or corrects: numbers, names, negation"))
+    corrects_id: str | None = Field(default=None, description=(
+        "A global memory this proposal would correct (a reviewer decides)"))
+    use_count: int | None = Field(default=None, description=(
+        "How often the existing memory was recalled (for exists)"))
+    created_at_ms: int | None = Field(default=None, description=(
+        "When the existing memory was saved, Unix milliseconds (for exists)"))
 
 
 class RecallOut(BaseModel):

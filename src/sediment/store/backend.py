@@ -60,6 +60,9 @@ class LayerStore(Protocol):
     def location(self, name: LayerName) -> str:
         """Where the layer lives, for messages (a path, or the store URL and layer)."""
 
+    def close(self) -> None:
+        """Release connections (nothing to release for layer files, which map on demand)."""
+
     def layer_files(self) -> LayerSet | None:
         """The layer files behind this store, or None when it is not made of files.
 

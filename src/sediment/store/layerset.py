@@ -230,6 +230,9 @@ class LayerSet:
     def layer_files(self) -> LayerSet:
         return self
 
+    def close(self) -> None:
+        pass
+
     def location(self, name: LayerName) -> str:
         path = self.paths.get(name)
         return str(path) if path is not None else f"no path for the {name.value} layer"
