@@ -26,14 +26,16 @@ if TYPE_CHECKING:
 
 def _personas(ctx: click.Context, embedder_name: str | None, layer_dir: Path | None,
               **paths: Path | None) -> tuple[Registry, ServiceContext]:
-    from sediment.ops.service import ContextService
     from sediment.server import build_server
+    from sediment.server.principals import places
     from sediment.server.prompts import serve_personas
+    from sediment.workspace import Workspace
 
     cfg = get_config(ctx)
-    service = ContextService(open_layerset(cfg, layer_dir, **paths),
-                             build_embedder(cfg, embedder_name), root=layer_dir or cfg.root)
-    return serve_personas(build_server(service), service, cfg.agents.values())
+    ws = Workspace.over_files(open_layerset(cfg, layer_dir, **paths),
+                              build_embedder(cfg, embedder_name), places(),
+                              root=layer_dir or cfg.root)
+    return serve_personas(build_server(ws.service), ws.service, cfg.agents.values())
 
 
 @cli.group()
