@@ -15,6 +15,7 @@ from sediment.kcp.discover import FoundManifest
 from sediment.kcp.model import ManifestRef, Unit
 from sediment.kcp.service import KnowledgeService
 from sediment.review.provenance import SourceLines
+from sediment.server.context_outputs import HistoryOut, Item, IterationOut, StatsOut, SummarizeOut
 from sediment.server.memory_tools import ChangedOut, SaveOut
 from sediment.server.web._memories import Listing
 from sediment.server.web._progress import Progress
@@ -32,6 +33,11 @@ _ = (
     SaveOut.corrects_id,
     SaveOut.superseded_content,
     ChangedOut.from_,
+    Item.last_accessed,  # the context tools' structured results, read by clients
+    HistoryOut.current_iteration,
+    IterationOut.error_id,
+    SummarizeOut.summarized,
+    StatsOut.feedback,
     ChangedOut.to,
     ContextSettings.prune_after_iterations,  # the seed's setting; read from [context]
     Listing.by_category,  # read by the web page's templates

@@ -20,6 +20,18 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from sediment.auth import Principal
 from sediment.context import ContextLoop, ContextSettings
 from sediment.ops.service import ContextService
+from sediment.server.context_outputs import (
+    HealthOut,
+    HistoryOut,
+    IterationOut,
+    MarkOut,
+    PruneOut,
+    RelevantOut,
+    SkillsOut,
+    StatsOut,
+    StoreOut,
+    SummarizeOut,
+)
 from sediment.server.principals import default_actor, places
 from sediment.server.tools import APPEND_ONLY, READ_ONLY, actor_tool, result
 from sediment.workspace import Workspace
@@ -112,13 +124,10 @@ class NoArgs(_Strict):
     pass
 
 
-class Out(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
 def _tool(name: str, model: type[M], handler: Callable[[M, Principal], CallToolResult],
-          fallback: str, description: str, annotations: ToolAnnotations) -> Tool:
-    return actor_tool(name, model, handler, output=Out, description=description,
+          fallback: str, description: str, annotations: ToolAnnotations,
+          output: type[BaseModel]) -> Tool:
+    return actor_tool(name, model, handler, output=output, description=description,
                       annotations=annotations, actor=fallback)
 
 
@@ -133,6 +142,21 @@ def _render(items: list[dict[str, Any]]) -> str:
     return "\n".join(f"{i}. [{d['id']} {d['type']}, {d['state']}, score "
                      f"{d.get('score', d.get('usefulness', 0)):.3f}] {d['content']}"
                      for i, d in enumerate(items, 1)) or "No context items."
+
+
+OUTPUTS: dict[str, type[BaseModel]] = {
+    "get_relevant_context": RelevantOut,
+    "get_iteration_history": HistoryOut,
+    "get_skills": SkillsOut,
+    "store_context": StoreOut,
+    "store_iteration_result": IterationOut,
+    "mark_useful": MarkOut,
+    "summarize_old_context": SummarizeOut,
+    "prune_low_value_context": PruneOut,
+    "get_context_stats": StatsOut,
+    "health_check": HealthOut,
+}
+"""Each context tool's output schema."""
 
 
 def context_loop_tools(cl: ContextLoop, actor: str | None = None) -> list[Tool]:
@@ -229,5 +253,5 @@ def context_loop_tools(cl: ContextLoop, actor: str | None = None) -> list[Tool]:
         ("health_check", NoArgs, health, READ_ONLY,
          "Whether the context store, the embedder and the tokenizer work."),
     ]
-    return [_tool(name, model, handler, own, description, notes)
+    return [_tool(name, model, handler, own, description, notes, OUTPUTS[name])
             for name, model, handler, notes, description in specs]
