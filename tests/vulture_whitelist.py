@@ -16,6 +16,7 @@ from sediment.kcp.service import KnowledgeService
 from sediment.server.memory_tools import ChangedOut, SaveOut
 from sediment.server.web._memories import Listing
 from sediment.server.web._progress import Progress
+from tests.auth.test_oidc_server import Storage
 
 _ = (
     EXIT_USAGE,  # documents click's own usage-error exit code beside ours
@@ -36,4 +37,8 @@ _ = (
     Progress.iterations,
     Server.should_exit,  # uvicorn reads it: how a test stops a server run in a thread
     Store.manage_memory,  # the Python API (docs/python-api.md): programs call it
+    Storage.get_tokens,  # the MCP SDK's TokenStorage protocol, called by its OAuth client
+    Storage.set_tokens,
+    Storage.get_client_info,
+    Storage.set_client_info,
 )

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import click
 
 from sediment.agents.workers import close_workers
 from sediment.cli._app import cli
+from sediment.cli._oidc import oidc_options, oidc_settings
 from sediment.cli._options import (
     build_embedder,
     get_config,
@@ -28,6 +30,9 @@ from sediment.errors import NotFoundError
 from sediment.format.mapguard import enable as enable_map_guard
 from sediment.store import FILE_NAMES, LayerName, LayerSet
 
+if TYPE_CHECKING:
+    from sediment.auth.oidc import OidcSettings
+
 
 @cli.command()
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio",
@@ -40,6 +45,7 @@ from sediment.store import FILE_NAMES, LayerName, LayerSet
 @click.option("--path", "http_path", default="/mcp", show_default=True,
               help="URL path of the MCP endpoint (http).")
 @token_options
+@oidc_options
 @click.option("--embedder", "embedder_name", default=None,
               help="Embedder for text queries and writes (minilm, hash, openai; default: "
                    "configured, else the one the layers record).")
@@ -54,36 +60,50 @@ from sediment.store import FILE_NAMES, LayerName, LayerSet
 @signature_option
 @click.pass_context
 def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path: str,
-          token: str | None, token_file: Path | None, embedder_name: str | None,
-          root: Path | None, no_warm_up: bool, agent: str | None, store: str | None,
-          layer_dir: Path | None, **paths: Path | None) -> None:
+          token: str | None, token_file: Path | None, oidc_issuer: str | None,
+          oidc_resource: str | None, oidc_audience: tuple[str, ...], oidc_actor_claim: str,
+          oidc_scopes: tuple[str, ...], oidc_scope_claims: tuple[str, ...],
+          embedder_name: str | None, root: Path | None, no_warm_up: bool, agent: str | None,
+          store: str | None, layer_dir: Path | None, **paths: Path | None) -> None:
     """Serve the layers to agents over MCP (tools agents_search, agents_context_write,
     agents_context_propose; chunks and layers as agentsdb:// resources).
 
     Personas from the configuration are served as MCP prompts; over http the same server
     answers the HTTP API (docs/http-api.md) and the web page for reviewers at /ui (or run
-    `sediment ui`). The handshake is answered at once: the embedding model loads in the
-    background.
+    `sediment ui`), and with --oidc-issuer accepts access tokens from the team's identity
+    provider beside Sediment's own (docs/security.md). The handshake is answered at once:
+    the embedding model loads in the background.
     """
-    from sediment.server import bind_socket, check_binding, check_http_path
+    from sediment.server import bind_socket, check_binding, check_http_path, is_loopback
 
     cfg = get_config(ctx)
     token = shared_token(ctx, token, token_file)
+    oidc_params = {"oidc_issuer": oidc_issuer, "oidc_resource": oidc_resource,
+                   "oidc_audience": oidc_audience, "oidc_actor_claim": oidc_actor_claim,
+                   "oidc_scopes": oidc_scopes, "oidc_scope_claims": oidc_scope_claims}
+    if transport != "http" and oidc_issuer:
+        raise click.UsageError("--oidc-issuer needs --transport http")
     sock = None
+    oidc = None
     if transport == "http":
         check_http_path(http_path)
+        if oidc_issuer:  # settings errors before the store opens; the port comes later
+            oidc_settings(dict(oidc_params), host=host, port=port or 1, path=http_path,
+                          loopback=is_loopback(host))
         opened = open_store(cfg, store, layer_dir, paths)
         if isinstance(opened, LayerSet):
-            check_binding(host, token)
+            check_binding(host, token, oauth=bool(oidc_issuer))
         else:  # a team store always requires its tokens
             from sediment.pg import PgStore
 
             assert isinstance(opened, PgStore)
             opened.close()
         sock = bind_socket(host, port)
+        oidc = oidc_settings(oidc_params, host=host, port=sock.getsockname()[1],
+                             path=http_path, loopback=is_loopback(host))
     try:
         _serve(cfg, sock, transport, host, http_path, token, embedder_name, root,
-               no_warm_up, layer_dir, paths, agent, store)
+               no_warm_up, layer_dir, paths, agent, store, oidc)
     finally:
         if sock is not None:
             sock.close()
@@ -93,7 +113,7 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
            host: str, http_path: str, token: str | None, embedder_name: str | None,
            root: Path | None, no_warm_up: bool, layer_dir: Path | None,
            paths: dict[str, Path | None], agent: str | None = None,
-           store: str | None = None) -> None:
+           store: str | None = None, oidc: OidcSettings | None = None) -> None:
     from sediment.context import resolve
     from sediment.ops.service import ContextService
     from sediment.server import build_http_app, build_server
@@ -153,8 +173,17 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
                context=team.context if team else loop,
                memory=team.memory if team else None,
                tokens=team.tokens if team else None)
+    oauth = None
+    if oidc is not None:
+        from sediment.auth.oidc import JwtVerifier
+        from sediment.server.oauth import ResourceServer
+
+        oauth = ResourceServer(JwtVerifier(oidc), http_path)
+        click.echo(f"sediment: accepting access tokens from {visible(oidc.issuer)} for "
+                   f"{visible(oidc.resource)} (metadata: {visible(oauth.metadata_url)})",
+                   err=True)
     app = build_http_app(server, host=host, token=token, path=http_path, ui=ui,
-                         tokens=team.tokens if team else None)
+                         tokens=team.tokens if team else None, oauth=oauth)
     from sediment.server.serving import serve_http
 
     if not no_warm_up:
