@@ -4,7 +4,10 @@
 // MODULE is the package's entry file, PORT the port to listen on (127.0.0.1), KEYS_FILE a
 // JSON Web Key Set of private signing keys. Access tokens are JWTs for the resource the
 // client names (RFC 8707), with the scopes the test granted the client (POST /test/grant)
-// and the client's actor in `preferred_username`. Prints "ready <issuer>" when listening.
+// and the client's actor (or the signed-in user's login) in `preferred_username`. The web
+// page's client `sediment-web` signs users in with the authorization code flow + PKCE
+// through oidc-provider's development login and consent pages (any login name works; its
+// redirect URI is on loopback, so any port matches: RFC 8252). Prints "ready <issuer>".
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { pathToFileURL } from 'node:url';
@@ -15,7 +18,11 @@ const issuer = `http://127.0.0.1:${port}`;
 const ALL = 'sediment:reader sediment:writer sediment:reviewer sediment:admin';
 
 // What each client may be granted, changed by the tests (the "role change in the provider").
-const grants = { agent: 'sediment:reader sediment:writer', reader: 'sediment:reader' };
+const grants = {
+  agent: 'sediment:reader sediment:writer',
+  reader: 'sediment:reader',
+  'sediment-web': 'sediment:reader sediment:reviewer',
+};
 const actors = { agent: 'agent-bot', reader: 'rita-bot' };
 
 const provider = new Provider(issuer, {
@@ -28,12 +35,17 @@ const provider = new Provider(issuer, {
       client_id: 'reader', client_secret: 'reader-secret', grant_types: ['client_credentials'],
       redirect_uris: [], response_types: [], scope: ALL,
     },
+    {
+      client_id: 'sediment-web', application_type: 'native', token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code'], response_types: ['code'],
+      redirect_uris: ['http://127.0.0.1/ui/oidc/callback'], scope: `openid ${ALL}`,
+    },
   ],
   jwks: JSON.parse(readFileSync(keysFile, 'utf8')),
   cookies: { keys: ['sediment-test-cookie-key'] },
-  scopes: ALL.split(' '),
+  scopes: ['openid', ...ALL.split(' ')],
   features: {
-    devInteractions: { enabled: false },
+    devInteractions: { enabled: true },
     clientCredentials: { enabled: true },
     resourceIndicators: {
       enabled: true,
@@ -48,7 +60,9 @@ const provider = new Provider(issuer, {
       }),
     },
   },
-  extraTokenClaims: (ctx, token) => ({ preferred_username: actors[token.clientId] }),
+  extraTokenClaims: (ctx, token) => ({
+    preferred_username: token.accountId ?? actors[token.clientId],
+  }),
 });
 provider.on('server_error', (ctx, err) => console.error('server_error', err));
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import anyio
 import httpx
@@ -55,6 +57,7 @@ def oidc_env(provider: Provider, home: Path) -> dict[str, str]:
     """The server's environment: the identity provider, and its own config and data."""
     return {"SEDIMENT_OIDC_ISSUER": provider.issuer,
             "SEDIMENT_OIDC_ACTOR_CLAIM": "preferred_username",
+            "SEDIMENT_OIDC_WEB_CLIENT_ID": "sediment-web",
             "SEDIMENT_USER_CONFIG": str(home / "config.toml"),
             "SEDIMENT_TOKENS_FILE": str(home / "tokens.json"),
             "SEDIMENT_DATA_DIR": str(home / "data"),
@@ -217,3 +220,37 @@ def test_the_team_server_over_postgresql_takes_the_providers_tokens(
         elsewhere = provider.token("agent", "http://127.0.0.1:1/mcp")
         assert post_call(srv.mcp, elsewhere, "recall_memories", {"query": "x"}
                          ).status_code == 401
+
+
+def _submit(c: httpx.Client, page: httpx.Response, **fields: str) -> httpx.Response:
+    """Fill in and send the provider's one form on ``page``."""
+    m = re.search(r'<form[^>]*action="([^"]+)"', page.text)
+    assert m, page.text
+    hidden = dict(re.findall(r'type="hidden" name="([^"]+)" value="([^"]*)"', page.text))
+    return c.post(urljoin(str(page.url), m.group(1)), data={**hidden, **fields},
+                  follow_redirects=True)
+
+
+def test_the_web_page_signs_in_through_the_provider(server: TeamServer,
+                                                    provider: Provider) -> None:
+    with httpx.Client(timeout=30) as c:
+        assert "/ui/oidc/start?next=" in c.get(f"{server.base}/ui/login").text
+        r = c.get(f"{server.base}/ui/oidc/start?next=/ui/layers")
+        assert r.status_code == 303
+        sent = r.headers["location"]
+        assert sent.startswith(f"{provider.issuer}/auth?")
+        assert "code_challenge_method=S256" in sent and "resource=http" in sent
+        login = c.get(sent, follow_redirects=True)
+        consent = _submit(c, login, login="alice", password="anything")
+        back = _submit(c, consent)
+        assert back.url.path == "/ui/oidc/callback", back.text
+        assert back.status_code == 200, back.text
+        assert "You are signed in as alice with the reviewer role." in back.text
+        assert 'content="0; url=/ui/layers"' in back.text
+        page = c.get(f"{server.base}/ui/layers")
+        assert page.status_code == 200 and "alice" in page.text
+    with httpx.Client(timeout=30) as other:  # a callback this browser never started
+        r = other.get(f"{server.base}/ui/oidc/callback?state=forged&code=x")
+        assert r.status_code == 401
+        assert "did not start in this browser" in r.text
+        assert other.get(f"{server.base}/ui/layers").status_code == 303

@@ -162,7 +162,7 @@ class JwtVerifier:
         self.timeout = timeout
         self.clock = clock
         self._keys: KeySet | None = None
-        self._jwks_uri: str | None = None
+        self._discovery: dict[str, Any] | None = None
         self._fetched_at = float("-inf")
         self._recent: deque[float] = deque()
         self._lock = anyio.Lock()
@@ -185,8 +185,8 @@ class JwtVerifier:
             raise IdentityProviderError(f"identity provider {url}: not a JSON object")
         return data
 
-    async def _discover(self) -> str:
-        if self._jwks_uri is None:
+    async def _discover(self) -> dict[str, Any]:
+        if self._discovery is None:
             issuer = self.settings.issuer
             url = issuer.rstrip("/") + "/.well-known/openid-configuration"
             doc = await self._get(url)
@@ -194,17 +194,40 @@ class JwtVerifier:
                 raise IdentityProviderError(
                     f"{url} names issuer {doc.get('issuer')!r}, not {issuer!r} (give "
                     "--oidc-issuer exactly as the provider spells it)")
-            jwks_uri = doc.get("jwks_uri")
-            if not isinstance(jwks_uri, str) or not jwks_uri:
-                raise IdentityProviderError(f"{url} names no jwks_uri")
-            self._jwks_uri = jwks_uri
-        return self._jwks_uri
+            self._discovery = doc
+        return self._discovery
+
+    async def endpoint(self, name: str) -> str:
+        """The URL the issuer's discovery document gives for ``name`` (``jwks_uri``,
+        ``authorization_endpoint``, ``token_endpoint``)."""
+        value = (await self._discover()).get(name)
+        if not isinstance(value, str) or not value.startswith(("https://", "http://")):
+            raise IdentityProviderError(f"the discovery document of {self.settings.issuer} "
+                                        f"names no {name}")
+        return value
+
+    async def post_form(self, url: str, data: dict[str, str],
+                        auth: tuple[str, str] | None = None) -> dict[str, Any]:
+        """POST a form to the provider (the token endpoint) and read its JSON answer, an
+        error answer included."""
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout) as client:
+                response = await client.post(
+                    url, data=data, headers={"accept": "application/json"},
+                    auth=httpx.BasicAuth(*auth) if auth else httpx.USE_CLIENT_DEFAULT)
+            answer = response.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise IdentityProviderError(f"identity provider {url}: no answer "
+                                        f"({exc.__class__.__name__}: {exc})") from None
+        if not isinstance(answer, dict):
+            raise IdentityProviderError(f"identity provider {url}: not a JSON object")
+        return answer
 
     async def _fetch_keys(self) -> KeySet:
         from joserfc.errors import JoseError
         from joserfc.jwk import KeySet
 
-        uri = await self._discover()
+        uri = await self.endpoint("jwks_uri")
         data = await self._get(uri)
         try:
             keys = KeySet.import_key_set({"keys": [k for k in data.get("keys") or []

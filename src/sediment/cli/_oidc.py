@@ -42,6 +42,12 @@ def oidc_options(f: F) -> F:
                      envvar="SEDIMENT_OIDC_SCOPE_CLAIMS", metavar="CLAIM",
                      help="Claims holding the token's scopes (repeatable; default: "
                           "scope, scp; Entra app roles: roles)."),
+        click.option("--oidc-web-client-id", default=None,
+                     envvar="SEDIMENT_OIDC_WEB_CLIENT_ID", metavar="ID",
+                     help="Let the web page sign in through the provider as this client "
+                          "(authorization code + PKCE; redirect URI: the resource's origin "
+                          "+ /ui/oidc/callback; a confidential client's secret in "
+                          "SEDIMENT_OIDC_WEB_CLIENT_SECRET)."),
     ]
     for option in reversed(options):
         f = option(f)

@@ -63,8 +63,9 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
           token: str | None, token_file: Path | None, oidc_issuer: str | None,
           oidc_resource: str | None, oidc_audience: tuple[str, ...], oidc_actor_claim: str,
           oidc_scopes: tuple[str, ...], oidc_scope_claims: tuple[str, ...],
-          embedder_name: str | None, root: Path | None, no_warm_up: bool, agent: str | None,
-          store: str | None, layer_dir: Path | None, **paths: Path | None) -> None:
+          oidc_web_client_id: str | None, embedder_name: str | None, root: Path | None,
+          no_warm_up: bool, agent: str | None, store: str | None, layer_dir: Path | None,
+          **paths: Path | None) -> None:
     """Serve the layers to agents over MCP (tools agents_search, agents_context_write,
     agents_context_propose; chunks and layers as agentsdb:// resources).
 
@@ -83,6 +84,8 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
                    "oidc_scopes": oidc_scopes, "oidc_scope_claims": oidc_scope_claims}
     if transport != "http" and oidc_issuer:
         raise click.UsageError("--oidc-issuer needs --transport http")
+    if oidc_web_client_id and not oidc_issuer:
+        raise click.UsageError("--oidc-web-client-id needs --oidc-issuer")
     sock = None
     oidc = None
     if transport == "http":
@@ -103,7 +106,7 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
                              path=http_path, loopback=is_loopback(host))
     try:
         _serve(cfg, sock, transport, host, http_path, token, embedder_name, root,
-               no_warm_up, layer_dir, paths, agent, store, oidc)
+               no_warm_up, layer_dir, paths, agent, store, oidc, oidc_web_client_id)
     finally:
         if sock is not None:
             sock.close()
@@ -113,7 +116,8 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
            host: str, http_path: str, token: str | None, embedder_name: str | None,
            root: Path | None, no_warm_up: bool, layer_dir: Path | None,
            paths: dict[str, Path | None], agent: str | None = None,
-           store: str | None = None, oidc: OidcSettings | None = None) -> None:
+           store: str | None = None, oidc: OidcSettings | None = None,
+           web_client: str | None = None) -> None:
     from sediment.context import resolve
     from sediment.ops.service import ContextService
     from sediment.server import build_http_app, build_server
@@ -168,20 +172,25 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     from sediment.server.web import WebUI
 
     mount_api(server, registry, context, host=host)
+    oauth = web_sign_in = None
+    if oidc is not None:
+        from sediment.auth.oidc import JwtVerifier
+        from sediment.server.oauth import ResourceServer
+        from sediment.server.web import WebSignIn
+
+        verifier = JwtVerifier(oidc)
+        oauth = ResourceServer(verifier, http_path)
+        if web_client:
+            web_sign_in = WebSignIn(verifier, web_client,
+                                    os.environ.get("SEDIMENT_OIDC_WEB_CLIENT_SECRET") or None)
+        click.echo(f"sediment: accepting access tokens from {visible(oidc.issuer)} for "
+                   f"{visible(oidc.resource)} (metadata: {visible(oauth.metadata_url)})",
+                   err=True)
     ui = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host,
                sources=source_lines(cfg, root or layer_dir or cfg.root),
                context=team.context if team else loop,
                memory=team.memory if team else None,
-               tokens=team.tokens if team else None)
-    oauth = None
-    if oidc is not None:
-        from sediment.auth.oidc import JwtVerifier
-        from sediment.server.oauth import ResourceServer
-
-        oauth = ResourceServer(JwtVerifier(oidc), http_path)
-        click.echo(f"sediment: accepting access tokens from {visible(oidc.issuer)} for "
-                   f"{visible(oidc.resource)} (metadata: {visible(oauth.metadata_url)})",
-                   err=True)
+               tokens=team.tokens if team else None, oidc=web_sign_in)
     app = build_http_app(server, host=host, token=token, path=http_path, ui=ui,
                          tokens=team.tokens if team else None, oauth=oauth)
     from sediment.server.serving import serve_http
