@@ -197,8 +197,10 @@ def test_a_role_change_in_the_provider_takes_effect(server: TeamServer,
         assert r.status_code == 200, r.text
         api = api_call(server, token, "save_memory", MEMORY)
         assert api.status_code == 403 and "insufficient_scope" in challenge(api)
-        with pytest.raises(Exception):  # noqa: B017  (the SDK's own error type varies)
+        # The SDK client asks the provider again (step-up) and, granted no more, gives up.
+        with pytest.raises(BaseExceptionGroup) as raised:
             sdk(server.mcp, provider, "agent", [("save_memory", MEMORY)])
+        assert "Server returned an error response" in repr(raised.value)
     finally:
         provider.grant("agent", "sediment:reader sediment:writer")
     (saved, out), = sdk(server.mcp, provider, "agent", [
