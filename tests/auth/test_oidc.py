@@ -214,3 +214,44 @@ def test_serve_names_a_bad_oidc_option(sediment: Runner, tmp_path: Path, args: l
     assert r.code != 0
     assert message in r.err, r.err
     assert "Traceback" not in r.err
+
+
+def test_the_app_behind_never_sees_the_token_and_a_write_needs_its_scope(
+        provider: Provider, tmp_path: Path) -> None:
+    from starlette.types import Receive, Scope, Send
+
+    from sediment.auth import TokenStore
+    from sediment.auth.tokens import FailClosed
+    from sediment.server.oauth import ResourceServer
+    from sediment.server.principals import PRINCIPAL_KEY, ActorAuth
+
+    seen: list[Scope] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        seen.append(scope)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    auth = ActorAuth(app, FailClosed(TokenStore(tmp_path / "tokens.json")),
+                     oauth=ResourceServer(JwtVerifier(settings(provider)), "/mcp"))
+    reader = provider.token("reader", RESOURCE)
+
+    async def main() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=auth)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            h = {"Authorization": f"Bearer {reader}"}
+            call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                    "params": {"name": "agents_search", "arguments": {"query": "x"}}}
+            write = {**call, "params": {"name": "save_memory", "arguments": {}}}
+            return [await c.post("/mcp", json=call, headers=h),
+                    await c.post("/mcp", json=[call, write], headers=h),
+                    await c.post("/tools/agents_context_write", json={}, headers=h)]
+
+    read, batch, api = anyio.run(main)
+    assert read.status_code == 200
+    assert [s[PRINCIPAL_KEY] for s in seen] == [Principal("rita-bot", "reader")]
+    assert all(k.lower() != b"authorization" for k, _ in seen[0]["headers"])
+    for refused_call in (batch, api):
+        assert refused_call.status_code == 403
+        assert 'error="insufficient_scope"' in refused_call.headers["www-authenticate"]
+        assert 'scope="sediment:writer"' in refused_call.headers["www-authenticate"]

@@ -160,6 +160,9 @@ class ActorAuth:
             await oauth.refuse(send, outcome)
             return True
         scope[PRINCIPAL_KEY] = outcome.principal
+        # The token stops here: nothing behind this point can pass it on.
+        scope["headers"] = [(k, v) for k, v in scope.get("headers") or []
+                            if k.lower() != b"authorization"]
         await oauth.call(self.app, scope, receive, send, outcome)
         return True
 
