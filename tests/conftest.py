@@ -51,7 +51,9 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory,
                 "SEDIMENT_EMBED_BASE_URL", "SEDIMENT_EMBED_MODEL", "SEDIMENT_EMBED_DIM",
                 "SEDIMENT_EMBED_API_KEY", "OPENAI_API_KEY", "SEDIMENT_ACTOR",
                 "SEDIMENT_TOKENS_FILE", "SEDIMENT_MEMORY_DEDUP", "SEDIMENT_TOKEN",
-                "SEDIMENT_STORE"):
+                "SEDIMENT_STORE", "SEDIMENT_OIDC_ISSUER", "SEDIMENT_OIDC_RESOURCE",
+                "SEDIMENT_OIDC_AUDIENCE", "SEDIMENT_OIDC_ACTOR_CLAIM", "SEDIMENT_OIDC_SCOPES",
+                "SEDIMENT_OIDC_SCOPE_CLAIMS"):
         monkeypatch.delenv(var, raising=False)
     yield
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import click
 
 from sediment.agents.workers import close_workers
 from sediment.cli._app import cli
+from sediment.cli._oidc import oidc_options, oidc_settings
 from sediment.cli._options import (
     get_config,
     open_store,
@@ -27,6 +29,9 @@ from sediment.errors import NotFoundError
 from sediment.format.mapguard import enable as enable_map_guard
 from sediment.store import FILE_NAMES, LayerName
 
+if TYPE_CHECKING:
+    from sediment.auth.oidc import OidcSettings
+
 
 @cli.command()
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio",
@@ -39,6 +44,7 @@ from sediment.store import FILE_NAMES, LayerName
 @click.option("--path", "http_path", default="/mcp", show_default=True,
               help="URL path of the MCP endpoint (http).")
 @token_options
+@oidc_options
 @click.option("--embedder", "embedder_name", default=None,
               help="Embedder for text queries and writes (minilm, hash, openai; default: "
                    "configured, else the one the layers record).")
@@ -53,32 +59,49 @@ from sediment.store import FILE_NAMES, LayerName
 @signature_option
 @click.pass_context
 def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path: str,
-          token: str | None, token_file: Path | None, embedder_name: str | None,
-          root: Path | None, no_warm_up: bool, agent: str | None, store: str | None,
-          layer_dir: Path | None, **paths: Path | None) -> None:
+          token: str | None, token_file: Path | None, oidc_issuer: str | None,
+          oidc_resource: str | None, oidc_audience: tuple[str, ...], oidc_actor_claim: str,
+          oidc_scopes: tuple[str, ...], oidc_scope_claims: tuple[str, ...],
+          oidc_web_client_id: str | None, embedder_name: str | None, root: Path | None,
+          no_warm_up: bool, agent: str | None, store: str | None, layer_dir: Path | None,
+          **paths: Path | None) -> None:
     """Serve the layers to agents over MCP (tools agents_search, agents_context_write,
     agents_context_propose; chunks and layers as agentsdb:// resources).
 
     Personas from the configuration are served as MCP prompts; over http the same server
     answers the HTTP API (docs/http-api.md) and the web page for reviewers at /ui (or run
-    `sediment ui`). The handshake is answered at once: the embedding model loads in the
-    background.
+    `sediment ui`), and with --oidc-issuer accepts access tokens from the team's identity
+    provider beside Sediment's own (docs/security.md). The handshake is answered at once:
+    the embedding model loads in the background.
     """
-    from sediment.server import bind_socket, check_binding, check_http_path
+    from sediment.server import bind_socket, check_binding, check_http_path, is_loopback
 
     cfg = get_config(ctx)
     token = shared_token(ctx, token, token_file)
+    oidc_params = {"oidc_issuer": oidc_issuer, "oidc_resource": oidc_resource,
+                   "oidc_audience": oidc_audience, "oidc_actor_claim": oidc_actor_claim,
+                   "oidc_scopes": oidc_scopes, "oidc_scope_claims": oidc_scope_claims}
+    if transport != "http" and oidc_issuer:
+        raise click.UsageError("--oidc-issuer needs --transport http")
+    if oidc_web_client_id and not oidc_issuer:
+        raise click.UsageError("--oidc-web-client-id needs --oidc-issuer")
     sock = None
+    oidc = None
     if transport == "http":
         check_http_path(http_path)
+        if oidc_issuer:  # settings errors before the store opens; the port comes later
+            oidc_settings(dict(oidc_params), host=host, port=port or 1, path=http_path,
+                          loopback=is_loopback(host))
         opened = open_store(cfg, store, layer_dir, paths)
-        if opened.layer_files() is not None:
-            check_binding(host, token)  # a team store always requires its tokens
+        if opened.layer_files() is not None:  # a team store always requires its tokens
+            check_binding(host, token, oauth=bool(oidc_issuer))
         opened.close()
         sock = bind_socket(host, port)
+        oidc = oidc_settings(oidc_params, host=host, port=sock.getsockname()[1],
+                             path=http_path, loopback=is_loopback(host))
     try:
         _serve(cfg, sock, transport, host, http_path, token, embedder_name, root,
-               no_warm_up, layer_dir, paths, agent, store)
+               no_warm_up, layer_dir, paths, agent, store, oidc, oidc_web_client_id)
     finally:
         if sock is not None:
             sock.close()
@@ -88,7 +111,8 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
            host: str, http_path: str, token: str | None, embedder_name: str | None,
            root: Path | None, no_warm_up: bool, layer_dir: Path | None,
            paths: dict[str, Path | None], agent: str | None = None,
-           store: str | None = None) -> None:
+           store: str | None = None, oidc: OidcSettings | None = None,
+           web_client: str | None = None) -> None:
     from sediment.server import build_http_app, build_server
     from sediment.server.api import mount_api
     from sediment.server.prompts import serve_personas
@@ -136,12 +160,26 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     from sediment.server.web import WebUI
 
     mount_api(server, registry, context, host=host)
+    oauth = web_sign_in = None
+    if oidc is not None:
+        from sediment.auth.oidc import JwtVerifier
+        from sediment.server.oauth import ResourceServer
+        from sediment.server.web import WebSignIn
+
+        verifier = JwtVerifier(oidc)
+        oauth = ResourceServer(verifier, http_path)
+        if web_client:
+            web_sign_in = WebSignIn(verifier, web_client,
+                                    os.environ.get("SEDIMENT_OIDC_WEB_CLIENT_SECRET") or None)
+        click.echo(f"sediment: accepting access tokens from {visible(oidc.issuer)} for "
+                   f"{visible(oidc.resource)} (metadata: {visible(oauth.metadata_url)})",
+                   err=True)
     ui = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host,
                sources=source_lines(cfg, root or layer_dir or cfg.root),
                context=ws.context, memory=None if files else ws.memory,
-               tokens=ws.tokens)
+               tokens=ws.tokens, oidc=web_sign_in)
     app = build_http_app(server, host=host, token=token, path=http_path, ui=ui,
-                         tokens=ws.tokens)
+                         tokens=ws.tokens, oauth=oauth)
     from sediment.server.serving import serve_http
 
     if not no_warm_up:

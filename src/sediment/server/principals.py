@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import getpass
 import hmac
+import logging
 import os
 import re
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import platformdirs
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sediment.auth import Principal, TokenStore
+from sediment.auth.oidc import IdentityProviderError, Refused, looks_like_jwt
 from sediment.auth.tokens import TokenCheck
 from sediment.context import ContextSettings
 from sediment.errors import ConfigError, StoreUnavailableError
@@ -31,11 +33,15 @@ from sediment.memory import DEFAULT_DEDUP_THRESHOLD
 from sediment.server.disclosure import public_message, send_error
 from sediment.workspace import Places
 
+if TYPE_CHECKING:
+    from sediment.server.oauth import ResourceServer
+
 PRINCIPAL_KEY = "sediment.principal"
 CALLER: ContextVar[Principal | None] = ContextVar("sediment_caller", default=None)
 """The principal of a tool call made in-process on an HTTP request's behalf (the plain
 API's ``POST /tools/{name}``), where the SDK's context carries no request."""
 _BAD = re.compile(r"[^A-Za-z0-9_.-]")
+_log = logging.getLogger("sediment.server")
 
 
 def default_actor(env: Mapping[str, str] | None = None) -> str:
@@ -103,21 +109,30 @@ def request_principal(request: Any) -> Principal | None:
 
 class ActorAuth:
     """Binds each HTTP request to the actor of its bearer token; 401 without a valid one
-    whenever tokens exist (or a legacy token was given)."""
+    whenever tokens exist (or a legacy token was given). With ``oauth`` (a
+    :class:`~sediment.server.oauth.ResourceServer`) every request needs a token, a JWT is
+    checked against the identity provider, and Sediment's own tokens keep working."""
 
     def __init__(self, app: ASGIApp, tokens: TokenCheck, *, legacy: str | None = None,
-                 actor: str | None = None) -> None:
+                 actor: str | None = None, oauth: ResourceServer | None = None) -> None:
         self.app = app
         self.tokens = tokens
         self.legacy = f"Bearer {legacy}".encode() if legacy else None
         self.actor = actor or default_actor()
+        self.oauth = oauth
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if self.oauth is not None:
+            if self.oauth.serves(scope):
+                await self.oauth.metadata(scope, send)
+                return
+            if await self._oauth(scope, receive, send, self.oauth):
+                return
         try:
-            required = self.legacy is not None or self.tokens.any()
+            required = self.oauth is not None or self.legacy is not None or self.tokens.any()
         except ConfigError:
             required = True
         if required:
@@ -127,11 +142,40 @@ class ActorAuth:
                 await send_error(send, 503, "unavailable", public_message(exc))
                 return
             if principal is None:
+                challenge = (self.oauth.challenge() if self.oauth is not None
+                             else b'Bearer realm="sediment"')
                 await send_error(send, 401, "unauthorized", "missing or wrong bearer token",
-                                 ((b"www-authenticate", b'Bearer realm="sediment"'),))
+                                 ((b"www-authenticate", challenge),))
                 return
             scope[PRINCIPAL_KEY] = principal
         await self.app(scope, receive, send)
+
+    async def _oauth(self, scope: Scope, receive: Receive, send: Send,
+                     oauth: ResourceServer) -> bool:
+        """Answer a request bearing a JWT (True), else leave it to Sediment's tokens."""
+        headers: dict[bytes, bytes] = dict(scope.get("headers") or [])
+        got = headers.get(b"authorization", b"")
+        if got[:7].lower() != b"bearer ":
+            return False
+        token = got[7:].decode("ascii", "replace").strip()
+        if not looks_like_jwt(token):
+            return False
+        try:
+            outcome = await oauth.verifier.verify(token)
+        except IdentityProviderError as exc:
+            _log.warning("%s", exc)
+            await send_error(send, 503, "unavailable", "the identity provider is "
+                             "unavailable; the server's log says why")
+            return True
+        if isinstance(outcome, Refused):
+            await oauth.refuse(send, outcome)
+            return True
+        scope[PRINCIPAL_KEY] = outcome.principal
+        # The token stops here: nothing behind this point can pass it on.
+        scope["headers"] = [(k, v) for k, v in scope.get("headers") or []
+                            if k.lower() != b"authorization"]
+        await oauth.call(self.app, scope, receive, send, outcome)
+        return True
 
     def _principal(self, scope: Scope) -> Principal | None:
         headers: dict[bytes, bytes] = dict(scope.get("headers") or [])

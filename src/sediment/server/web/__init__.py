@@ -4,5 +4,6 @@ with explanations, and the signed-in actor's memories and progressive context (s
 
 from sediment.server.web._app import NAV, PREFIX, WebUI, with_ui
 from sediment.server.web._auth import clean_name
+from sediment.server.web._oidc import WebSignIn
 
-__all__ = ["NAV", "PREFIX", "WebUI", "clean_name", "with_ui"]
+__all__ = ["NAV", "PREFIX", "WebSignIn", "WebUI", "clean_name", "with_ui"]

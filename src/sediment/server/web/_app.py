@@ -58,6 +58,7 @@ from sediment.server.web._auth import (
     clean_name,
     csrf_ok,
 )
+from sediment.server.web._oidc import STATE_COOKIE, STATE_SECONDS, SignInFailed, WebSignIn
 
 PREFIX = "/ui"
 NAV = [("queue", "Review queue"), ("layers", "Layers and diff"), ("search", "Search"),
@@ -97,8 +98,10 @@ class WebUI:
                  actor: str | None = None, memory: MemoryService | None = None,
                  context: ContextLoop | None = None,
                  context_settings: ContextSettings | None = None,
-                 sources: SourceLines | None = None) -> None:
+                 sources: SourceLines | None = None,
+                 oidc: WebSignIn | None = None) -> None:
         self.service = service
+        self.oidc = oidc
         self.sessions = Sessions(token, tokens or default_tokens(), actor or default_actor())
         self._memory = memory
         self._context = context
@@ -116,6 +119,8 @@ class WebUI:
             Route(PREFIX + "/login", self.login, methods=["GET", "POST"], name="login"),
             Route(PREFIX + "/logout", self.logout, methods=["POST"], name="logout"),
             Route(PREFIX + "/signin/{code}", self.signin_link),
+            Route(PREFIX + "/oidc/start", self.oidc_start, name="oidc_start"),
+            Route(PREFIX + "/oidc/callback", self.oidc_callback),
             Route(PREFIX + "/queue", self.queue, name="queue"),
             Route(PREFIX + "/decide", self.decide, methods=["POST"], name="decide"),
             Route(PREFIX + "/layers", self.layers, name="layers"),
@@ -232,14 +237,20 @@ class WebUI:
     async def home(self, request: Request) -> Response:
         return RedirectResponse(f"{PREFIX}/queue", 303)
 
-    async def login(self, request: Request) -> Response:
+    @staticmethod
+    def _target(request: Request) -> str:
         target = request.query_params.get("next", "")
         if not target.startswith(PREFIX + "/") or target.startswith("//"):
             target = f"{PREFIX}/queue"
+        return target
+
+    async def login(self, request: Request) -> Response:
+        target = self._target(request)
         if request.method == "GET":
             nonce = secrets.token_urlsafe(24)
             response = self._render(request, "login.html", None, nonce=nonce, next=target,
-                                    needs_token=self.sessions.needs_token, error=None)
+                                    needs_token=self.sessions.needs_token, error=None,
+                                    provider=self.oidc is not None)
             response.set_cookie(LOGIN_COOKIE, nonce, max_age=3600, path=PREFIX,
                                 httponly=True, samesite="strict",
                                 secure=request.url.scheme == "https")
@@ -271,7 +282,8 @@ class WebUI:
             new_nonce = secrets.token_urlsafe(24)
             response = self._render(request, "login.html", None, 401, nonce=new_nonce,
                                     next=target, error=error,
-                                    needs_token=self.sessions.needs_token)
+                                    needs_token=self.sessions.needs_token,
+                                    provider=self.oidc is not None)
             response.set_cookie(LOGIN_COOKIE, new_nonce, max_age=3600, path=PREFIX,
                                 httponly=True, samesite="strict")
             return response
@@ -289,6 +301,53 @@ class WebUI:
                                       "sign in with the token instead.", link_failed=True)
         response = RedirectResponse(f"{PREFIX}/queue", 303)
         self._set_session(response, request, session)
+        return response
+
+    async def oidc_start(self, request: Request) -> Response:
+        """Off to the identity provider (authorization code + PKCE)."""
+        if self.oidc is None:
+            return PlainTextResponse("this server has no identity provider", 404)
+        target = self._target(request)
+        try:
+            url, state = await self.oidc.start(target)
+        except SedimentError as exc:
+            return self._login_error(request, target, public_message(exc))
+        response = RedirectResponse(url, 303)
+        # Lax, not Strict: the provider's redirect back is a cross-site navigation.
+        response.set_cookie(STATE_COOKIE, state, max_age=STATE_SECONDS,
+                            path=PREFIX + "/oidc", httponly=True, samesite="lax",
+                            secure=request.url.scheme == "https")
+        return response
+
+    async def oidc_callback(self, request: Request) -> Response:
+        """Back from the provider: the code redeemed, the token checked, a session opened.
+        The page that follows is reached by a same-site navigation, so the Strict session
+        cookie is sent with it."""
+        if self.oidc is None:
+            return PlainTextResponse("this server has no identity provider", 404)
+        q = request.query_params
+        try:
+            accepted, target = await self.oidc.finish(
+                q.get("state", ""), request.cookies.get(STATE_COOKIE, ""), q.get("code", ""),
+                q.get("error", ""))
+        except SignInFailed as exc:
+            response = self._login_error(request, f"{PREFIX}/queue", str(exc))
+        else:
+            who = accepted.principal
+            session = self.sessions.open(who, who.actor)
+            response = self._render(request, "signed_in.html", None, target=target,
+                                    actor=who.actor, role=who.role)
+            self._set_session(response, request, session)
+        response.delete_cookie(STATE_COOKIE, path=PREFIX + "/oidc")
+        return response
+
+    def _login_error(self, request: Request, target: str, error: str) -> Response:
+        nonce = secrets.token_urlsafe(24)
+        response = self._render(request, "login.html", None, 401, nonce=nonce, next=target,
+                                error=error, needs_token=self.sessions.needs_token,
+                                provider=self.oidc is not None)
+        response.set_cookie(LOGIN_COOKIE, nonce, max_age=3600, path=PREFIX, httponly=True,
+                            samesite="strict", secure=request.url.scheme == "https")
         return response
 
     async def logout(self, request: Request) -> Response:
