@@ -90,6 +90,41 @@ def _candidates(cwd: Path) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _touching(cwd: Path, path: str, blob: str | None) -> list[str]:
+    """Commits reachable from any ref that wrote ``blob`` at ``path``: how a single
+    cherry-pick's commit is found (it leaves no trace while its merge runs)."""
+    if blob is None:
+        return []
+    out = _text(cwd, "log", "--all", "--format=commit %H", "--raw", "--no-abbrev",
+                "--no-renames", "--", path) or ""
+    found, commit = [], ""
+    for line in out.splitlines():
+        if line.startswith("commit "):
+            commit = line[len("commit "):]
+        elif line.startswith(":") and commit:
+            fields = line.split("\t", 1)[0].split()
+            if len(fields) >= 4 and fields[3] == blob:
+                found.append(commit)
+    return found
+
+
+def _commits(cwd: Path, path: str, o_hash: str | None, b_hash: str | None
+             ) -> tuple[str, str] | None:
+    """(ancestor, theirs): the commits whose ``path`` git handed over as %O and %B."""
+    tried: set[str] = set()
+    for scan in (False, True):
+        for theirs in (_touching(cwd, path, b_hash) if scan else _candidates(cwd)):
+            if theirs in tried or _blob(cwd, theirs, path) != b_hash:
+                continue
+            tried.add(theirs)
+            bases = (_text(cwd, "merge-base", "--all", "HEAD", theirs) or "").split()
+            bases += [_text(cwd, "rev-parse", "--verify", "-q", f"{theirs}^") or ""]
+            ancestor = next((c for c in bases if c and _blob(cwd, c, path) == o_hash), None)
+            if ancestor is not None:
+                return ancestor, theirs
+    return None
+
+
 def _set(cwd: Path, commit: str, directory: str) -> dict[str, bytes]:
     """The layer files (not the base) of ``directory`` at ``commit``: name -> bytes."""
     listing = _git(cwd, "ls-tree", "--name-only", "-z", f"{commit}:{directory}", data=True)
@@ -112,14 +147,10 @@ def _views(cwd: Path, path: str, files: tuple[Path, Path, Path]
     o_hash, a_hash, b_hash = (_hash(cwd, f) for f in files)
     if _blob(cwd, "HEAD", path) != a_hash:
         return None
-    theirs = next((c for c in _candidates(cwd) if _blob(cwd, c, path) == b_hash), None)
-    if theirs is None:
+    found = _commits(cwd, path, o_hash, b_hash)
+    if found is None:
         return None
-    bases = (_text(cwd, "merge-base", "--all", "HEAD", theirs) or "").split()
-    bases += [_text(cwd, "rev-parse", "--verify", "-q", f"{theirs}^") or ""]
-    ancestor = next((c for c in bases if c and _blob(cwd, c, path) == o_hash), None)
-    if ancestor is None:
-        return None
+    ancestor, theirs = found
     directory = str(PurePosixPath(path).parent)
     directory = "" if directory == "." else directory
     return (_set(cwd, ancestor, directory), _set(cwd, "HEAD", directory),
@@ -153,6 +184,11 @@ def merge_file(ancestor: Path, ours: Path, theirs: Path, path: str, *,
     found = _views(here, path, (ancestor, ours, theirs))
     sides = [{**(found[i] if found is not None else {}), name: data[i]} for i in range(3)]
     the_plan = plan(*sides)
+    if found is None and the_plan.ids and _git(here, "rev-parse", "--show-toplevel"):
+        raise MergeConflict(
+            f"{path}: both branches gave the same ids to different chunks, and the commits "
+            "being merged were not found in git, so the other layer files cannot be "
+            "renumbered with this one; merge, rebase or cherry-pick from a branch")
     layers = [read_version(d, f"{label} {path}")
               for d, label in zip(data, ("ancestor", "ours", "theirs"), strict=True)]
     merged = merge_layer(path, layers[0], layers[1], layers[2], the_plan)
