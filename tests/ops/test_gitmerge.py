@@ -76,3 +76,64 @@ def test_install_writes_attributes_once_and_returns_the_config_outside_git(
     assert text.splitlines() == ATTRIBUTES
     assert not install(outside_git).attributes_changed
     assert attributes_text("*.png binary") == "*.png binary\n" + "\n".join(ATTRIBUTES) + "\n"
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """main: a delta layer; branch a: a user and a delta chunk; branch b (checked out): two
+    delta chunks. Both branches took the same ids."""
+    r = tmp_path / "repo"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    _git(r, "config", "user.name", "T")
+    _git(r, "config", "user.email", "t@example.com")
+    layer(r / "AGENTS.delta.db", "start")
+    _git(r, "add", "-A")
+    _git(r, "commit", "-q", "-m", "start")
+    _git(r, "checkout", "-q", "-b", "a")
+    layer(r / "AGENTS.delta.db", "start", "a delta")
+    layer(r / "AGENTS.user.db", "a user", first=W + 2)
+    _git(r, "add", "-A")
+    _git(r, "commit", "-q", "-m", "a")
+    _git(r, "checkout", "-q", "-b", "b", "main")
+    layer(r / "AGENTS.delta.db", "start", "b delta", "b more")
+    _git(r, "add", "-A")
+    _git(r, "commit", "-q", "-m", "b")
+    return r
+
+
+def _versions(repo: Path, tmp: Path, ancestor: str, theirs: str) -> tuple[Path, Path, Path]:
+    out = []
+    for label, rev in (("O", ancestor), ("A", "HEAD"), ("B", theirs)):
+        p = tmp / label
+        p.write_bytes(subprocess.run(["git", "cat-file", "blob", f"{rev}:AGENTS.delta.db"],
+                                     cwd=repo, capture_output=True, check=True).stdout)
+        out.append(p)
+    return out[0], out[1], out[2]
+
+
+def test_a_cherry_picked_commit_is_found_and_the_whole_set_renumbered(
+        repo: Path, tmp_path: Path) -> None:
+    o, a, b = _versions(repo, tmp_path, "a^", "a")
+    result = merge_file(o, a, b, "AGENTS.delta.db", cwd=repo)
+    assert result.whole_set
+    # b's delta chunks W+1 and W+2 collide with a's delta chunk and a's *user* chunk; a's
+    # user file is taken by git as it is (b did not change it), so b's ids move, both.
+    assert result.renumbered == {W + 1: W + 3, W + 2: W + 4}
+    got = {c.id: c.content for c in LayerFile.open(a).chunks()}
+    assert got == {W: "start", W + 1: "a delta", W + 3: "b delta", W + 4: "b more"}
+
+
+def test_without_the_commits_inside_a_repository_renumbering_is_refused(
+        repo: Path, tmp_path: Path) -> None:
+    o, a, b = _versions(repo, tmp_path, "a^", "a")
+    b.write_bytes(layer(tmp_path / "elsewhere", "start", "not in any commit").read_bytes())
+    before = a.read_bytes()
+    with pytest.raises(MergeConflict, match="commits being merged were not found"):
+        merge_file(o, a, b, "AGENTS.delta.db", cwd=repo)
+    assert a.read_bytes() == before
