@@ -257,3 +257,24 @@ def test_any_two_histories_merge_the_same_both_ways_and_keep_every_chunk(
             assert by_id[data["old_id"]].content == data["was"]
             assert c.sources[0] == data["old_id"] and c.sources[1] == data["new_id"]
             assert by_id[data["new_id"]].created_at_ms == c.created_at_ms
+
+
+def test_memory_handles_both_sides_gave_are_renamed_on_one_side(
+        forked: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    anc, a, b = forked
+
+    def save(d: Path, text: str, at: int) -> None:
+        add(d, LayerName.USER, NewChunk("memory.fact", text, "human", 1.0, (), at),
+            NewChunk("meta.memory", "", "human", 1.0, (New(0),), at, data={
+                "event": "save", "memory_id": New(0), "actor": "ann", "scope": "global",
+                "handle": "g1"}))
+
+    save(a, "a remembers", 100)
+    save(b, "b remembers", 200)
+    ab = git_merge(side(anc), side(a), side(b))
+    assert ab == git_merge(side(anc), side(b), side(a))
+    user = {c.id: c for c in LayerFile.from_bytes(ab[USER]).chunks()}
+    handles = {json.loads(c.content)["handle"]: user[json.loads(c.content)["memory_id"]].content
+               for c in user.values() if c.kind == "meta.memory"}
+    assert sorted(handles) == ["g1", "g2"]
+    assert set(handles.values()) == {"a remembers", "b remembers"}

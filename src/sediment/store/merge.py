@@ -26,7 +26,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from sediment.errors import FormatError, SedimentError
 from sediment.format import Chunk, LayerFile, encode_layer
-from sediment.store.events import is_meta_kind
+from sediment.store.events import MEMORY_EVENT_PREFIX, is_meta_kind
 from sediment.store.ids import U32_MAX, has_id_ranges, recorded_high_water
 from sediment.store.layers import FILE_NAMES, LayerName
 
@@ -43,6 +43,8 @@ __all__ = ["MergeConflict", "Plan", "Side", "merge_layer", "plan", "read_version
            "rewrite_chunk"]
 
 BASE_FILE = FILE_NAMES[LayerName.BASE]
+MEMORY_SAVE = MEMORY_EVENT_PREFIX
+"""A memory's save event (``sediment.memory.events.SAVE``), which records its handle."""
 SIDES = ("ours", "theirs")
 _ID_KEY = re.compile(r"(?:^|_)id$")
 _IDS_KEY = re.compile(r"(?:^|_)ids$")
@@ -104,6 +106,8 @@ class Plan:
 
     renumbered: str | None
     ids: Mapping[int, int]
+    handles: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    """(handle space, old handle) -> new handle, for the renumbered side's memories."""
 
 
 def _referenced(c: Chunk) -> set[int]:
@@ -120,6 +124,58 @@ def _referenced(c: Chunk) -> set[int]:
 
         _rewrite_json(data, note)
     return found
+
+
+_HANDLE = re.compile(r"[upg][1-9][0-9]{0,9}")
+
+
+def _handle(c: Chunk) -> tuple[str, str] | None:
+    """(space, handle) of a memory's save event: a memory's short name (``g1``, ``u3``)
+    counts per owner, or per project for ``g`` (``sediment.memory.events.Fold``)."""
+    if c.kind != MEMORY_SAVE:
+        return None
+    try:
+        data = json.loads(c.content)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    handle, actor = data.get("handle"), data.get("actor")
+    if not (isinstance(handle, str) and _HANDLE.fullmatch(handle) and isinstance(actor, str)):
+        return None
+    return ("*" if handle[0] == "g" else actor), handle
+
+
+def _handle_plan(new: Mapping[str, Mapping[int, list[tuple[str, Chunk]]]],
+                 every: list[Chunk]) -> dict[tuple[str, str], str]:
+    """(space, handle) -> a new handle, for each handle both sides gave to different
+    memories, above every handle of its space either side used; the plan applies it to
+    the renumbered side's save events."""
+    given: dict[tuple[str, str], dict[str, set[Any]]] = {}
+    for s in SIDES:
+        for per_name in new[s].values():
+            for _, c in per_name:
+                got = _handle(c)
+                if got is None:
+                    continue
+                named = {_identity(m) for sid in c.sources if isinstance(sid, int)
+                         for _, m in new[s].get(sid, [])}
+                given.setdefault(got, {}).setdefault(s, set()).add(
+                    (_identity(c), frozenset(named)))
+    top: dict[tuple[str, str], int] = {}
+    for c in every:
+        got = _handle(c)
+        if got is not None:
+            key = (got[0], got[1][0])
+            top[key] = max(top.get(key, 0), int(got[1][1:]))
+    out: dict[tuple[str, str], str] = {}
+    for (space, handle), by_side in sorted(given.items(), key=lambda kv: (
+            kv[0][0], kv[0][1][0], int(kv[0][1][1:]))):
+        if len(by_side) == 2 and by_side["ours"] != by_side["theirs"]:
+            key = (space, handle[0])
+            top[key] = top.get(key, 0) + 1
+            out[(space, handle)] = f"{handle[0]}{top[key]}"
+    return out
 
 
 def plan(ancestor: Side, ours: Side, theirs: Side) -> Plan:
@@ -154,8 +210,9 @@ def plan(ancestor: Side, ours: Side, theirs: Side) -> Plan:
                               if side.get(n, b"") != ancestor.get(n, b"")}
     clash = sorted(cid for cid in set(new["ours"]) & set(new["theirs"])
                    if len({_identity(c) for s in SIDES for _, c in new[s][cid]}) > 1)
+    every = [c for f in parsed.values() for c in _chunks(f).values()]
     if not clash:
-        return Plan(None, {})
+        return _handles_only(new, changed, every, ours, theirs)
     fixed = [cid for cid in clash if cid <= high or cid in old]
     if fixed:
         raise MergeConflict(
@@ -189,7 +246,29 @@ def plan(ancestor: Side, ours: Side, theirs: Side) -> Plan:
     start = max([high] + [_top(parsed[s, n]) for s in SIDES for n in names])
     if start + len(clash) > U32_MAX:
         raise MergeConflict("chunk ids are exhausted: no free ids are left to renumber into")
-    return Plan(loser, {cid: start + 1 + i for i, cid in enumerate(clash)})
+    return Plan(loser, {cid: start + 1 + i for i, cid in enumerate(clash)},
+                _handle_plan(new, every))
+
+
+def _handles_only(new: Mapping[str, Mapping[int, list[tuple[str, Chunk]]]],
+                  changed: Mapping[str, set[str]], every: list[Chunk], ours: Side,
+                  theirs: Side) -> Plan:
+    """No id was given twice: still, both sides may have numbered memories' handles alike.
+    Renamed on a side whose memory events sit only in files both sides changed; when
+    neither side qualifies the handles stay repeated (the fold keeps the earlier one)."""
+    other = {"ours": "theirs", "theirs": "ours"}
+    eligible = []
+    for s in SIDES:
+        files = {name for per_name in new[s].values() for name, c in per_name
+                 if _handle(c) is not None}
+        if files <= changed[other[s]]:
+            eligible.append(s)
+    for loser in sorted(eligible, key=lambda s: _digest(ours if s == "ours" else theirs),
+                        reverse=True)[:1]:
+        handles = _handle_plan(new, every)
+        if handles:
+            return Plan(loser, {}, handles)
+    return Plan(None, {})
 
 
 Lookup = Callable[[int], int]
@@ -225,9 +304,11 @@ def _rewrite_json(value: Any, ids: Lookup) -> Any:
     return out
 
 
-def rewrite_chunk(c: Chunk, ids: Mapping[int, int]) -> Chunk:
-    """``c`` with its id and every id it references renumbered through ``ids``; an event's
-    JSON is written again (sorted keys, compact, as events are) only when it changed."""
+def rewrite_chunk(c: Chunk, ids: Mapping[int, int],
+                  handles: Mapping[tuple[str, str], str] | None = None) -> Chunk:
+    """``c`` with its id and every id it references renumbered through ``ids`` (and a
+    memory's handle through ``handles``); an event's JSON is written again (sorted keys,
+    compact, as events are) only when it changed."""
     sources = tuple(ids.get(s, s) if isinstance(s, int) else s for s in c.sources)
     content = c.content
     if is_meta_kind(c.kind):
@@ -237,6 +318,9 @@ def rewrite_chunk(c: Chunk, ids: Mapping[int, int]) -> Chunk:
             data = None
         if isinstance(data, dict):
             after = _rewrite_json(data, lambda cid: ids.get(cid, cid))
+            named = _handle(c) if handles else None
+            if named is not None and handles and named in handles:
+                after["handle"] = handles[named]
             if after != data:
                 content = json.dumps(after, sort_keys=True, separators=(",", ":"),
                                      ensure_ascii=False)
@@ -319,11 +403,13 @@ def merge_layer(name: str, ancestor: LayerFile | None, ours: LayerFile | None,
     for side_name, f in zip(SIDES, (ours, theirs), strict=True):
         chunks, rows = _chunks(f), _rows(f)
         _check_ancestor(name, side_name, base, base_rows, chunks, rows)
-        ids = the_plan.ids if the_plan.renumbered == side_name else {}
+        mine = the_plan.renumbered == side_name
+        ids = the_plan.ids if mine else {}
+        handles = the_plan.handles if mine else {}
         for cid, c in chunks.items():
             if cid in base:
                 continue
-            c2 = rewrite_chunk(c, ids) if ids else c
+            c2 = rewrite_chunk(c, ids, handles) if ids or handles else c
             row = rows[cid]
             seen = merged.get(c2.id)
             if seen is None:
