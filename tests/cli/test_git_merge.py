@@ -83,8 +83,10 @@ def test_two_branches_merge_with_the_driver_both_ways_and_conflicts_are_reported
             hits = sediment("search", "cache is redis", "--json", cwd=repo).json()
             text = str(hits)
             assert "alpha: the alpha-cache" in text and "beta: the beta-cache" in text
-            user = {c.content for c in LayerFile.open(repo / "AGENTS.user.db").chunks()}
-            assert {"alpha prefers alpha-tabs", "beta prefers beta-tabs"} <= user
+            memories = sediment("memory", "list", "--scope", "global", cwd=repo).out
+            assert "alpha prefers alpha-tabs" in memories
+            assert "beta prefers beta-tabs" in memories
+            assert "[g1," in memories and "[g2," in memories  # both branches' g1, one renamed
         git(repo, "reset", "-q", "--hard", "HEAD~1")
     assert merged["alpha"] == merged["beta"]
 
