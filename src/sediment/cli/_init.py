@@ -4,6 +4,7 @@ configuration for this project."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from sediment.cli._options import json_option
 from sediment.cli._output import emit_json, visible
 from sediment.config import PROJECT_FILE
 from sediment.errors import ValidationError
+from sediment.ops.gitmerge import ATTRIBUTES, GitSetup, install
 from sediment.store.atomic import atomic_write
 from sediment.store.layerset import LOCK_FILE
 
@@ -88,8 +90,11 @@ def mcp_config(layer_dir: Path) -> dict[str, object]:
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."),
               help="Project directory to set up (default: the current one).")
 @click.option("--force", is_flag=True, help="Replace an existing sediment.toml.")
+@click.option("--git", "with_git", is_flag=True,
+              help="Also install the merge driver for the layer files: .gitattributes, "
+                   "and the git config lines (written in a git repository, else printed).")
 @json_option
-def init_cmd(root: Path, force: bool, as_json: bool) -> None:
+def init_cmd(root: Path, force: bool, with_git: bool, as_json: bool) -> None:
     """Set up a project: a commented sediment.toml, a .gitignore block for the files not to
     commit (local layer, lock files, temporaries, indexes, caches), and the MCP client
     configuration to paste into your agent. Running it again updates the block."""
@@ -108,10 +113,11 @@ def init_cmd(root: Path, force: bool, as_json: bool) -> None:
     if after != before:
         atomic_write(ignore, after.encode("utf-8"))
     config = mcp_config(root)
+    git = install(root) if with_git else None
     if as_json:
         emit_json({"config": str(toml), "config_written": wrote_toml,
                    "gitignore": str(ignore), "gitignore_changed": after != before,
-                   "mcp": config})
+                   "mcp": config, **({"git": _git_json(git)} if git is not None else {})})
         return
     click.echo(f"{'wrote' if wrote_toml else 'kept'} {visible(str(toml))}"
                + ("" if wrote_toml else " (--force replaces it)"))
@@ -120,4 +126,22 @@ def init_cmd(root: Path, force: bool, as_json: bool) -> None:
     click.echo("\nMCP client configuration (for example in .mcp.json, or Claude Desktop's "
                "claude_desktop_config.json):\n")
     click.echo(json.dumps(config, indent=2))
+    if git is not None:
+        _echo_git(git)
     click.echo("\nThen: sediment compile, and sediment search \"your question\".")
+
+
+def _git_json(git: GitSetup) -> dict[str, object]:
+    return {"attributes": str(git.attributes), "attributes_changed": git.attributes_changed,
+            "config": dict(git.config), "config_written": git.config_written}
+
+
+def _echo_git(git: GitSetup) -> None:
+    click.echo(f"{'updated' if git.attributes_changed else 'kept'} "
+               f"{visible(str(git.attributes))}: " + "; ".join(ATTRIBUTES))
+    if git.config_written:
+        click.echo("wrote the merge driver to this repository's git config:")
+    else:
+        click.echo("not in a git repository; run these in it to install the merge driver:")
+    for key, value in git.config:
+        click.echo(f"  git config {key} {shlex.quote(value)}")
