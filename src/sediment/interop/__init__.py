@@ -1,0 +1,52 @@
+"""Peers' formats in and out: agent instruction files, the MCP memory server's knowledge
+graph, mem0 exports and basic-memory notes (docs/import-export.md).
+
+Each format is a reader (file or directory -> :class:`~sediment.interop.model.Item`) and
+a writer (memories -> bytes), one module each; :mod:`importer` saves items through the
+memory service, :mod:`exporter` writes what a writer returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from sediment.interop import basic_memory, instructions, mcp_memory, mem0
+from sediment.interop.exporter import gather, write_tree
+from sediment.interop.importer import ImportReport, Reader, run_import
+from sediment.interop.model import FormatError, Item
+from sediment.memory import Memory
+
+
+@dataclass(frozen=True, slots=True)
+class Format:
+    name: str
+    read: Reader
+    write: Callable[[Iterable[Memory]], bytes | dict[str, bytes]]
+    default_scope: str
+    tree: bool
+    """Writes a directory of files (else one file)."""
+    about: str
+
+
+FORMATS = {f.name: f for f in (
+    Format("claude", instructions.reader("claude"), instructions.writer("claude"),
+           "project", True, "CLAUDE.md files (nested, with @path includes)"),
+    Format("agents-md", instructions.reader("agents-md"), instructions.writer("agents-md"),
+           "project", True, "AGENTS.md files (nested, with @path includes)"),
+    Format("cursor", instructions.reader("cursor"), instructions.writer("cursor"),
+           "project", True, "Cursor rules, .cursor/rules/*.mdc"),
+    Format("copilot", instructions.reader("copilot"), instructions.writer("copilot"),
+           "project", True, ".github/copilot-instructions.md"),
+    Format("cline", instructions.reader("cline"), instructions.writer("cline"),
+           "project", True, "Cline's memory-bank/ folder"),
+    Format("mcp-memory", mcp_memory.read, mcp_memory.write, "user", False,
+           "the MCP memory server's knowledge graph (memory.jsonl)"),
+    Format("mem0", mem0.read, mem0.write, "user", False,
+           "a mem0 export (get_all JSON, an array, or JSON Lines)"),
+    Format("basic-memory", basic_memory.read, basic_memory.write, "user", True,
+           "basic-memory Markdown notes"),
+)}
+
+__all__ = ["FORMATS", "Format", "FormatError", "ImportReport", "Item", "gather",
+           "run_import", "write_tree"]
