@@ -65,7 +65,7 @@ def export_cmd(ctx: click.Context, /, layer: Path | None, to_format: str | None,
 
     With --to FORMAT, write the memories of --actor (repeat it with commas for several:
     --actor a,b) in that format instead, so nothing is locked in here."""
-    if to_format not in (None, "jsonl"):
+    if to_format is not None and to_format != "jsonl":
         if layer is not None:
             raise click.UsageError("--to writes memories, not a layer: leave out LAYER")
         _export_format(ctx, to_format, out, scope, category, layer_dir, actor, store,
@@ -99,7 +99,7 @@ def export_cmd(ctx: click.Context, /, layer: Path | None, to_format: str | None,
                    "instead of a JSON Lines layer export.")
 @click.option("--into", "into", default=None,
               help="Layer to append to: user, delta or local (in --dir), or a layer file.")
-@click.option("--scope", type=click.Choice(_WRITABLE + ["project", "global"]), default=None,
+@click.option("--scope", type=click.Choice([*_WRITABLE, "project", "global"]), default=None,
               help="Which layer --into FILE is, when its name is not a standard one; with "
                    "--from, the memories' scope: user, project or global (default: project "
                    "for instruction files, else user).")
@@ -126,7 +126,7 @@ def import_cmd(ctx: click.Context, /, source: Path, from_format: str | None, int
     With --from FORMAT, SOURCE (a file or a directory) is read as memories of --actor in
     --scope, each with its 'path:line'; what is already stored is not written again.
     """
-    if from_format not in (None, "jsonl"):
+    if from_format is not None and from_format != "jsonl":
         if into is not None or fresh_ids:
             raise click.UsageError("--into and --fresh-ids are for JSON Lines layer exports; "
                                    "--from imports memories (choose them with --scope)")

@@ -26,26 +26,23 @@ class Format:
     default_scope: str
     tree: bool
     """Writes a directory of files (else one file)."""
-    about: str
+    # the CLI's --from/--to choices are sediment.cli._export.FORMATS (a test keeps them equal)
 
 
 FORMATS = {f.name: f for f in (
     Format("claude", instructions.reader("claude"), instructions.writer("claude"),
-           "project", True, "CLAUDE.md files (nested, with @path includes)"),
+           "project", True),
     Format("agents-md", instructions.reader("agents-md"), instructions.writer("agents-md"),
-           "project", True, "AGENTS.md files (nested, with @path includes)"),
+           "project", True),
     Format("cursor", instructions.reader("cursor"), instructions.writer("cursor"),
-           "project", True, "Cursor rules, .cursor/rules/*.mdc"),
+           "project", True),
     Format("copilot", instructions.reader("copilot"), instructions.writer("copilot"),
-           "project", True, ".github/copilot-instructions.md"),
+           "project", True),
     Format("cline", instructions.reader("cline"), instructions.writer("cline"),
-           "project", True, "Cline's memory-bank/ folder"),
-    Format("mcp-memory", mcp_memory.read, mcp_memory.write, "user", False,
-           "the MCP memory server's knowledge graph (memory.jsonl)"),
-    Format("mem0", mem0.read, mem0.write, "user", False,
-           "a mem0 export (get_all JSON, an array, or JSON Lines)"),
-    Format("basic-memory", basic_memory.read, basic_memory.write, "user", True,
-           "basic-memory Markdown notes"),
+           "project", True),
+    Format("mcp-memory", mcp_memory.read, mcp_memory.write, "user", False),
+    Format("mem0", mem0.read, mem0.write, "user", False),
+    Format("basic-memory", basic_memory.read, basic_memory.write, "user", True),
 )}
 
 __all__ = ["FORMATS", "Format", "FormatError", "ImportReport", "Item", "gather",

@@ -40,8 +40,8 @@ def parse(text: str, rel: str, shown: str) -> tuple[list[Item], list[Item]]:
     lines = text.split("\n")
     fm = parse_front_matter([ln.rstrip("\r") for ln in lines])
     fields = fm.fields if fm else {}
-    body = fm.body_start - 1 if fm else 0
-    title = fields.get("title") or PurePosixPath(rel).stem
+    body = fm.body_start if fm else 0
+    title = fields.get("title") or _first_heading(lines, body) or PurePosixPath(rel).stem
     etype = fields.get("type") or "note"
     extra: dict[str, object] = {"path": rel}
     if fm:
@@ -90,12 +90,12 @@ def parse(text: str, rel: str, shown: str) -> tuple[list[Item], list[Item]]:
             items.append(graph.observation_item(NAME, f"{shown}:{no}", title, obs.group(2),
                                                 category_of(cat), {"category": cat}))
             continue
-        rel = RELATION.fullmatch(line)
-        if rel:
+        link = RELATION.fullmatch(line)
+        if link:
             flush()
-            more = {"rest": rel.group(3)} if rel.group(3) else None
+            more = {"rest": link.group(3)} if link.group(3) else None
             items.append(graph.relation_item(NAME, f"{shown}:{no}", title,
-                                             rel.group(1).strip(), rel.group(2).strip(),
+                                             link.group(1).strip(), link.group(2).strip(),
                                              more))
             continue
         if heading.startswith("#") and block and not block[-1].lstrip().startswith("#"):
@@ -105,6 +105,14 @@ def parse(text: str, rel: str, shown: str) -> tuple[list[Item], list[Item]]:
         block.append(line)
     flush()
     return [entity], items
+
+
+def _first_heading(lines: list[str], start: int) -> str | None:
+    """The note's ``# Title`` when it is the first line with text."""
+    for line in lines[start:]:
+        if line.strip():
+            return line.strip()[2:].strip() if line.startswith("# ") else None
+    return None
 
 
 def read(path: Path, root: Path, reading: Reading) -> Iterator[Item]:

@@ -7,6 +7,7 @@ it. Headings are structure, not content: an export writes them back from the blo
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 
 _HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+.*|[ \t]*)")
@@ -31,7 +32,7 @@ class Block:
             return self.text
         first, _, rest = self.text.partition("\n")
         body = _ITEM.sub("", first, count=1)
-        return f"{body}\n{rest}" if rest else body
+        return f"{body}\n{textwrap.dedent(rest)}" if rest else body
 
 
 def blocks(lines: list[str], start: int = 0) -> list[Block]:
@@ -91,6 +92,8 @@ def blocks(lines: list[str], start: int = 0) -> list[Block]:
             continue
         if _ITEM.match(line):
             begin(line, no, True)
+            if m := _FENCE.match(_ITEM.sub("", line, count=1)):
+                fence = m.group(1)
             continue
         if item and (indent >= 2 or not blank):
             cur.append(line)
@@ -109,12 +112,19 @@ def render(blocks_: list[tuple[tuple[str, ...], str]]) -> str:
     headings above a block differ from those above the one before it."""
     parts: list[str] = []
     above: tuple[str, ...] = ()
+    listed = False
     for heads, text in blocks_:
         common = 0
         while common < min(len(heads), len(above)) and heads[common] == above[common]:
             common += 1
-        if len(heads) != len(above) or common != len(heads):
+        changed = len(heads) != len(above) or common != len(heads)
+        if changed:
             parts.extend(heads[common:])
         above = heads
-        parts.append(text)
+        item = bool(_ITEM.match(text))
+        if item and listed and not changed:
+            parts[-1] += "\n" + text
+        else:
+            parts.append(text)
+        listed = item
     return "\n\n".join(parts) + "\n" if parts else ""

@@ -18,12 +18,14 @@ from sediment.store.atomic import write_output
 
 def gather(service: MemoryService, actors: Sequence[str], scope: str | None,
            category: str | None) -> list[Memory]:
-    """Every active memory of ``actors`` (once each, global ones too), in write order."""
-    seen: set[tuple[str, int]] = set()
+    """Every active memory of ``actors`` (once each, global ones too), in write order.
+    Each actor's user store numbers its own chunks, so a user memory is known by its
+    owner and id."""
+    seen: set[tuple[str, str, int]] = set()
     out: list[Memory] = []
     for actor in actors:
         for m in service.active(actor, scope):
-            key = (m.ref.store, m.ref.id)
+            key = (m.ref.store, m.actor if m.ref.store == "u" else "", m.ref.id)
             if key in seen or (category is not None and m.category != category):
                 continue
             seen.add(key)

@@ -19,8 +19,6 @@ from typing import Any
 from sediment.interop.model import Item, context_name
 from sediment.memory import Memory
 
-GRAPH_PARTS = ("entity", "observation", "relation", "prose")
-
 
 def entity_item(fmt: str, source: str, name: str, entity_type: str,
                 extra: dict[str, Any] | None = None) -> Item:

@@ -74,10 +74,8 @@ def run_import(service: MemoryService, fmt: str, read: Reader, path: Path, *, ac
     base = root or Path.cwd()
     report = ImportReport(fmt, str(path), scope, dry_run)
     reading = Reading()
-    total = 0
     for item in read(path, base, reading):
         check(item, actor)
-        total += 1
     report.notes = reading.notes
     keys: dict[tuple[str, str], int] = {}
     for item in read(path, base, Reading()):
