@@ -82,24 +82,18 @@ def _iso(ms: int) -> str:
 
 
 def record_of(m: Memory) -> dict[str, Any]:
-    """The mem0 record of a memory: its original fields when it came from mem0, else
+    """The mem0 record of a memory: the fields it came with when it came from mem0, else
     made from the memory (a stable id, the text's MD5 as mem0 computes ``hash``)."""
     o = m.origin if m.origin and m.origin.get("format") == NAME else {}
-    out: dict[str, Any] = {
-        "id": o.get("id") or str(uuid.uuid5(uuid.NAMESPACE_URL,
-                                            f"sediment:{m.actor}:{m.ref}")),
-        "memory": m.content,
-        "hash": o.get("hash") or hashlib.md5(m.content.encode("utf-8"),
-                                             usedforsecurity=False).hexdigest(),
-        "metadata": o.get("metadata") if "metadata" in o else {"category": m.category},
-        "created_at": o.get("created_at") or _iso(m.created_at_ms),
-        "updated_at": o.get("updated_at") or _iso(m.created_at_ms),
-        "user_id": o.get("user_id") or (None if o.get("agent_id") else m.actor),
-    }
-    for key in ("agent_id", "run_id", "app_id", "categories"):
-        if key in o:
-            out[key] = o[key]
-    return {k: v for k, v in out.items() if v is not None}
+    made = str(uuid.uuid5(uuid.NAMESPACE_URL, f"sediment:{m.actor}:{m.ref}"))
+    if o:
+        return {"id": o.get("id") or made, "memory": m.content,
+                **{k: o[k] for k in FIELDS if k != "id" and k in o}}
+    at = _iso(m.created_at_ms)
+    return {"id": made, "memory": m.content,
+            "hash": hashlib.md5(m.content.encode("utf-8"), usedforsecurity=False).hexdigest(),
+            "metadata": {"category": m.category}, "created_at": at, "updated_at": at,
+            "user_id": m.actor}
 
 
 def write(memories: Iterable[Memory]) -> bytes:
