@@ -119,7 +119,7 @@ def render(blocks_: list[tuple[tuple[str, ...], str]]) -> str:
             common += 1
         changed = len(heads) != len(above) or common != len(heads)
         if changed:
-            parts.extend(heads[common:])
+            parts.extend(heads[common:] or heads[-1:])  # back up to a shallower heading
         above = heads
         item = bool(_ITEM.match(text))
         if item and listed and not changed:

@@ -40,9 +40,10 @@ class _Stream:
         data = self.fh.read(_READ)
         try:
             text = self.decoder.decode(data, final=not data)
-        except UnicodeDecodeError:
-            raise fail(f"{self.where}:{self.line + self.buf.count(chr(10), self.pos)}",
-                       "not UTF-8 text") from None
+        except UnicodeDecodeError as exc:
+            line = self.line + self.buf.count("\n", self.pos) + \
+                data[:max(exc.start, 0)].count(b"\n")
+            raise fail(f"{self.where}:{line}", "not UTF-8 text") from None
         if not data:
             self.eof = True
         if self.pos > _READ and not self.pinned:
@@ -86,8 +87,10 @@ class _Stream:
                 raise fail(f"{self.where}:{line}", f"not JSON: {exc.msg}") from None
             except RecursionError:
                 raise fail(f"{self.where}:{start_line}", "JSON nested too deeply") from None
-            if end >= len(self.buf) and not self.eof and self._fill():
-                continue  # a number may go on in the next block
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if (end >= len(self.buf) or (number and end + 3 > len(self.buf))) \
+                    and not self.eof and self._fill():
+                continue  # a number may go on in the next block ("1" of "1.5e-3")
             if end - self.pos > self.limit:
                 raise fail(f"{self.where}:{start_line}", f"a value longer than "
                            f"{self.limit} bytes; split the file")
