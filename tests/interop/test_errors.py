@@ -98,3 +98,20 @@ def test_untrusted_text_stays_text(service: MemoryService, tmp_path: Path) -> No
     assert f"x: {evil}" in [m.content for m in service.active("ada")]
     out = service.active("ada")
     assert any(m.origin and m.origin.get("text") == evil for m in out)
+
+
+def test_a_large_export_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    import tracemalloc
+
+    record = json.dumps({"memory": "m" * 180, "user_id": "u", "metadata": {"k": 1}})
+    for name, text in (("lines.jsonl", "\n".join([record] * 12_000)),
+                       ("array.json", '{"results": [' + ",".join([record] * 12_000) + "]}")):
+        path = tmp_path / name
+        path.write_text(text)
+        assert path.stat().st_size > 2_400_000
+        tracemalloc.start()
+        count = sum(1 for _ in records(path, name))
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert count == 12_000
+        assert peak < 600_000, peak  # a quarter of the file
