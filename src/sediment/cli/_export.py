@@ -47,8 +47,10 @@ def _memory_options(f: Any) -> Any:
 @click.option("--out", type=click.Path(path_type=Path, allow_dash=True),
               required=True, help="File to write ('-' for stdout); a directory for the "
                                    "formats that write several files.")
-@click.option("--scope", type=click.Choice(MEMORY_SCOPES), default=None,
-              help="With --to: only this scope's memories (default: every scope).")
+@click.option("--scope", type=click.Choice([*MEMORY_SCOPES, "all"]), default=None,
+              help="With --to: only this scope's memories, or all (default: the scope an "
+                   "import of the format writes to: project for instruction files, else "
+                   "user).")
 @click.option("--category", type=click.Choice(_CATEGORIES), default=None,
               help="With --to: only memories of this category.")
 @click.option("--dir", "layer_dir", type=click.Path(path_type=Path, file_okay=False),
@@ -207,12 +209,15 @@ def _import_format(ctx: click.Context, fmt: str, source: Path, scope: str | None
         click.echo(f"note: {visible(note)}", err=True)
     who = ", ".join(sorted(report.actors)) or (actor or default_actor())
     if dry_run:
-        click.echo(f"dry run: would save {report.new} memories "
-                   f"({report.existing} already stored) as {visible(who)} in {where} scope; "
-                   "nothing was written")
+        click.echo(f"dry run: would save {_memories(report.new)} ({report.existing} "
+                   f"already stored) as {visible(who)} in {where} scope; nothing was written")
     else:
-        click.echo(f"imported {report.created} memories from {visible(str(source))} as "
+        click.echo(f"imported {_memories(report.created)} from {visible(str(source))} as "
                    f"{visible(who)} into {where} scope ({report.existing} already stored)")
+
+
+def _memories(n: int) -> str:
+    return f"{n} memor{'y' if n == 1 else 'ies'}"
 
 
 def _export_format(ctx: click.Context, fmt: str, out: Path, scope: str | None,
@@ -225,8 +230,9 @@ def _export_format(ctx: click.Context, fmt: str, out: Path, scope: str | None,
 
     spec = KNOWN[fmt]
     actors = [a.strip() for a in (actor or default_actor()).split(",") if a.strip()]
+    chosen = None if scope == "all" else (scope or spec.default_scope)
     with _service(ctx, store, layer_dir, embedder_name, {}) as svc:
-        memories = gather(svc, actors, scope, category)
+        memories = gather(svc, actors, chosen, category)
     written = spec.write(memories)
     if isinstance(written, dict):
         if str(out) == "-":
@@ -240,7 +246,7 @@ def _export_format(ctx: click.Context, fmt: str, out: Path, scope: str | None,
         files = [str(out)]
     if as_json:
         emit_json({"format": fmt, "out": str(out), "memories": len(memories),
-                   "actors": actors, "files": files})
+                   "actors": actors, "scope": chosen or "all", "files": files})
     elif str(out) != "-":
-        click.echo(f"exported {len(memories)} memories as {fmt} to {visible(str(out))} "
+        click.echo(f"exported {_memories(len(memories))} as {fmt} to {visible(str(out))} "
                    f"({len(files)} file{'s' if len(files) != 1 else ''})")
