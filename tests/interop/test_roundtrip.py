@@ -151,6 +151,18 @@ def test_include_through_a_symlink_out_of_the_root_is_not_read(
     assert any("@link.md is outside" in n for n in report.notes)
 
 
+def test_an_instruction_file_linking_out_of_the_root_is_not_read(
+        service: MemoryService, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    (tmp_path / "elsewhere.md").write_text("- not ours\n")
+    (repo / "CLAUDE.md").write_text("- ours\n")
+    (repo / "sub" / "CLAUDE.md").symlink_to(tmp_path / "elsewhere.md")
+    report = do_import(service, "claude", repo)
+    assert report.created == 1
+    assert report.notes == [f"sub/CLAUDE.md links outside {repo}; not read"]
+
+
 def test_includes_stop_at_five_levels(service: MemoryService, tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -189,7 +189,11 @@ def reader(kind_name: str) -> Callable[[Path, Path, Reading], Iterator[Item]]:
                                   f"{kind.default_path})")
         r = _Reader(kind, base, reading)
         for f in files:
-            if f.resolve() not in r.done:
+            real = f.resolve()
+            if not real.is_relative_to(r.real_root):
+                reading.notes.append(f"{f.relative_to(base).as_posix()} links outside "
+                                     f"{base}; not read")
+            elif real not in r.done:
                 yield from r.file(f, 0, (), None)
 
     return read
