@@ -11,7 +11,7 @@ import click
 
 from sediment.cli._app import cli
 from sediment.cli._options import get_config, json_option, open_for_writing, open_layerset
-from sediment.cli._output import emit_json, visible
+from sediment.cli._output import emit_json, note, visible
 from sediment.errors import ValidationError
 from sediment.review import export_lines, import_file
 from sediment.review._common import layer_name_for_file
@@ -205,8 +205,8 @@ def _import_format(ctx: click.Context, fmt: str, source: Path, scope: str | None
             out["items"] = items
         emit_json(out)
         return
-    for note in report.notes:
-        click.echo(f"note: {visible(note)}", err=True)
+    for remark in report.notes:
+        note(f"note: {remark}")
     who = ", ".join(sorted(report.actors)) or (actor or default_actor())
     if dry_run:
         click.echo(f"dry run: would save {_memories(report.new)} ({report.existing} "
