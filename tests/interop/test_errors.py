@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sediment.errors import ValidationError
 from sediment.interop import FormatError
 from sediment.interop.jsonstream import records
 from sediment.memory import MemoryService
@@ -115,3 +116,12 @@ def test_a_large_export_is_read_in_bounded_memory(tmp_path: Path) -> None:
         tracemalloc.stop()
         assert count == 12_000
         assert peak < 600_000, peak  # a quarter of the file
+
+
+def test_a_bad_actor_or_scope_is_named_before_reading(service: MemoryService,
+                                                      tmp_path: Path) -> None:
+    src = _lines(tmp_path / "memory.jsonl", "{not json")
+    with pytest.raises(ValidationError, match=r"^actor 'no way' is invalid"):
+        do_import(service, "mcp-memory", src, actor="no way")
+    with pytest.raises(ValidationError, match=r"^scope 'team' is unknown"):
+        do_import(service, "mcp-memory", src, scope="team")

@@ -22,7 +22,7 @@ from sediment.credentials import refuse_credentials
 from sediment.errors import ValidationError
 from sediment.interop.model import FormatError, Item, Reading, fail
 from sediment.memory import MemoryService
-from sediment.memory.model import check_actor, check_category, check_content
+from sediment.memory.model import check_actor, check_category, check_content, check_scope
 from sediment.memory.service import MAX_ORIGIN_CHARS
 
 Reader = Callable[[Path, Path, Reading], Iterator[Item]]
@@ -71,6 +71,8 @@ def run_import(service: MemoryService, fmt: str, read: Reader, path: Path, *, ac
                on_item: Callable[[dict[str, Any]], None] | None = None) -> ImportReport:
     """Import ``path`` as ``actor`` into ``scope``; ``on_item`` hears of every item
     (status ``created``, ``exists``, or with ``dry_run`` ``new`` / ``exists``)."""
+    check_actor(actor)
+    check_scope(scope)
     base = root or Path.cwd()
     report = ImportReport(fmt, str(path), scope, dry_run)
     reading = Reading()
