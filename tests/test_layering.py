@@ -62,7 +62,7 @@ def test_imports_follow_the_layering() -> None:
                                     "sediment.errors", "sediment.memory",
                                     "sediment.credentials", "sediment.auth",
                                     "sediment.context", "sediment.agents",
-                                    "sediment.pg"])
+                                    "sediment.pg", "sediment.interop"])
 def test_all_is_complete(module: str) -> None:
     import importlib
 

@@ -15,14 +15,14 @@ from sediment.interop import basic_memory, instructions, mcp_memory, mem0
 from sediment.interop.exporter import gather, write_tree
 from sediment.interop.importer import ImportReport, Reader, run_import
 from sediment.interop.model import FormatError, Item
-from sediment.memory import Memory
+from sediment.memory import Memory as _Memory
 
 
 @dataclass(frozen=True, slots=True)
 class Format:
     name: str
     read: Reader
-    write: Callable[[Iterable[Memory]], bytes | dict[str, bytes]]
+    write: Callable[[Iterable[_Memory]], bytes | dict[str, bytes]]
     default_scope: str
     tree: bool
     """Writes a directory of files (else one file)."""
