@@ -1,10 +1,5 @@
 """``sediment import --from`` and ``sediment export --to`` as people run them: the real
-command, real files, a fresh layer directory and user data directory per test.
-
-The round trip runs here for each reader and writer family (the graph, mem0, notes,
-instruction files with includes, rules with front matter); agents-md, copilot and cline
-share the instruction files' reader and writer, and their round trips run through the
-service in test_roundtrip.py (each command costs seconds on the shared machines)."""
+command, real files, a fresh layer directory and user data directory per test."""
 
 from __future__ import annotations
 
@@ -29,7 +24,8 @@ def _source(fmt: str, tmp_path: Path) -> Path:
     return write_repo(tmp_path / "repo")
 
 
-@pytest.mark.parametrize("fmt", ["mcp-memory", "mem0", "basic-memory", "claude", "cursor"])
+@pytest.mark.parametrize("fmt", ["mcp-memory", "mem0", "basic-memory", "claude", "agents-md",
+                                 "cursor", "copilot", "cline"])
 def test_import_export_import_again(sediment: Runner, tmp_path: Path, fmt: str) -> None:
     store = tmp_path / "store"
     store.mkdir()
