@@ -14,7 +14,7 @@ SRC = Path(sediment.__file__).parent
 RANK = {"format": 0, "store": 1, "auth": 2, "embed": 2, "search": 2, "credentials": 2,
         "ingest": 3, "review": 3, "kcp": 4, "memory": 4, "context": 4, "agents": 4, "ops": 5,
         "pg": 5, "workspace": 5.5, "server": 6,
-        "cli": 7, "_api": 7}
+        "interop": 6, "cli": 7, "_api": 7}
 ASIDE = {"errors", "config", "__init__", "__main__", "py"}
 
 
@@ -62,7 +62,7 @@ def test_imports_follow_the_layering() -> None:
                                     "sediment.errors", "sediment.memory",
                                     "sediment.credentials", "sediment.auth",
                                     "sediment.context", "sediment.agents",
-                                    "sediment.pg"])
+                                    "sediment.pg", "sediment.interop"])
 def test_all_is_complete(module: str) -> None:
     import importlib
 

@@ -4,7 +4,8 @@ Each event is a chunk whose content is a small JSON object and whose ``sources``
 chunk ids it is about (in the store that holds it):
 
 - ``meta.memory``: a save: ``{"event": "save", "memory_id": N, "actor", "scope", "source",
-  "context", "related_to": [...], "handle": "u3"}``; sources ``[N]``.
+  "context", "related_to": [...], "handle": "u3"}`` (and ``"origin": {...}`` for an
+  imported memory); sources ``[N]``.
 - ``meta.supersede`` (shared with the rest of Sediment, so search hides the old version):
   ``{"event": "supersede", "old_id": A, "new_id": B, "reason": "dedup" | "update",
   "similarity", "correction", "signals", "actor"}``; sources ``[A, B]``.
@@ -65,6 +66,8 @@ class MemoryState:
     """(time of the flush, count, actor) for ``show``'s use history."""
     handle: str | None = None
     """The short id it is called by (``u3``, ``p4``, ``g5``): see :class:`Fold`."""
+    origin: dict[str, Any] | None = None
+    """Where an imported memory came from (``sediment.interop``), as its save recorded."""
 
 
 @dataclass(slots=True)
@@ -159,6 +162,8 @@ def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
             s.context = ctx if isinstance(ctx, str) and ctx else None
             rel = d.get("related_to")
             s.related_to = [str(r) for r in rel] if isinstance(rel, list) else []
+            org = d.get("origin")
+            s.origin = org if isinstance(org, dict) else None
             back = _int(d.get("restores"))
             s.restored_from = MemoryRef(e.store, back) if back is not None else None
             handle, owner = d.get("handle"), d.get("actor")

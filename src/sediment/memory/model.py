@@ -141,6 +141,8 @@ class Memory:
     superseded_by_label: str | None = None
     rank: float = 0.0
     """Recall's order: hybrid relevance within the query's candidates (not shown)."""
+    origin: dict[str, Any] | None = None
+    """Where an imported memory came from (``sediment.interop``); None: saved here."""
 
     @property
     def shown(self) -> str:
@@ -168,6 +170,8 @@ class Memory:
         }
         if self.pending:
             out["pending"] = True
+        if self.origin is not None:
+            out["origin"] = self.origin
         if self.score is not None:
             out["score"] = round(self.score, 6)
         return out

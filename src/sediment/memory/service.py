@@ -15,6 +15,7 @@ only true ties fall through to the tie-breakers.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sys
@@ -91,6 +92,7 @@ DEFAULT_LIST_LIMIT = 20
 MAX_LIST_LIMIT = 10_000
 MAX_QUERY_CHARS = 2_000
 MAX_RELATED = 64
+MAX_ORIGIN_CHARS = 16_000
 EMBED_CACHE = 256
 MAX_PROPOSALS_COMPARED = 200
 CONTEXT_RE = re.compile(r"^[^\x00-\x1f\x7f]{1,100}$")
@@ -265,7 +267,8 @@ class MemoryService:
                       st.superseded_by, st.forgotten, stored.place is Place.PROPOSAL,
                       label=self._label(actor, owner, stored.ref),
                       supersedes_label=self._label(actor, owner, st.supersedes),
-                      superseded_by_label=self._label(actor, owner, st.superseded_by))
+                      superseded_by_label=self._label(actor, owner, st.superseded_by),
+                      origin=st.origin)
 
     def _owned(self, actor: str, memory_id: object, *, human: bool,
                field_name: str = "memory_id") -> tuple[StoredMemory, Memory]:
@@ -301,7 +304,7 @@ class MemoryService:
     def save(self, actor: str, content: object, category: object, source: object = None,
              scope: object = None, context: object = None, related_to: object = None, *,
              supersedes: object = None, keep_separate: object = False,
-             human: bool = False) -> dict[str, Any]:
+             human: bool = False, origin: object = None) -> dict[str, Any]:
         """Save a memory. The same text as one of the actor's active memories in the scope
         (case and whitespace aside) writes nothing (status ``exists``). Otherwise the save
         decision (``sediment.memory.decision``) supersedes a restatement or a correction of
@@ -320,6 +323,7 @@ class MemoryService:
         src = check_source(DEFAULT_SOURCE if source is None else source)
         scp = check_scope(Scope.USER.value if scope is None else scope)
         ctx = _context_name(context)
+        kept = _origin(origin)
         targets, sources = _related(related_to, scp is not Scope.USER)
         for s in sources:
             if isinstance(s, int) and self.chunk_exists is not None \
@@ -350,8 +354,8 @@ class MemoryService:
                 pool = self._candidates(actor, scp, text, vec, correcting=correcting)
                 same = _identical(pool, text)
                 if same is not None:
-                    return {"status": "exists", "id": same.shown, "scope": scp.value,
-                            "category": same.category, "similarity": 1.0,
+                    return {"status": "exists", "id": same.shown, "chunk_id": same.ref.id,
+                            "scope": scp.value, "category": same.category, "similarity": 1.0,
                             "looks_like_correction": False, "correction_signals": [],
                             "use_count": same.use_count,
                             "created_at_ms": same.created_at_ms}
@@ -387,6 +391,8 @@ class MemoryService:
                                tuple(sources), vec)
             handle = self._fold(actor).next_handle(_HANDLE_OF_PLACE[place], actor)
             events = _save_event(actor, scp, src, SOURCES[src], ctx, targets, author, handle)
+            if kept is not None:
+                events[0].data["origin"] = kept
             signals: list[str] = []
             is_correction = False
             if old is not None:
@@ -432,6 +438,15 @@ class MemoryService:
                             "similarity": round(c, 4), "decision": d.verdict.value}
                            for m, c, d in close]
         return out
+
+    def existing(self, actor: str, content: object, scope: object = None) -> Memory | None:
+        """The actor's active memory in ``scope`` with this very text, which a save would
+        answer ``exists`` with (an import's dry run asks this; nothing is written)."""
+        check_actor(actor)
+        text = check_content(content)
+        scp = check_scope(Scope.USER.value if scope is None else scope)
+        pool = self._candidates(actor, scp, text, self._embed(text))
+        return _identical(pool, text)
 
     def _chosen(self, actor: str, memory_id: object, place: Place) -> Memory:
         """The memory an agent's ``supersedes`` names: its own, active, in the same store."""
@@ -605,6 +620,17 @@ class MemoryService:
         rows.sort(key=lambda m: (-m.use_count, -m.created_at_ms, str(m.ref)))
         return {"total": len(rows), "memories": [m.to_dict() for m in rows[:k]],
                 "contexts": self._contexts(actor, rows)}
+
+    def active(self, actor: str, scope: object = None) -> list[Memory]:
+        """The actor's active memories (``scope``: one scope, else all it reads), in the
+        order they were written in each store: what an export writes."""
+        check_actor(actor)
+        scopes = tuple(Scope) if scope is None else (check_scope(scope),)
+        fold = self._fold(actor)
+        rows = [m for s in self.store.memories(actor, scopes)
+                if (m := self._view(actor, s, fold.memories.get(s.ref))).active]
+        rows.sort(key=lambda m: (m.ref.store, m.ref.id))
+        return rows
 
     def show(self, actor: str, memory_id: object) -> dict[str, Any]:
         check_actor(actor)
@@ -914,6 +940,25 @@ class MemoryService:
             self._flusher.stop()
             self._flusher = None
         self.flush()
+
+
+def _origin(value: object) -> dict[str, Any] | None:
+    """An import's ``origin``: a JSON object of at most ``MAX_ORIGIN_CHARS``, holding no
+    credential (it is stored beside the content)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValidationError("origin must be an object")
+    try:
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"origin is not plain JSON: {exc}") from None
+    if len(text) > MAX_ORIGIN_CHARS:
+        raise ValidationError(f"origin has {len(text)} characters of JSON; the maximum is "
+                              f"{MAX_ORIGIN_CHARS}")
+    refuse_credentials(text, "origin")
+    parsed: dict[str, Any] = json.loads(text)
+    return parsed
 
 
 def _save_event(actor: str, scope: Scope, source: str, confidence: float,

@@ -157,7 +157,7 @@ class SaveOut(BaseModel):
                                     "already says this; nothing written)")
     id: str = Field(description=ID_TEXT)
     chunk_id: int | None = Field(default=None, description=(
-        "The id of the chunk that stores it (absent when nothing was written)"))
+        "The id of the chunk that stores it (for exists, the memory already saved)"))
     superseded_id: str | None = Field(default=None, description=(
         "The memory this one replaced (restore it with manage_memory if that was wrong)"))
     superseded_content: str | None = Field(default=None,
