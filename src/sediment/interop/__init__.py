@@ -23,26 +23,25 @@ class Format:
     name: str
     read: Reader
     write: Callable[[Iterable[_Memory]], bytes | dict[str, bytes]]
+    """One file's bytes, or a directory's files by path."""
     default_scope: str
-    tree: bool
-    """Writes a directory of files (else one file)."""
     # the CLI's --from/--to choices are sediment.cli._export.FORMATS (a test keeps them equal)
 
 
 FORMATS = {f.name: f for f in (
     Format("claude", instructions.reader("claude"), instructions.writer("claude"),
-           "project", True),
+           "project"),
     Format("agents-md", instructions.reader("agents-md"), instructions.writer("agents-md"),
-           "project", True),
+           "project"),
     Format("cursor", instructions.reader("cursor"), instructions.writer("cursor"),
-           "project", True),
+           "project"),
     Format("copilot", instructions.reader("copilot"), instructions.writer("copilot"),
-           "project", True),
+           "project"),
     Format("cline", instructions.reader("cline"), instructions.writer("cline"),
-           "project", True),
-    Format("mcp-memory", mcp_memory.read, mcp_memory.write, "user", False),
-    Format("mem0", mem0.read, mem0.write, "user", False),
-    Format("basic-memory", basic_memory.read, basic_memory.write, "user", True),
+           "project"),
+    Format("mcp-memory", mcp_memory.read, mcp_memory.write, "user"),
+    Format("mem0", mem0.read, mem0.write, "user"),
+    Format("basic-memory", basic_memory.read, basic_memory.write, "user"),
 )}
 
 __all__ = ["FORMATS", "Format", "FormatError", "ImportReport", "Item", "gather",
