@@ -27,6 +27,7 @@ from pgvector.psycopg import register_vector
 from sediment.errors import StoreUnavailableError, ValidationError
 from sediment.pg.connection import (
     CONNECT_TIMEOUT_S,
+    LOST,
     STATEMENT_TIMEOUT_MS,
     StoreUrl,
     connect,
@@ -123,7 +124,8 @@ class Database:
             yield conn
         except psycopg.OperationalError as exc:
             healthy = False
-            raise StoreUnavailableError(f"store {self.url.redacted}: {_first_line(exc)}") \
+            raise StoreUnavailableError(f"store {self.url.redacted}: {_first_line(exc)}",
+                                       cause=LOST) \
                 from exc
         except psycopg.DataError as exc:
             raise ValidationError(f"store {self.url.redacted} refused a value "

@@ -41,6 +41,7 @@ from sediment.format import Chunk, Source
 from sediment.format.profile import CACHE_KEY_ALG, check_compatible
 from sediment.pg.connection import (
     CONNECT_TIMEOUT_S,
+    LOST,
     STATEMENT_TIMEOUT_MS,
     StoreUrl,
     connect,
@@ -165,7 +166,8 @@ class PgStore:
         except psycopg.OperationalError as exc:
             self._local.conn = None
             raise StoreUnavailableError(f"store {self.url.redacted}: the connection failed "
-                                        f"({str(exc).strip().splitlines()[0]})") from exc
+                                        f"({str(exc).strip().splitlines()[0]})",
+                                        cause=LOST) from exc
 
     def close(self) -> None:
         with self._guard:
@@ -286,7 +288,7 @@ class PgStore:
         except psycopg.OperationalError as exc:
             self._local.conn = None
             raise StoreUnavailableError(f"store {self.url.redacted}: the connection failed "
-                                        f"({exc})") from exc
+                                        f"({exc})", cause=LOST) from exc
 
     def kind_counts(self, name: LayerName) -> dict[str, int]:
         with self.cursor() as cur:
@@ -322,7 +324,7 @@ class PgStore:
         except psycopg.OperationalError as exc:
             self._local.conn = None
             raise StoreUnavailableError(f"store {self.url.redacted}: the connection failed "
-                                        f"({exc})") from exc
+                                        f"({exc})", cause=LOST) from exc
         for hits in found:
             hits.sort(key=lambda h: (-h[0], h[1]))
             del hits[limit:]
@@ -399,7 +401,8 @@ class PgStore:
         except psycopg.OperationalError as exc:
             self._local.conn = None
             raise StoreUnavailableError(f"store {self.url.redacted}: the connection failed "
-                                        f"({str(exc).strip().splitlines()[0]})") from exc
+                                        f"({str(exc).strip().splitlines()[0]})",
+                                        cause=LOST) from exc
 
     def append(self, name: LayerName, items: Sequence[NewChunk],
                vectors: npt.NDArray[np.float32], *, profile: Any,

@@ -26,7 +26,8 @@ from sediment.auth import Principal, TokenStore
 from sediment.auth.tokens import TokenCheck
 from sediment.errors import ConfigError, StoreUnavailableError
 from sediment.memory import DEFAULT_DEDUP_THRESHOLD
-from sediment.server.disclosure import public_message, send_error
+from sediment.server.disclosure import mcp_message, public_message, send_error
+from sediment.server.outage import answer_outage
 
 PRINCIPAL_KEY = "sediment.principal"
 CALLER: ContextVar[Principal | None] = ContextVar("sediment_caller", default=None)
@@ -95,8 +96,9 @@ class ActorAuth:
     whenever tokens exist (or a legacy token was given)."""
 
     def __init__(self, app: ASGIApp, tokens: TokenCheck, *, legacy: str | None = None,
-                 actor: str | None = None) -> None:
+                 actor: str | None = None, mcp_path: str | None = None) -> None:
         self.app = app
+        self.mcp_path = mcp_path
         self.tokens = tokens
         self.legacy = f"Bearer {legacy}".encode() if legacy else None
         self.actor = actor or default_actor()
@@ -113,7 +115,11 @@ class ActorAuth:
             try:
                 principal = self._principal(scope)
             except StoreUnavailableError as exc:
-                await send_error(send, 503, "unavailable", public_message(exc))
+                if scope.get("method") == "POST" and self.mcp_path is not None \
+                        and scope.get("path", "").rstrip("/") == self.mcp_path.rstrip("/"):
+                    await answer_outage(scope, receive, send, mcp_message(exc))
+                else:
+                    await send_error(send, 503, "unavailable", public_message(exc))
                 return
             if principal is None:
                 await send_error(send, 401, "unauthorized", "missing or wrong bearer token",
