@@ -5,6 +5,8 @@ session; the HTTP API keeps answering 503."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,9 @@ def _text(result: Any) -> str:
     return "\n".join(getattr(x, "text", "") for x in result.content)
 
 
-def test_an_sdk_session_survives_a_database_crash(tmp_path: Path) -> None:
+def test_an_sdk_session_survives_a_database_crash() -> None:
+    # not under pytest's temporary root: another pytest session may prune it meanwhile
+    tmp_path = Path(tempfile.mkdtemp(prefix="sediment-outage-"))
     pg = Postgres(tmp_path)
     try:
         url = pg.database("outage")
@@ -55,6 +59,7 @@ def test_an_sdk_session_survives_a_database_crash(tmp_path: Path) -> None:
             log = srv.log.read_text(errors="replace")
     finally:
         pg.stop()
+        shutil.rmtree(tmp_path, ignore_errors=True)
     assert not seen["before"].is_error, _text(seen["before"])
     down = _text(seen["down"])
     assert seen["down"].is_error
