@@ -11,8 +11,8 @@ from sediment.cli._app import cli
 
 MODULES = tuple(f"sediment.cli.{m}" for m in (
     "_agent", "_compile", "_context", "_db", "_diff", "_export", "_index", "_init", "_kcp",
-    "_layers", "_memory", "_promote", "_proposals", "_read", "_serve", "_sign", "_sync",
-    "_token", "_transfer", "_ui", "_write",
+    "_layers", "_memory", "_projects", "_promote", "_proposals", "_read", "_serve", "_sign",
+    "_sync", "_token", "_transfer", "_ui", "_write",
 ))
 
 COMMANDS = {name: f"sediment.cli.{module}" for module, names in {
@@ -27,6 +27,7 @@ COMMANDS = {name: f"sediment.cli.{module}" for module, names in {
     "_kcp": ("kcp",),
     "_layers": ("inspect", "validate", "layers"),
     "_memory": ("memory",),
+    "_projects": ("projects",),
     "_promote": ("promote", "compact"),
     "_proposals": ("proposals",),
     "_read": ("search",),

@@ -111,7 +111,12 @@ def parse_store_url(url: str, project: str | None = None) -> StoreUrl:
     named = [v for k, v in query if k == "project"]
     rest = [(k, v) for k, v in query if k != "project"]
     chosen = project or (named[-1] if named else DEFAULT_PROJECT)
-    conninfo = urlunsplit(parts._replace(query=urlencode(rest)))
+    query_text = urlencode(rest)
+    # urlunsplit drops the ``//`` of an empty host (``postgresql:///db?host=/run/...``,
+    # a Unix socket), which libpq then refuses
+    conninfo = f"{parts.scheme}://{parts.netloc}{parts.path}" + \
+        (f"?{query_text}" if query_text else "") + \
+        (f"#{parts.fragment}" if parts.fragment else "")
     return StoreUrl(conninfo, check_project(chosen))
 
 
