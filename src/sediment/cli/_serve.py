@@ -50,13 +50,18 @@ from sediment.store import FILE_NAMES, LayerName, LayerSet
               help="Load the embedding model on the first query instead of at start.")
 @click.option("--agent", default=None,
               help="Expose only this persona's tools (personas: sediment agent list).")
+@click.option("--forwarded-allow-ips", "forwarded", default=None, metavar="IPS",
+              help="Addresses of the reverse proxies whose X-Forwarded-Proto and -For are "
+                   "trusted (http; comma-separated, '*' for any; default: "
+                   "FORWARDED_ALLOW_IPS, else 127.0.0.1): behind a proxy on another host "
+                   "or container, the page's session cookie is Secure only with it.")
 @store_layer_options
 @signature_option
 @click.pass_context
 def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path: str,
           token: str | None, token_file: Path | None, embedder_name: str | None,
-          root: Path | None, no_warm_up: bool, agent: str | None, store: str | None,
-          layer_dir: Path | None, **paths: Path | None) -> None:
+          root: Path | None, no_warm_up: bool, agent: str | None, forwarded: str | None,
+          store: str | None, layer_dir: Path | None, **paths: Path | None) -> None:
     """Serve the layers to agents over MCP (tools agents_search, agents_context_write,
     agents_context_propose; chunks and layers as agentsdb:// resources).
 
@@ -83,7 +88,7 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
         sock = bind_socket(host, port)
     try:
         _serve(cfg, sock, transport, host, http_path, token, embedder_name, root,
-               no_warm_up, layer_dir, paths, agent, store)
+               no_warm_up, layer_dir, paths, agent, store, forwarded)
     finally:
         if sock is not None:
             sock.close()
@@ -93,7 +98,7 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
            host: str, http_path: str, token: str | None, embedder_name: str | None,
            root: Path | None, no_warm_up: bool, layer_dir: Path | None,
            paths: dict[str, Path | None], agent: str | None = None,
-           store: str | None = None) -> None:
+           store: str | None = None, forwarded: str | None = None) -> None:
     from sediment.context import resolve
     from sediment.ops.service import ContextService
     from sediment.server import build_http_app, build_server
@@ -166,6 +171,6 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
                f"(layers in {where}; pid {os.getpid()})",
                err=True)
     try:
-        serve_http(app, sock, on_exit=close_workers)
+        serve_http(app, sock, on_exit=close_workers, forwarded_allow_ips=forwarded)
     finally:
         close_workers()
