@@ -148,3 +148,12 @@ class StoreUnavailableError(SedimentError):
 
     http_status = 503
     error_code = "unavailable"
+
+    cause: str
+    """What failed, in words that name no host, database or user: what an MCP caller
+    reads (the message, with the store's URL, goes to the server's log)."""
+
+    def __init__(self, message: str, *, cause: str = "cannot connect to the database "
+                 "server") -> None:
+        super().__init__(message)
+        self.cause = cause

@@ -84,9 +84,13 @@ def test_another_project_is_empty_and_separate(sediment: Runner, pg_url: str,
                                                tmp_path: Path) -> None:
     _pushed(pg_url, tmp_path)
     other = pg_url.replace("?", "?project=other&", 1)
-    assert sediment("layers", "--store", other, "--json").json()["schema"] is None
-    sediment("write", "--store", other, "--kind", "note", "--content", "only in other",
-             "--confidence", "0.5", env=ENV)
+    missing = sediment("layers", "--store", other, "--json")
+    assert missing.code == 1 and "has no project 'other' (projects: default)" in missing.err
+    (tmp_path / "other").mkdir()
+    _pushed(other, tmp_path / "other")  # push creates the project
+    w = sediment("write", "--store", other, "--kind", "note", "--content", "only in other",
+                 "--confidence", "0.5", env=ENV)
+    assert w.code == 0, w.err
     hits = sediment("search", "--store", pg_url, "only in other", "--mode", "lexical",
                     "--json", env=ENV).json()["results"]
     assert all("only in other" not in h["content"] for h in hits)

@@ -4,6 +4,8 @@ server, and PostgreSQL crashing and restarting under them."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,16 +23,19 @@ def test_concurrent_writers_and_readers(pg_url: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kill", ["sigkill", "immediate"])
-def test_a_database_crash_mid_load(tmp_path: Path, kill: str) -> None:
+def test_a_database_crash_mid_load(kill: str) -> None:
     """The postmaster killed with SIGKILL (its backends orphaned, no checkpoint), or
-    stopped by ``pg_ctl stop -m immediate``, once 20 writes were acknowledged."""
-    pg = Postgres(tmp_path)
+    stopped by ``pg_ctl stop -m immediate``, once 20 writes were acknowledged. (Not under
+    pytest's temporary root: another pytest session may prune it meanwhile.)"""
+    root = Path(tempfile.mkdtemp(prefix="sediment-crash-"))
+    pg = Postgres(root)
     try:
         url = pg.database("crash")
-        res = run_load(url, tmp_path, writers=2, writes=80, readers=1, pg=pg,
+        res = run_load(url, root, writers=2, writes=80, readers=1, pg=pg,
                        crash_after_writes=20, down=2.0, kill=kill)
     finally:
         pg.stop()
+        shutil.rmtree(root, ignore_errors=True)
     assert res.restarted_at_s is not None and res.kill == kill
     assert res.crash_recovery, "the restarted server did not recover from a crash"
     assert res.write_failures, "the crash came after the writers finished"

@@ -15,6 +15,7 @@ import pytest
 from sediment.format import Chunk, encode_layer
 from sediment.pg import PgStore, parse_store_url
 from sediment.pg import search as pg_search
+from sediment.pg.database import Database
 from sediment.pg.transfer import push
 from sediment.search import SearchRequest
 from sediment.store import LayerName, LayerSet, NewChunk
@@ -101,6 +102,7 @@ def _ef(store: PgStore) -> str:
 
 def test_the_breadth_is_set_per_connection_and_not_kept_from_a_transaction(
         store: PgStore) -> None:
+    store = PgStore(store.url, database=Database(store.url, size=1))  # one connection
     q = _unit(1, 4)[0]
     _search(store, q, ann_expansion=50)
     assert _ef(store) == "50"
@@ -112,6 +114,7 @@ def test_the_breadth_is_set_per_connection_and_not_kept_from_a_transaction(
     assert _ef(store) == "70"  # so it is set again, for the session this time
     _search(store, q)
     assert _ef(store) == str(pg_search.breadth(SearchRequest(k=10), 20, ROWS))
+    store.db.close()
 
 
 def test_the_default_breadth_is_the_file_stores() -> None:

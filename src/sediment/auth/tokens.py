@@ -109,6 +109,8 @@ class TokenInfo:
     created_at_ms: int
     expires_at_ms: int | None = None
     """When the token stops working (None: never)."""
+    project: str | None = None
+    """The one project a team server's token works for (None: every project)."""
 
     def expired(self, now_ms: int | None = None) -> bool:
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
@@ -119,6 +121,8 @@ class TokenInfo:
                                "created_at_ms": self.created_at_ms}
         if self.expires_at_ms is not None:
             out["expires_at_ms"] = self.expires_at_ms
+        if self.project is not None:
+            out["project"] = self.project
         return out
 
 

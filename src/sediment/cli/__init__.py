@@ -11,8 +11,8 @@ from sediment.cli._app import cli
 
 MODULES = tuple(f"sediment.cli.{m}" for m in (
     "_agent", "_compile", "_context", "_db", "_diff", "_export", "_index", "_init", "_kcp",
-    "_layers", "_memory", "_merge", "_promote", "_proposals", "_read", "_serve", "_sign", "_sync",
-    "_token", "_transfer", "_ui", "_write",
+    "_layers", "_memory", "_merge", "_projects", "_promote", "_proposals", "_read", "_serve",
+    "_sign", "_sync", "_token", "_transfer", "_ui", "_write",
 ))
 
 COMMANDS = {name: f"sediment.cli.{module}" for module, names in {
@@ -28,6 +28,7 @@ COMMANDS = {name: f"sediment.cli.{module}" for module, names in {
     "_layers": ("inspect", "validate", "layers"),
     "_memory": ("memory",),
     "_merge": ("merge-driver",),
+    "_projects": ("projects",),
     "_promote": ("promote", "compact"),
     "_proposals": ("proposals",),
     "_read": ("search",),

@@ -11,6 +11,9 @@ from sediment.config import store_url
 from sediment.errors import ConfigError
 from sediment.pg import connect, current_version, latest_version, migrate, parse_store_url
 
+STATUS_EXIT = {"behind": 3, "ahead": 4}
+"""``db status``'s exit code when the schema is not the one this Sediment needs."""
+
 
 def _required_store(option: str | None) -> str:
     url = store_url(get_config(click.get_current_context()), option)
@@ -48,14 +51,20 @@ def migrate_cmd(store: str | None, as_json: bool) -> None:
 @store_option
 @json_option
 def status_cmd(store: str | None, as_json: bool) -> None:
-    """Show the database's schema version and the version this Sediment needs."""
+    """Show the database's schema version and the version this Sediment needs. Exits 0
+    when they match, 3 when the schema is behind (run `sediment db migrate`), 4 when it is
+    newer than this Sediment (upgrade Sediment): a deploy can gate on it."""
     url = parse_store_url(_required_store(store))
     with connect(url) as conn:
         version = current_version(conn)
     latest = latest_version()
+    state = "current" if version == latest else "behind" if version < latest else "ahead"
     if as_json:
-        emit_json({"store": url.redacted, "version": version, "latest": latest})
-        return
-    state = "current" if version == latest else (
-        "needs `sediment db migrate`" if version < latest else "newer than this Sediment")
-    click.echo(f"schema at version {version} of {latest} ({state})")
+        emit_json({"store": url.redacted, "version": version, "latest": latest,
+                   "state": state})
+    else:
+        say = {"current": "current", "behind": "needs `sediment db migrate`",
+               "ahead": "newer than this Sediment: upgrade Sediment"}[state]
+        click.echo(f"schema at version {version} of {latest} ({say})")
+    if state != "current":
+        click.get_current_context().exit(STATUS_EXIT[state])

@@ -85,7 +85,12 @@ def open_store(cfg: Config, store: str | None, layer_dir: Path | None,
         return _layerset(cfg, layer_dir, paths, writes)
     from sediment.pg import PgStore
 
-    return PgStore(url)
+    opened = PgStore(url)
+    try:
+        return opened.require_project()
+    except BaseException:
+        opened.close()
+        raise
 
 
 def open_layerset(cfg: Config, layer_dir: Path | None, **paths: Path | None) -> LayerSet:

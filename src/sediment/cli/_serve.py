@@ -55,6 +55,11 @@ if TYPE_CHECKING:
               help="Load the embedding model on the first query instead of at start.")
 @click.option("--agent", default=None,
               help="Expose only this persona's tools (personas: sediment agent list).")
+@click.option("--forwarded-allow-ips", "forwarded", default=None, metavar="IPS",
+              help="Addresses of the reverse proxies whose X-Forwarded-Proto and -For are "
+                   "trusted (http; comma-separated, '*' for any; default: "
+                   "FORWARDED_ALLOW_IPS, else 127.0.0.1): behind a proxy on another host "
+                   "or container, the page's session cookie is Secure only with it.")
 @store_layer_options
 @signature_option
 @click.pass_context
@@ -63,8 +68,8 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
           oidc_resource: str | None, oidc_audience: tuple[str, ...], oidc_actor_claim: str,
           oidc_scopes: tuple[str, ...], oidc_scope_claims: tuple[str, ...],
           oidc_web_client_id: str | None, embedder_name: str | None, root: Path | None,
-          no_warm_up: bool, agent: str | None, store: str | None, layer_dir: Path | None,
-          **paths: Path | None) -> None:
+          no_warm_up: bool, agent: str | None, forwarded: str | None, store: str | None,
+          layer_dir: Path | None, **paths: Path | None) -> None:
     """Serve the layers to agents over MCP (tools agents_search, agents_context_write,
     agents_context_propose; chunks and layers as agentsdb:// resources).
 
@@ -101,7 +106,8 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
                              path=http_path, loopback=is_loopback(host))
     try:
         _serve(cfg, sock, transport, host, http_path, token, embedder_name, root,
-               no_warm_up, layer_dir, paths, agent, store, oidc, oidc_web_client_id)
+               no_warm_up, layer_dir, paths, agent, store, oidc, oidc_web_client_id,
+               forwarded)
     finally:
         if sock is not None:
             sock.close()
@@ -112,7 +118,7 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
            root: Path | None, no_warm_up: bool, layer_dir: Path | None,
            paths: dict[str, Path | None], agent: str | None = None,
            store: str | None = None, oidc: OidcSettings | None = None,
-           web_client: str | None = None) -> None:
+           web_client: str | None = None, forwarded: str | None = None) -> None:
     from sediment.server import build_http_app, build_server
     from sediment.server.api import mount_api
     from sediment.server.prompts import serve_personas
@@ -191,6 +197,6 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
                f"(layers in {where}; pid {os.getpid()})",
                err=True)
     try:
-        serve_http(app, sock, on_exit=close_workers)
+        serve_http(app, sock, on_exit=close_workers, forwarded_allow_ips=forwarded)
     finally:
         close_workers()

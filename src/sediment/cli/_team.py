@@ -57,6 +57,7 @@ def open_team(cfg: Config, url: str, embedder_name: str | None) -> Iterator[Team
     from sediment.pg.store import PgStore
 
     with PgStore(url) as layers:
+        layers.require_project()
         embedder = build_embedder(cfg, embedder_name, layerset=layers)
     database = Database(layers.url, size=POOL_SIZE)
     try:

@@ -51,7 +51,8 @@ def duration_ms(text: str) -> int:
 
 
 def _when(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    """``ms`` (epoch milliseconds) in ISO 8601, UTC, to the second."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @cli.group()
@@ -71,24 +72,43 @@ def token() -> None:
 @click.option("--expires", "expires", default=None, metavar="DURATION",
               help="Stop working after this long: a number and s, m, h, d or w (e.g. 30d; "
                    "default: never, until revoked).")
+@click.option("--project", default=None, metavar="NAME",
+              help="With --store: the token works for this project only (default: every "
+                   "project of the database).")
 @store_option
 @json_option
-def create_cmd(actor: str, role: str, expires: str | None, store: str | None,
-               as_json: bool) -> None:
+def create_cmd(actor: str, role: str, expires: str | None, project: str | None,
+               store: str | None, as_json: bool) -> None:
     """Mint a token; it is printed once and cannot be shown again."""
-    until = None if expires is None else int(time.time() * 1000) + duration_ms(expires)
+    lasting = None if expires is None else duration_ms(expires)
     with _tokens(store) as tokens:
+        until = None if lasting is None else int(time.time() * 1000) + lasting
         if isinstance(tokens, TokenStore):
+            if project is not None:
+                raise click.UsageError("--project scopes a team server's token: give --store "
+                                       "(a token file serves one server's one store)")
             secret, info = tokens.create(actor, role, until)
         else:
-            secret, info = tokens.create(actor, role, until, created_by=default_actor())
+            if project is not None:
+                _existing_project(tokens, project)
+            secret, info = tokens.create(actor, role, until, created_by=default_actor(),
+                                         project=project)
     if as_json:
         emit_json({**info.to_dict(), "token": secret})
         return
     click.echo(secret)
     lasts = "" if info.expires_at_ms is None else f", until {_when(info.expires_at_ms)}"
-    click.echo(f"token {info.id} for actor {info.actor} ({info.role}{lasts}); store it now: "
-               "it is not shown again", err=True)
+    scope = "" if info.project is None else f", project {info.project} only"
+    click.echo(f"token {info.id} for actor {info.actor} ({info.role}{scope}{lasts}); store it "
+               "now: it is not shown again", err=True)
+
+
+def _existing_project(tokens: Any, project: str) -> None:
+    from sediment.pg.connection import check_project
+    from sediment.pg.projects import require_project
+
+    with tokens.db.connection() as conn:
+        require_project(conn, check_project(project), tokens.db.url.redacted)
 
 
 @token.command(name="list")
@@ -107,7 +127,9 @@ def list_cmd(store: str | None, as_json: bool) -> None:
         ends = r.get("expires_at_ms")
         lasts = "" if ends is None else \
             f"  {'expired' if ends <= time.time() * 1000 else 'expires'} {_when(ends)}"
-        click.echo(f"{r['id']}  {r['actor']}  {r['role']}  created {r['created_at_ms']}{lasts}")
+        scope = f"  project {r['project']}" if r.get("project") is not None else ""
+        click.echo(f"{r['id']}  {r['actor']}  {r['role']}{scope}  created "
+                   f"{_when(r['created_at_ms'])}{lasts}")
 
 
 @token.command(name="revoke")

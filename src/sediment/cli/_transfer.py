@@ -206,6 +206,7 @@ def pull_cmd(store: str | None, project: str | None, layer_dir: Path, force: boo
     go back into the layers that hold them on files."""
     directory = _directory(layer_dir)
     with _store(store, project) as source, Staging() as staging:
+        source.require_project()
         write_context = _pull_context(source, directory, actor or default_actor(), force) \
             if with_context else None
         done = pull(source, directory, force=force, staging=staging)

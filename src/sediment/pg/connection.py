@@ -22,6 +22,8 @@ DEFAULT_PROJECT = "default"
 CONNECT_TIMEOUT_S = 5
 STATEMENT_TIMEOUT_MS = 30_000
 SCHEMES = ("postgresql", "postgres")
+LOST = "the connection to the database server failed"
+"""The cause an operation's error gives when its connection broke mid-way."""
 _PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -109,21 +111,31 @@ def parse_store_url(url: str, project: str | None = None) -> StoreUrl:
     named = [v for k, v in query if k == "project"]
     rest = [(k, v) for k, v in query if k != "project"]
     chosen = project or (named[-1] if named else DEFAULT_PROJECT)
-    conninfo = urlunsplit(parts._replace(query=urlencode(rest)))
+    query_text = urlencode(rest)
+    # urlunsplit drops the ``//`` of an empty host (``postgresql:///db?host=/run/...``,
+    # a Unix socket), which libpq then refuses
+    conninfo = f"{parts.scheme}://{parts.netloc}{parts.path}" + \
+        (f"?{query_text}" if query_text else "") + \
+        (f"#{parts.fragment}" if parts.fragment else "")
     return StoreUrl(conninfo, check_project(chosen))
 
 
-def _reason(exc: psycopg.Error) -> str:
+def _reason(exc: psycopg.Error) -> tuple[str, str]:
+    """Why connecting failed: a cause naming no host or user, and the full reason."""
     text = str(exc).strip().splitlines()
     first = text[0] if text else type(exc).__name__
     low = str(exc).lower()
     if "password authentication failed" in low or "authentication failed" in low:
-        return f"the server refused the credentials ({first}); check the user and password"
+        cause = "the database server refused the credentials"
+        return cause, f"{cause} ({first}); check the user and password"
     if "does not exist" in low and "database" in low:
-        return f"{first}; create it (createdb) or fix the database name in the URL"
+        return ("the database does not exist",
+                f"{first}; create it (createdb) or fix the database name in the URL")
     if "timeout" in low or "timed out" in low:
-        return f"no answer within {CONNECT_TIMEOUT_S}s ({first})"
-    return f"cannot connect ({first}); is the server running and the URL right?"
+        cause = f"the database server did not answer within {CONNECT_TIMEOUT_S}s"
+        return cause, f"no answer within {CONNECT_TIMEOUT_S}s ({first})"
+    return ("cannot connect to the database server",
+            f"cannot connect ({first}); is the server running and the URL right?")
 
 
 def connect(url: str | StoreUrl, *, connect_timeout: float = CONNECT_TIMEOUT_S,
@@ -137,6 +149,7 @@ def connect(url: str | StoreUrl, *, connect_timeout: float = CONNECT_TIMEOUT_S,
                                autocommit=autocommit,
                                options=f"-c statement_timeout={int(statement_timeout_ms)}")
     except psycopg.Error as exc:
-        raise StoreUnavailableError(f"store {store.redacted}: {store.scrub(_reason(exc))}") \
-            from exc
+        cause, reason = _reason(exc)
+        raise StoreUnavailableError(f"store {store.redacted}: {store.scrub(reason)}",
+                                    cause=cause) from exc
     return conn

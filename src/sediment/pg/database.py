@@ -1,11 +1,14 @@
-"""A small, self-healing pool of connections to one store, shared by the stores of a server.
+"""The connections to one store: a :class:`psycopg_pool.ConnectionPool` shared by the
+stores of a server, with Sediment's errors and transactions on top.
 
-Each operation borrows a connection; a connection that failed (the server restarted, the
-network dropped) is closed instead of returned, and one that sat idle is checked with a
-cheap query before reuse, so after an outage the pool reconnects by itself on the next
-request. Every wait is bounded: connecting by the connect timeout, each statement by the
-statement timeout, borrowing by ``wait_timeout``. A failure is a
-:class:`~sediment.errors.StoreUnavailableError` that names the store and what failed.
+The pool hands out connections and replaces broken ones; a connection idle for more than
+a second is checked with a cheap query before reuse (it may predate a restart of the
+database), so after an outage the pool reconnects by itself on the next request. Every
+wait is bounded: connecting by the connect timeout, each statement by the statement
+timeout, borrowing by ``wait_timeout``. A failure is a
+:class:`~sediment.errors.StoreUnavailableError` that names the store and what failed; while
+the database cannot be reached that comes within a fraction of a second (the pool's own
+attempt failed, and a direct one says why), not after the whole wait.
 
 :meth:`Database.transaction` runs a block in one database transaction, optionally under
 a transaction-scoped advisory lock; operations of the same thread inside the block join it
@@ -15,18 +18,22 @@ atomic across every process that writes the store.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from sediment.errors import StoreUnavailableError, ValidationError
 from sediment.pg.connection import (
     CONNECT_TIMEOUT_S,
+    LOST,
     STATEMENT_TIMEOUT_MS,
     StoreUrl,
     connect,
@@ -37,6 +44,11 @@ from sediment.pg.migrate import require_current
 Conn = psycopg.Connection[tuple[object, ...]]
 DEFAULT_SIZE = 16
 IDLE_CHECK_S = 1.0
+"""A connection idle this long is checked before reuse."""
+POLL_S = 0.05
+"""How often a borrower waiting for a connection looks whether the pool failed to connect."""
+BUSY = "every connection to the database stayed busy"
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)  # each failure is our error, logged once
 
 
 class Database:
@@ -51,64 +63,79 @@ class Database:
         self.connect_timeout = connect_timeout
         self.statement_timeout_ms = statement_timeout_ms
         self.wait_timeout = wait_timeout
-        self._slots = threading.BoundedSemaphore(size)
-        self._idle: list[tuple[Conn, float]] = []
-        self._lock = threading.Lock()
         self._local = threading.local()
         self._checked = False
+        self._check_lock = threading.Lock()
+        self._returned: weakref.WeakKeyDictionary[Conn, float] = weakref.WeakKeyDictionary()
+        self._unconfigured = 0
+        self._pool: ConnectionPool[Conn] = ConnectionPool(
+            self.url.conninfo, min_size=0, max_size=size, open=True, num_workers=1,
+            timeout=wait_timeout, reconnect_timeout=0.01, name=f"sediment-{self.project}",
+            kwargs={"autocommit": True, "connect_timeout": max(1, round(connect_timeout)),
+                    "options": f"-c statement_timeout={int(statement_timeout_ms)}"},
+            configure=self._configure, check=self._check, reset=self._reset)
 
-    def _open(self) -> Conn:
-        conn = connect(self.url, connect_timeout=self.connect_timeout,
-                       statement_timeout_ms=self.statement_timeout_ms, autocommit=True)
+    def _configure(self, conn: Conn) -> None:
         try:
+            register_vector(conn)
+        except psycopg.Error:
+            self._unconfigured += 1
+            raise
+
+    def _failures(self) -> int:
+        """Attempts of the pool to connect that failed (no server, no pgvector)."""
+        return int(self._pool.get_stats().get("connections_errors", 0)) + self._unconfigured
+
+    def _check(self, conn: Conn) -> None:
+        if time.monotonic() - self._returned.get(conn, 0.0) >= IDLE_CHECK_S:
+            conn.execute("SELECT 1")
+
+    def _reset(self, conn: Conn) -> None:
+        self._returned[conn] = time.monotonic()
+
+    def _take(self) -> Conn:
+        try:
+            return self._pool.getconn(timeout=POLL_S)
+        except PoolTimeout:
+            pass
+        errors = self._failures()
+        if self._pool.get_stats().get("pool_size", 0) == 0:
+            self._probe()  # not one connection, and none being made: the pool gave up
+        deadline = time.monotonic() + self.wait_timeout - POLL_S
+        while True:
+            if self._failures() > errors:
+                self._probe()
+                errors = self._failures()
+            try:
+                return self._pool.getconn(timeout=POLL_S)
+            except PoolTimeout:
+                pass
+            if time.monotonic() >= deadline:
+                raise StoreUnavailableError(
+                    f"store {self.url.redacted}: {BUSY} for {self.wait_timeout:g}s",
+                    cause=BUSY)
+
+    def _probe(self) -> None:
+        """Connect directly: raises what stops the pool from connecting (unreachable,
+        refused credentials, no database, no pgvector), with its cause."""
+        with connect(self.url, connect_timeout=self.connect_timeout,
+                     statement_timeout_ms=self.statement_timeout_ms, autocommit=True) as conn:
+            self._first_use(conn)
+            try:
+                register_vector(conn)
+            except psycopg.Error as exc:
+                raise StoreUnavailableError(
+                    f"store {self.url.redacted}: no pgvector type ({_first_line(exc)}); run "
+                    "`sediment db migrate --store URL`", cause="the database has no pgvector "
+                    "extension") from exc
+
+    def _first_use(self, conn: Conn) -> None:
+        if self._checked:
+            return
+        with self._check_lock:
             if not self._checked:
                 require_current(conn)
                 self._checked = True
-            register_vector(conn)
-        except StoreUnavailableError:
-            conn.close()
-            raise
-        except psycopg.Error as exc:
-            conn.close()
-            raise StoreUnavailableError(
-                f"store {self.url.redacted}: no pgvector type ({_first_line(exc)}); run "
-                "`sediment db migrate --store URL`") from exc
-        return conn
-
-    def _take(self) -> Conn:
-        if not self._slots.acquire(timeout=self.wait_timeout):
-            raise StoreUnavailableError(
-                f"store {self.url.redacted}: every connection stayed busy for "
-                f"{self.wait_timeout:g}s")
-        try:
-            while True:
-                with self._lock:
-                    conn, since = self._idle.pop() if self._idle else (None, 0.0)
-                if conn is None:
-                    return self._open()
-                if conn.closed or conn.broken:
-                    continue
-                if time.monotonic() - since < IDLE_CHECK_S:
-                    return conn
-                try:
-                    conn.execute("SELECT 1")
-                    return conn
-                except psycopg.Error:
-                    conn.close()
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def _give(self, conn: Conn, healthy: bool) -> None:
-        try:
-            if healthy and not conn.closed and not conn.broken \
-                    and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-                with self._lock:
-                    self._idle.append((conn, time.monotonic()))
-            else:
-                conn.close()
-        finally:
-            self._slots.release()
 
     @contextmanager
     def connection(self) -> Iterator[Conn]:
@@ -118,19 +145,18 @@ class Database:
             yield current
             return
         conn = self._take()
-        healthy = True
         try:
+            self._first_use(conn)
             yield conn
         except psycopg.OperationalError as exc:
-            healthy = False
-            raise StoreUnavailableError(f"store {self.url.redacted}: {_first_line(exc)}") \
-                from exc
+            raise StoreUnavailableError(f"store {self.url.redacted}: {_first_line(exc)}",
+                                        cause=LOST) from exc
         except psycopg.DataError as exc:
             raise ValidationError(f"store {self.url.redacted} refused a value "
                                   f"({_first_line(exc)}); PostgreSQL text cannot hold NUL "
                                   "characters") from exc
         finally:
-            self._give(conn, healthy)
+            self._pool.putconn(conn)
 
     @contextmanager
     def transaction(self, lock: str | None = None) -> Iterator[Conn]:
@@ -150,10 +176,7 @@ class Database:
                     self._local.conn = None
 
     def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for conn, _ in idle:
-            conn.close()
+        self._pool.close()
 
 
 def _first_line(exc: BaseException) -> str:

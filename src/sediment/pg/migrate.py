@@ -103,6 +103,12 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], *, target: int | None 
                 f"newer on it (https://github.com/pgvector/pgvector) ({exc})") from exc
         raise
     except pg_errors.InsufficientPrivilege as exc:
+        if "extension" in str(exc) and "vector" in str(exc):
+            raise StoreUnavailableError(
+                "creating the pgvector extension needs a PostgreSQL superuser: have one run, "
+                f"once, in database {conn.info.dbname!r}: CREATE EXTENSION vector; then run "
+                "`sediment db migrate` again (as the database owner is enough from then on)",
+                cause="the database has no pgvector extension") from exc
         raise StoreUnavailableError(
             f"migrating needs the right to create tables and the vector extension: {exc}; "
             "run `sediment db migrate` as the database owner") from exc

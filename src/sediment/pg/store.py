@@ -7,8 +7,9 @@ project share one vector schema and embedding profile. A write transaction holds
 project's advisory lock, so a read-check-write sequence (a proposal, a decision) cannot
 interleave with another writer, as the file lock guarantees for the files.
 
-Each thread has its own connection, made on first use and remade after a failure, so a
-server whose database restarted recovers by itself; a failure is a
+Connections come from a pool (:class:`~sediment.pg.database.Database`, shared with the
+team server's other stores when given) that replaces broken ones, so a server whose
+database restarted recovers by itself; a failure is a
 :class:`~sediment.errors.StoreUnavailableError`, and a statement or lock wait that runs
 past the statement timeout a :class:`~sediment.errors.LockTimeoutError`.
 """
@@ -21,12 +22,11 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 import psycopg
-from pgvector.psycopg import register_vector
 from psycopg import errors as pg_errors
 
 from sediment.errors import (
@@ -34,7 +34,6 @@ from sediment.errors import (
     NotFoundError,
     PermissionDeniedError,
     SchemaMismatchError,
-    StoreUnavailableError,
     ValidationError,
 )
 from sediment.format import Chunk, Source
@@ -43,10 +42,10 @@ from sediment.pg.connection import (
     CONNECT_TIMEOUT_S,
     STATEMENT_TIMEOUT_MS,
     StoreUrl,
-    connect,
     parse_store_url,
 )
-from sediment.pg.migrate import require_current
+from sediment.pg.database import Database
+from sediment.pg.projects import require_project
 from sediment.search.analysis import DEFAULT_ANALYZER, analyzer
 from sediment.search.engine import SearchRequest, SearchResult
 from sediment.store import AGENT_WRITABLE, PRECEDENCE, LayerName, LayerSummary, NewChunk, Schema
@@ -66,12 +65,9 @@ CHUNK_COLS = "layer, id, kind, content, author, confidence, created_at_ms, sourc
 COPY_TYPES = ["text", "text", "int8", "text", "text", "text", "float4", "int8", "jsonb", "int4",
               "vector", "jsonb", "int4"]
 LOCK_CLASS = 0x5ED1
+"""First key of every project's advisory lock (the second is a hash of its name)."""
 NEAREST_PAGE = 10_000
 """Rows of (id, vector) ``nearest`` holds at once."""
-IDLE_CHECK_S = 1.0
-"""A thread's connection idle this long is checked before use (it may predate a restart
-of the database, and fail the first request that uses it)."""
-"""First key of every project's advisory lock (the second is a hash of its name)."""
 
 
 def lexical(content: str) -> tuple[dict[str, int], int]:
@@ -99,79 +95,56 @@ def as_vector(value: Any, dim: int) -> npt.NDArray[np.float32]:
     return np.asarray(arr, dtype=np.float32).copy()
 
 
-def _alive(conn: psycopg.Connection[tuple[Any, ...]]) -> bool:
-    try:
-        conn.execute("SELECT 1")
-        return True
-    except psycopg.Error:
-        return False
-
-
 class PgStore:
     """One project of a PostgreSQL store (see the module docstring)."""
 
     def __init__(self, url: str | StoreUrl, *, connect_timeout: float = CONNECT_TIMEOUT_S,
-                 statement_timeout_ms: int = STATEMENT_TIMEOUT_MS) -> None:
+                 statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
+                 database: Database | None = None) -> None:
         self.url = url if isinstance(url, StoreUrl) else parse_store_url(url)
         self.project = self.url.project
         self.connect_timeout = connect_timeout
         self.statement_timeout_ms = statement_timeout_ms
+        self._own_db = database is None
+        self.db = database if database is not None else Database(
+            self.url, connect_timeout=connect_timeout,
+            statement_timeout_ms=statement_timeout_ms)
         self._local = threading.local()
-        self._all: list[psycopg.Connection[tuple[Any, ...]]] = []
-        self._guard = threading.Lock()
-        with self.cursor() as cur:
-            require_current(cur.connection)
+        try:
+            with self.db.connection():
+                pass  # the schema is checked on the first connection
+        except BaseException:
+            self.close()
+            raise
 
     # -- connections ---------------------------------------------------------------------
-    def _connection(self) -> psycopg.Connection[tuple[Any, ...]]:
-        conn: psycopg.Connection[tuple[Any, ...]] | None = getattr(self._local, "conn", None)
-        if conn is not None and not conn.closed and not conn.broken:
-            now = time.monotonic()
-            idle = now - getattr(self._local, "used", now)
-            self._local.used = now
-            if idle < IDLE_CHECK_S or _alive(conn):
-                return conn
-            conn.close()  # it outlived a restart of the database: connect again
-        conn = connect(self.url, connect_timeout=self.connect_timeout,
-                       statement_timeout_ms=self.statement_timeout_ms, autocommit=True)
-        try:
-            register_vector(conn)
-        except psycopg.ProgrammingError as exc:
-            conn.close()
-            raise StoreUnavailableError(
-                f"store {self.url.redacted}: the database has no vector type; run "
-                "`sediment db migrate --store URL` first") from exc
-        self._local.conn = conn
-        self._local.used = time.monotonic()
-        with self._guard:
-            self._all.append(conn)
-        return conn
-
     @contextlib.contextmanager
-    def cursor(self) -> Iterator[Cursor]:
-        """A cursor of this thread's connection; database failures become Sediment errors
-        naming the store, and a broken connection is remade by the next call."""
+    def _timeouts(self) -> Iterator[None]:
         try:
-            with self._connection().cursor() as cur:
-                yield cur
+            yield
         except pg_errors.QueryCanceled as exc:
             raise LockTimeoutError(
                 f"store {self.url.redacted}: a statement or a wait for another writer ran "
                 f"past {self.statement_timeout_ms / 1000:g}s") from exc
-        except psycopg.DataError as exc:
-            raise ValidationError(
-                f"store {self.url.redacted} refused a value ({str(exc).strip().splitlines()[0]})"
-                "; PostgreSQL text cannot hold NUL characters") from exc
-        except psycopg.OperationalError as exc:
-            self._local.conn = None
-            raise StoreUnavailableError(f"store {self.url.redacted}: the connection failed "
-                                        f"({str(exc).strip().splitlines()[0]})") from exc
+
+    @contextlib.contextmanager
+    def cursor(self) -> Iterator[Cursor]:
+        """A cursor of a pooled connection (the thread's open transaction's, inside one);
+        database failures become Sediment errors naming the store."""
+        with self.db.connection() as conn, self._timeouts(), conn.cursor() as cur:
+            yield cur
 
     def close(self) -> None:
-        with self._guard:
-            conns, self._all = self._all, []
-        for conn in conns:
-            conn.close()
+        if self._own_db:
+            self.db.close()
+
+    def require_project(self) -> PgStore:
+        """This store, once its project is known to exist (a ``NotFoundError`` listing
+        the store's projects otherwise): what every command but ``push`` and ``db``
+        checks first."""
+        with self.db.connection() as conn:
+            require_project(conn, self.project, self.url.redacted)
+        return self
 
     def __enter__(self) -> PgStore:
         return self
@@ -277,19 +250,14 @@ class PgStore:
         """Streamed in pages (a server-side cursor), in the order they were written."""
         rows = self._layer_rows([name])
         dim = int(rows[0][2]) if rows else 0
-        conn = self._connection()
-        try:
-            with conn.transaction(), conn.cursor(name="sediment_chunks") as cur:
-                cur.execute(f"SELECT {CHUNK_COLS}, embedding FROM chunks WHERE project = %s "
-                            "AND layer = %s ORDER BY row_no", (self.project, name.value),
-                            binary=True)
-                while rows := cur.fetchmany(2000):
-                    for row in rows:
-                        yield chunk_of(row), as_vector(row[8], dim)
-        except psycopg.OperationalError as exc:
-            self._local.conn = None
-            raise StoreUnavailableError(f"store {self.url.redacted}: the connection failed "
-                                        f"({exc})") from exc
+        with self.db.connection() as conn, self._timeouts(), conn.transaction(), \
+                conn.cursor(name="sediment_chunks") as cur:
+            cur.execute(f"SELECT {CHUNK_COLS}, embedding FROM chunks WHERE project = %s "
+                        "AND layer = %s ORDER BY row_no", (self.project, name.value),
+                        binary=True)
+            while rows := cur.fetchmany(2000):
+                for row in rows:
+                    yield chunk_of(row), as_vector(row[8], dim)
 
     def kind_counts(self, name: LayerName) -> dict[str, int]:
         with self.cursor() as cur:
@@ -310,22 +278,17 @@ class PgStore:
         if not len(queries) or not dim:
             return [[] for _ in found]
         q = unit_rows(np.asarray(queries, dtype=np.float32))
-        conn = self._connection()
-        try:
-            with conn.transaction(), conn.cursor(name="sediment_nearest") as cur:
-                cur.execute("SELECT id, embedding FROM chunks WHERE project = %s AND "
-                            "layer = %s AND kind NOT LIKE %s AND dim = %s",
-                            (self.project, name.value, META_PREFIX + "%", dim), binary=True)
-                while rows := cur.fetchmany(NEAREST_PAGE):
-                    ids = [int(r[0]) for r in rows]
-                    sims = q @ unit_rows(np.vstack([as_vector(r[1], dim) for r in rows])).T
-                    for i, j in zip(*np.nonzero(sims >= threshold), strict=True):
-                        if ids[j] != exclude[i]:
-                            found[i].append((float(sims[i, j]), ids[j]))
-        except psycopg.OperationalError as exc:
-            self._local.conn = None
-            raise StoreUnavailableError(f"store {self.url.redacted}: the connection failed "
-                                        f"({exc})") from exc
+        with self.db.connection() as conn, self._timeouts(), conn.transaction(), \
+                conn.cursor(name="sediment_nearest") as cur:
+            cur.execute("SELECT id, embedding FROM chunks WHERE project = %s AND "
+                        "layer = %s AND kind NOT LIKE %s AND dim = %s",
+                        (self.project, name.value, META_PREFIX + "%", dim), binary=True)
+            while rows := cur.fetchmany(NEAREST_PAGE):
+                ids = [int(cast(Any, r[0])) for r in rows]
+                sims = q @ unit_rows(np.vstack([as_vector(r[1], dim) for r in rows])).T
+                for i, j in zip(*np.nonzero(sims >= threshold), strict=True):
+                    if ids[j] != exclude[i]:
+                        found[i].append((float(sims[i, j]), ids[j]))
         for hits in found:
             hits.sort(key=lambda h: (-h[0], h[1]))
             del hits[limit:]
@@ -384,12 +347,10 @@ class PgStore:
             finally:
                 self._local.depth -= 1
             return
-        conn = self._connection()
         try:
-            with conn.transaction():
-                with self.cursor() as cur:
-                    cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
-                                (LOCK_CLASS, self.project))
+            with self.db.transaction() as conn:
+                conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+                             (LOCK_CLASS, self.project))
                 self._local.depth = 1
                 try:
                     yield
@@ -399,10 +360,6 @@ class PgStore:
             raise LockTimeoutError(
                 f"store {self.url.redacted}: another writer held project {self.project} for "
                 f"more than {self.statement_timeout_ms / 1000:g}s") from exc
-        except psycopg.OperationalError as exc:
-            self._local.conn = None
-            raise StoreUnavailableError(f"store {self.url.redacted}: the connection failed "
-                                        f"({str(exc).strip().splitlines()[0]})") from exc
 
     def append(self, name: LayerName, items: Sequence[NewChunk],
                vectors: npt.NDArray[np.float32], *, profile: Any,

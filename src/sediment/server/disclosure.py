@@ -35,3 +35,14 @@ async def send_error(send: Send, status: int, code: str, message: str,
                 "headers": [(b"content-type", b"application/json"), *headers,
                             (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
+
+
+def mcp_message(exc: BaseException) -> str:
+    """The text of ``exc`` an MCP result carries (a tool's, a resource's, a prompt's): an
+    outage names the store and what failed (never where the store lives), so the model
+    can tell the user and retry."""
+    if isinstance(exc, StoreUnavailableError):
+        _log.warning("%s", exc)
+        return (f"the team store (PostgreSQL) is unavailable: {exc.cause}; retry shortly "
+                "(the server's log says why)")
+    return public_message(exc)

@@ -97,7 +97,7 @@ def build_http_app(server: Any, *, host: str, token: str | None, path: str = "/m
     app = server.streamable_http_app(
         streamable_http_path=path, host=host,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-    app = ActorAuth(app, gate, legacy=token, oauth=oauth)
+    app = ActorAuth(app, gate, legacy=token, oauth=oauth, mcp_path=path)
     if ui is not None:
         app = ui.mount(app, gate)
     return ShutdownHooks(HostGuard(app, policy_for(host, is_loopback(host))))

@@ -50,7 +50,7 @@ from sediment.ops.responses import (
 )
 from sediment.ops.service import ContextService
 from sediment.server.context_tools import context_loop_for, context_loop_tools
-from sediment.server.disclosure import public_message
+from sediment.server.disclosure import mcp_message
 from sediment.server.lifecycle import on_shutdown
 from sediment.server.memory_tools import add_memory_prompt, memory_service_for, memory_tools
 from sediment.server.principals import default_actor, tool_principal
@@ -205,7 +205,7 @@ def build_server(service: ContextService, *, name: str = "sediment",
         try:
             return json.dumps(fn(*args), ensure_ascii=False, indent=2)
         except SedimentError as exc:
-            raise ResourceError(public_message(exc)) from exc
+            raise ResourceError(mcp_message(exc)) from exc
 
     @server.resource("agentsdb://layers/{layer}", name="layer",
                      description="Summary of one layer: path, chunk count, embedding profile",
@@ -271,7 +271,7 @@ def _add_knowledge(server: MCPServer, service: ContextService) -> None:
         try:
             return service.knowledge.read_resource(uri).text
         except SedimentError as exc:
-            raise ResourceError(public_message(exc)) from exc
+            raise ResourceError(mcp_message(exc)) from exc
 
     @server.resource("knowledge://{project}", name="knowledge manifest",
                      description="A project's KCP manifest (knowledge.yaml)",
@@ -305,7 +305,7 @@ def _chunk_id(raw: str) -> int:
     try:
         return parse_chunk_id(raw)
     except ValidationError as exc:
-        raise ResourceError(public_message(exc)) from None
+        raise ResourceError(mcp_message(exc)) from None
 
 
 def _add_layer_resource(server: MCPServer, service: ContextService, layer_name: str) -> None:
@@ -315,7 +315,7 @@ def _add_layer_resource(server: MCPServer, service: ContextService, layer_name: 
         try:
             return json.dumps(service.layer_summary(layer_name), ensure_ascii=False, indent=2)
         except SedimentError as exc:
-            raise ResourceError(public_message(exc)) from exc
+            raise ResourceError(mcp_message(exc)) from exc
 
     read.__name__ = f"{layer_name}_layer"
     server.resource(f"agentsdb://layers/{layer_name}", name=f"{layer_name} layer",

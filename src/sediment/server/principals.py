@@ -30,7 +30,8 @@ from sediment.auth.tokens import TokenCheck
 from sediment.context import ContextSettings
 from sediment.errors import ConfigError, StoreUnavailableError
 from sediment.memory import DEFAULT_DEDUP_THRESHOLD
-from sediment.server.disclosure import public_message, send_error
+from sediment.server.disclosure import mcp_message, public_message, send_error
+from sediment.server.outage import answer_outage
 from sediment.workspace import Places
 
 if TYPE_CHECKING:
@@ -114,8 +115,10 @@ class ActorAuth:
     checked against the identity provider, and Sediment's own tokens keep working."""
 
     def __init__(self, app: ASGIApp, tokens: TokenCheck, *, legacy: str | None = None,
-                 actor: str | None = None, oauth: ResourceServer | None = None) -> None:
+                 actor: str | None = None, oauth: ResourceServer | None = None,
+                 mcp_path: str | None = None) -> None:
         self.app = app
+        self.mcp_path = mcp_path
         self.tokens = tokens
         self.legacy = f"Bearer {legacy}".encode() if legacy else None
         self.actor = actor or default_actor()
@@ -139,7 +142,11 @@ class ActorAuth:
             try:
                 principal = self._principal(scope)
             except StoreUnavailableError as exc:
-                await send_error(send, 503, "unavailable", public_message(exc))
+                if scope.get("method") == "POST" and self.mcp_path is not None \
+                        and scope.get("path", "").rstrip("/") == self.mcp_path.rstrip("/"):
+                    await answer_outage(scope, receive, send, mcp_message(exc))
+                else:
+                    await send_error(send, 503, "unavailable", public_message(exc))
                 return
             if principal is None:
                 challenge = (self.oauth.challenge() if self.oauth is not None

@@ -37,7 +37,7 @@ from sediment.agents import (
 from sediment.errors import NotFoundError, RequestError, SedimentError
 from sediment.ops.requests import GetRequest, SearchOptions, SourcesRequest, parse
 from sediment.ops.service import ContextService
-from sediment.server.disclosure import public_message
+from sediment.server.disclosure import mcp_message
 from sediment.server.principals import default_actor, tool_principal
 
 __all__ = ["PERSONA_THREADS", "SYSTEM_HEADER", "ServiceContext", "add_prompts",
@@ -146,9 +146,9 @@ def add_prompts(server: MCPServer, registry: Registry, context: ServiceContext) 
             try:
                 return prompt_messages(registry.resolve(name, arguments, reader))
             except RequestError as exc:
-                raise MCPError(INVALID_PARAMS, public_message(exc)) from exc
+                raise MCPError(INVALID_PARAMS, mcp_message(exc)) from exc
             except SedimentError as exc:
-                raise MCPError(INTERNAL_ERROR, public_message(exc)) from exc
+                raise MCPError(INTERNAL_ERROR, mcp_message(exc)) from exc
         return render
 
     taken = {p.name for p in _listed(server.list_prompts)}

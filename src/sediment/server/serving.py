@@ -236,8 +236,11 @@ class _Server(uvicorn.Server):
 
 
 def http_server(app: ASGIApp, limits: Limits | None = None,
-                on_exit: Callable[[], None] | None = None) -> uvicorn.Server:
-    """A uvicorn server for ``app`` with :class:`Limits` (not yet running)."""
+                on_exit: Callable[[], None] | None = None,
+                forwarded_allow_ips: str | None = None) -> uvicorn.Server:
+    """A uvicorn server for ``app`` with :class:`Limits` (not yet running), trusting the
+    proxy headers of ``forwarded_allow_ips`` (None: uvicorn's ``FORWARDED_ALLOW_IPS``,
+    else 127.0.0.1)."""
     limits = limits or Limits()
     cap = limits.max_connections or connection_cap()
     nofile = file_limit()
@@ -246,7 +249,8 @@ def http_server(app: ASGIApp, limits: Limits | None = None,
                             http=guarded_protocol(limits),
                             timeout_keep_alive=limits.keep_alive_seconds,
                             h11_max_incomplete_event_size=limits.max_header_bytes,
-                            backlog=max(8, min(128, spare // 2)))
+                            backlog=max(8, min(128, spare // 2)),
+                            forwarded_allow_ips=forwarded_allow_ips)
     return _Server(config, on_exit)
 
 
@@ -262,6 +266,7 @@ def run(server: uvicorn.Server, sock: socket.socket) -> None:
 
 
 def serve_http(app: ASGIApp, sock: socket.socket, limits: Limits | None = None,
-               on_exit: Callable[[], None] | None = None) -> None:
+               on_exit: Callable[[], None] | None = None,
+               forwarded_allow_ips: str | None = None) -> None:
     """Serve ``app`` on ``sock`` until SIGINT or SIGTERM (``on_exit``: see ``_Server``)."""
-    run(http_server(app, limits, on_exit), sock)
+    run(http_server(app, limits, on_exit, forwarded_allow_ips), sock)

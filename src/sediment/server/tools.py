@@ -31,7 +31,7 @@ from sediment.auth import Principal
 from sediment.auth.roles import tool_permission
 from sediment.errors import SedimentError
 from sediment.ops.requests import parse
-from sediment.server.disclosure import public_message
+from sediment.server.disclosure import mcp_message
 from sediment.server.principals import default_actor, tool_principal
 
 __all__ = ["APPEND_ONLY", "LEGACY_TOOL_NAMES", "READ_ONLY", "actor_tool", "result",
@@ -95,7 +95,7 @@ def actor_tool(name: str, model: type[M], handler: Callable[[M, Principal], Call
             who.require(tool_permission(name, arguments), f"tool {name}")
             return handler(parse(model, arguments), who)
         except SedimentError as exc:
-            raise ToolError(public_message(exc)) from exc
+            raise ToolError(mcp_message(exc)) from exc
 
     return Tool(fn=call, name=name, title=None, description=" ".join(description.split()),
                 parameters=model.model_json_schema(),
