@@ -177,6 +177,10 @@ class Reviewing:
         flt = review.Filters.of({k: str(v) for k, v in form.items()})
         action = str(form.get("action", ""))
         reason = str(form.get("reason", ""))
+        only = str(form.get("only", ""))  # ``accept:ID``: one row's own button
+        if only:
+            action, _, one = only.partition(":")
+            reason = str(form.get(f"reason-{one}", "")) or reason
         origin = _pid(str(form.get("from", "")))
         back = (f"{PREFIX}/proposals/{origin}" if origin is not None else f"{PREFIX}/queue"
                 ) + _query(flt)
@@ -189,7 +193,7 @@ class Reviewing:
             ids = [r.proposal_id for r in ordered]
             expected = _pid(str(form.get("expect", "")))
         else:
-            raw = [str(v) for v in form.getlist("proposal")]
+            raw = [one] if only else [str(v) for v in form.getlist("proposal")]
             ids = [i for v in raw if (i := _pid(v)) is not None]
             expected = None if len(ids) == len(raw) else -1
         if action not in ACTIONS or not ids or expected == -1:
