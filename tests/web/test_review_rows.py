@@ -31,10 +31,10 @@ NOW = 1_000 * HOUR
 
 
 def _row(pid: int, kind: str = "note", actor: str = "ann", at: int = NOW,
-         confidence: float = 0.5, text: str = "x", facts: Facts = Facts()) -> Row:
+         confidence: float = 0.5, text: str = "x", facts: Facts | None = None) -> Row:
     chunk = Chunk(pid + 1000, kind, text, "mcp", confidence, at, ())
     return Row(pid, pid + 1000, title_of(text), kind, actor, "delta", at, confidence, chunk,
-               facts, str(pid))
+               facts or Facts(), str(pid))
 
 
 def test_a_title_is_the_first_heading_else_the_first_line() -> None:

@@ -26,7 +26,7 @@ from sediment.format import Chunk
 from sediment.review import DEFAULT_THRESHOLD, Match
 from sediment.review.diff import MAX_MATCHES
 from sediment.store import LayerName, LayerStore
-from sediment.store.events import ProposalState, is_meta_kind
+from sediment.store.events import Event, ProposalState, is_meta_kind
 from sediment.store.rules import writers
 
 TITLE_CHARS = 90
@@ -111,10 +111,13 @@ def short_ids(ids: list[int]) -> dict[int, str]:
 
 @dataclass(slots=True)
 class Snapshot:
-    """Pending proposals at one high-water mark, newest first."""
+    """Pending proposals at one high-water mark, newest first, with the events and
+    proposal states they were read from (a proposal's page reuses them)."""
 
     mark: int
     rows: list[Row]
+    events: list[Event] = field(default_factory=list)
+    states: dict[int, ProposalState] = field(default_factory=dict)
     by_id: dict[int, Row] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -193,20 +196,32 @@ def facets(rows: list[Row]) -> dict[str, list[tuple[str, int]]]:
             for name, attr in (("kind", "kind"), ("author", "actor"), ("layer", "layer"))}
 
 
-def _lower_mark(ls: LayerStore) -> tuple[int, ...]:
-    return tuple((s.chunks if (s := ls.summary(n, max_ids=0)) is not None else -1)
-                 for n in LOWER)
+def _merge(found: list[Facts]) -> Facts:
+    return Facts(tuple(o for f in found for o in f.overrides),
+                 tuple(sorted((m for f in found for m in f.matches),
+                              key=lambda m: -(m.similarity or 0.0))))
 
 
 class Queue:
-    """The snapshot of one store, rebuilt when its high-water mark moves."""
+    """The snapshot of one store, rebuilt when its high-water mark moves.
+
+    A chunk's facts against a layer are kept until that layer's chunk count changes (base
+    and user only grow, or are replaced by ``compact``); so a rebuild compares only the
+    chunks not seen yet, and after an accept only user is compared again. A decision taken
+    through the page :meth:`settle`-s the snapshot in place when its ids are the only ones
+    written since: the decided rows leave, the accepted copies are compared with the rows
+    left, and no rebuild follows.
+    """
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD) -> None:
         self.threshold = threshold
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
-        self._facts: dict[int, Facts] = {}
-        self._lower: tuple[int, ...] | None = None
+        self._facts: dict[LayerName, dict[int, Facts]] = {n: {} for n in LOWER}
+        self._marks: dict[LayerName, int] = {}
+        self._vectors: dict[int, npt.NDArray[np.float32]] = {}
+        self._chunks: dict[int, tuple[Chunk, npt.NDArray[np.float32]]] = {}
+        self._titles: dict[int, str] = {}
 
     def snapshot(self, ls: LayerStore) -> Snapshot:
         mark = ls.high_water()
@@ -216,61 +231,124 @@ class Queue:
             return self._snapshot
 
     def _build(self, ls: LayerStore, mark: int) -> Snapshot:
-        states = [s for s in ls.proposals().values() if s.status == "pending"]
-        delta: dict[int, tuple[Chunk, npt.NDArray[np.float32]]] = {}
-        if ls.present([LayerName.DELTA]):
-            delta = {c.id: (c, v) for c, v in ls.chunks(LayerName.DELTA)
-                     if not is_meta_kind(c.kind)}
-        lower = _lower_mark(ls)
-        if lower != self._lower:  # user (or base) changed: every match may have too
-            self._facts = {}
-            self._lower = lower
-        self._fill(ls, [delta[s.context_id] for s in states
-                        if s.context_id in delta and s.context_id not in self._facts])
+        events = ls.events()
+        every = ls.proposals()
+        states = [s for s in every.values() if s.status == "pending"]
+        todo = self._delta(ls, [s.context_id for s in states])
+        self._vectors = {c.id: v for c, v in todo}
+        for name in LOWER:
+            self._compare(ls, name, todo)
         written: dict[int, str] | None = None
         rows = []
         for s in states:
-            chunk = delta[s.context_id][0] if s.context_id in delta else None
+            chunk = self._chunks[s.context_id][0] if s.context_id in self._chunks else None
             if chunk is None and ls.present([LayerName.LOCAL]):
                 chunk = ls.chunk(LayerName.LOCAL, s.context_id)
             actor = s.proposal.data.get("actor")
             if not isinstance(actor, str):
                 if written is None:
-                    written = writers(ls.events((LayerName.DELTA, LayerName.LOCAL)))
+                    written = writers(events)
                 actor = written.get(s.context_id)
-            rows.append(_row(s, chunk, actor, self._facts.get(s.context_id, Facts())))
+            facts = _merge([f for n in LOWER if (f := self._facts[n].get(s.context_id))])
+            rows.append(_row(s, chunk, actor, facts, self._titles))
         rows.sort(key=lambda r: (r.proposed_at_ms, r.proposal_id), reverse=True)
         short = short_ids([r.proposal_id for r in rows])
-        return Snapshot(mark, [replace(r, short=short[r.proposal_id]) for r in rows])
+        return Snapshot(mark, [replace(r, short=short[r.proposal_id]) for r in rows],
+                        events, every)
 
-    def _fill(self, ls: LayerStore, todo: list[tuple[Chunk, npt.NDArray[np.float32]]]) -> None:
-        """Facts for chunks not seen at this lower mark: one ``nearest`` per layer."""
-        if not todo:
-            return
-        present = [n for n in LOWER if n in ls.present(LOWER)]
-        over: dict[int, list[tuple[LayerName, Chunk]]] = {c.id: [] for c, _ in todo}
-        found: dict[int, list[Match]] = {c.id: [] for c, _ in todo}
-        vectors = np.vstack([v for _, v in todo]).astype(np.float32)
-        ids = [c.id for c, _ in todo]
-        for name in present:
+    def _delta(self, ls: LayerStore, wanted: list[int]
+               ) -> list[tuple[Chunk, npt.NDArray[np.float32]]]:
+        """The delta chunks ``wanted`` with their vectors: read once (a delta chunk never
+        changes), the whole layer in one pass the first time, one by one afterwards."""
+        if not ls.present([LayerName.DELTA]):
+            return []
+        missing = [i for i in wanted if i not in self._chunks]
+        if len(missing) > 20:
+            self._chunks.update((c.id, (c, v)) for c, v in ls.chunks(LayerName.DELTA)
+                                if not is_meta_kind(c.kind))
+        else:
+            for i in missing:
+                c = ls.chunk(LayerName.DELTA, i)
+                if c is not None:
+                    self._chunks[i] = (c, ls.vector(LayerName.DELTA, i))
+        return [self._chunks[i] for i in wanted if i in self._chunks]
+
+    def _compare(self, ls: LayerStore, name: LayerName,
+                 chunks: list[tuple[Chunk, npt.NDArray[np.float32]]]) -> None:
+        """Facts against ``name`` for the chunks not compared since it last changed: its
+        ids once, then one ``nearest`` pass for all of them."""
+        summary = ls.summary(name, max_ids=0)
+        count = summary.chunks if summary is not None else -1
+        if count != self._marks.get(name):
+            self._facts[name], self._marks[name] = {}, count
+        known = self._facts[name]
+        todo = [(c, v) for c, v in chunks if c.id not in known]
+        if not todo or summary is None:
             for c, _ in todo:
-                other = ls.chunk(name, c.id)
-                if other is not None:
-                    over[c.id].append((name, other))
-            hits = ls.nearest(name, vectors, ids, self.threshold, MAX_MATCHES)
-            for (c, _), near in zip(todo, hits, strict=True):
-                for sim, other in near:
-                    kind = "duplicate" if other.content == c.content else "near-duplicate"
-                    found[c.id].append(Match(kind, c, name, other, sim))
-        for c, _ in todo:
-            matches = sorted(found[c.id], key=lambda m: -(m.similarity or 0.0))
-            self._facts[c.id] = Facts(tuple(over[c.id]), tuple(matches))
+                known[c.id] = Facts()
+            return
+        listed = ls.summary(name, max_ids=count)
+        ids = set(listed.first_ids) if listed is not None else set()
+        hits = ls.nearest(name, np.vstack([v for _, v in todo]).astype(np.float32),
+                          [c.id for c, _ in todo], self.threshold, MAX_MATCHES)
+        for (c, _), near in zip(todo, hits, strict=True):
+            other = ls.chunk(name, c.id) if c.id in ids else None
+            known[c.id] = Facts(((name, other),) if other is not None else (),
+                                tuple(Match("duplicate" if o.content == c.content
+                                            else "near-duplicate", c, name, o, sim)
+                                      for sim, o in near))
+
+    def settle(self, ls: LayerStore, before: int, decided: set[int], written: int,
+               copies: list[tuple[Chunk, npt.NDArray[np.float32]]]) -> None:
+        """The page's own decision on ``decided`` (proposal ids), which appended
+        ``written`` decision events and copied ``copies`` into user, applied to the
+        snapshot taken at ``before``; nothing happens (the next view rebuilds) unless it is
+        still that snapshot and the decision's ids (``LayerStore.high_water`` moved by
+        exactly their number: ids are allocated in order) are the only ones written."""
+        with self._lock:
+            snap = self._snapshot
+            after = ls.high_water()
+            if snap is None or snap.mark != before or after - before != written:
+                return
+            rows = [r for r in snap.rows if r.proposal_id not in decided]
+            user = self._facts[LayerName.USER]
+            if copies:
+                summary = ls.summary(LayerName.USER, max_ids=0)
+                self._marks[LayerName.USER] = summary.chunks if summary is not None else -1
+                rows = [self._against(r, copies, user) for r in rows]
+            self._snapshot = Snapshot(after, rows, snap.events, snap.states)
+
+    def _against(self, row: Row, copies: list[tuple[Chunk, npt.NDArray[np.float32]]],
+                 user: dict[int, Facts]) -> Row:
+        """``row`` with the new user copies it nearly duplicates added to its facts."""
+        mine = self._vectors.get(row.context_id)
+        if mine is None or row.chunk is None:
+            return row
+        found = []
+        for copy, vector in copies:
+            sim = float(np.dot(mine, vector) / ((np.linalg.norm(mine) * np.linalg.norm(vector))
+                                                or 1.0))
+            if sim >= self.threshold and copy.id != row.context_id:
+                kind = "duplicate" if copy.content == row.chunk.content else "near-duplicate"
+                found.append(Match(kind, row.chunk, LayerName.USER, copy, sim))
+        if not found:
+            return row
+        old = user.get(row.context_id, Facts())
+        user[row.context_id] = Facts(old.overrides, (*old.matches, *found)[:MAX_MATCHES])
+        return replace(row, facts=_merge([row.facts, Facts((), tuple(found))]))
+
+    def vector(self, context_id: int) -> npt.NDArray[np.float32] | None:
+        """A pending chunk's stored vector (for :meth:`settle`)."""
+        return self._vectors.get(context_id)
 
 
-def _row(state: ProposalState, chunk: Chunk | None, actor: str | None, facts: Facts) -> Row:
+def _row(state: ProposalState, chunk: Chunk | None, actor: str | None, facts: Facts,
+         titles: dict[int, str]) -> Row:
     layer = str(state.proposal.data.get("from_layer") or state.proposal.layer.value)
-    return Row(state.id, state.context_id,
-               title_of(chunk.content) if chunk else "(the proposed chunk is gone)",
+    title = "(the proposed chunk is gone)"
+    if chunk is not None:
+        title = titles.get(chunk.id) or titles.setdefault(chunk.id, title_of(chunk.content))
+    return Row(state.id, state.context_id, title,
                chunk.kind if chunk else "?", actor or "unknown", layer,
                state.proposal.chunk.created_at_ms, chunk.confidence if chunk else 0.0,
                chunk, facts)

@@ -13,6 +13,7 @@ back with what they typed.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -116,7 +117,10 @@ class Reviewing:
                              chunk.confidence if chunk else 0.0, chunk, facts, str(pid))
         name = next((n for n in (LayerName.DELTA, LayerName.LOCAL)
                      if ls.present([n]) and ls.chunk(n, row.context_id) is not None), None)
-        report = (inspect_stored(ls, name, row.context_id, lines=self.ui.sources)
+        cached = view is None  # a pending proposal: the snapshot's events are current
+        report = (inspect_stored(ls, name, row.context_id, lines=self.ui.sources,
+                                 events=snap.events if cached else None,
+                                 states=snap.states if cached else None)
                   if name is not None else None)
         text = row.chunk.content if row.chunk else ""
         diffs = [(f"Overrides the {n.value} version", c, markup.word_diff(c.content, text))
@@ -225,7 +229,7 @@ class Reviewing:
                 flt=flt, origin=origin, changed=changed and expected, back=back)
         following = review.next_after(ordered, set(ids))
         try:
-            outcomes = await run_in_threadpool(self._apply, action, ids, reason,
+            outcomes = await run_in_threadpool(self._apply, snap, action, ids, reason,
                                                str(form.get("content", "")), session)
         except AlreadyDecided as exc:
             message = (f"Proposal {exc.proposal_id} was already decided by {exc.decided_by} "
@@ -246,15 +250,32 @@ class Reviewing:
         focus = {"focus": following.proposal_id} if following is not None else {}
         return RedirectResponse(f"{PREFIX}/queue" + _query(flt, **focus), 303)
 
-    def _apply(self, action: str, ids: list[int], reason: str, content: str,
-               session: Session) -> list[Outcome]:
+    def _apply(self, snap: review.Snapshot, action: str, ids: list[int], reason: str,
+               content: str, session: Session) -> list[Outcome]:
+        """Decide, then settle the queue's snapshot with what was written (see
+        :meth:`._review.Queue.settle`)."""
         ls = self.ui.service.store
+        edited = None
         if action == "edit":
             vector = self.ui.service.embedder.embed([content.strip()])[0]
-            return [accept_edited(ls, ids[0], content, vector, reason,
-                                  reviewer=session.reviewer)]
-        decide = accept if action == "accept" else reject
-        return decide(ls, ids, reason, reviewer=session.reviewer)
+            outcomes = [accept_edited(ls, ids[0], content, vector, reason,
+                                      reviewer=session.reviewer)]
+            edited = (content.strip(), vector)
+        else:
+            decide = accept if action == "accept" else reject
+            outcomes = decide(ls, ids, reason, reviewer=session.reviewer)
+        copies = []
+        for o in outcomes:
+            row = snap.by_id.get(o.proposal_id or -1)
+            if not (o.copied and row is not None and row.chunk is not None):
+                continue
+            stored = self.cache.vector(row.context_id)
+            text, vec = edited if edited is not None else (row.chunk.content, stored)
+            if vec is not None:
+                copies.append((replace(row.chunk, content=text, author="human"), vec))
+        self.cache.settle(ls, snap.mark, set(ids), sum(1 for o in outcomes if o.changed),
+                          copies)
+        return outcomes
 
     async def _again(self, request: Request, pid: int, form: FormData, status: int,
                      error: str) -> Response:
