@@ -18,7 +18,8 @@ from tests.web.browser import axe_violations, launch, page_width
 from tests.web.conftest import Site
 
 pytestmark = pytest.mark.timeout(240)
-PAGES = ["/ui/queue", "/ui/proposals/{proposal}", "/ui/layers", "/ui/search?q=billing+headers&mode=lexical",
+PAGES = ["/ui/queue", "/ui/proposals/{proposal}", "/ui/layers",
+         "/ui/search?q=billing+headers&mode=lexical",
          "/ui/memories", "/ui/memories/{memory}", "/ui/memories/{memory}/forget",
          "/ui/memories/forget-all", "/ui/context"]
 

@@ -1,5 +1,5 @@
-"""What a proposal can make the review queue and its page show (issue 26, items 2 and 15), through the
-real server and the real command: sources only from files the project compiles, never
+"""What a proposal can make the review queue and its page show (issue 26, items 2 and 15),
+through the real server and the real command: sources only from files the project compiles, never
 dotfiles or layer files; bidirectional and invisible characters as escapes."""
 
 from __future__ import annotations
