@@ -47,7 +47,7 @@ def test_review_over_the_team_server_in_a_browser(browser: Any, pg_url: str, tmp
         page = _signed_in(browser, site, "alice")
         accepted, rejected, hostile = site.proposals
         expect(page.get_by_text("3 pending proposals")).to_be_visible()
-        page.get_by_text("hover", exact=False).first.hover()
+        page.locator(f"#p{hostile} .title").hover()
         assert page.title() == "Review queue · Sediment" and page.dialogs == []
         assert page.locator("ol.queue img, ol.queue script, ol.queue b").count() == 0
         assert "<script>" in page.locator(f"#p{hostile} .title").inner_text()

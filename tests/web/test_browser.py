@@ -53,7 +53,7 @@ def test_review_a_queue_written_over_mcp(browser: Any, site: Site, sediment: Run
     accepted, rejected, hostile = site.proposals
     expect(page.get_by_text("3 pending proposals")).to_be_visible()
     # The hostile chunk is shown as text: no script ran, no handler fired.
-    page.get_by_text("hover", exact=False).first.hover()
+    page.locator(f"#p{hostile} .title").hover()
     assert page.title() == "Review queue · Sediment" and page.dialogs == []
     assert page.locator("ol.queue img, ol.queue script, ol.queue b").count() == 0
     assert "<script>" in page.locator(f"#p{hostile} .title").inner_text()

@@ -107,7 +107,7 @@ def test_accept_with_edits_in_the_browser(browser: Any, seeded: Seeded,
     with page.expect_navigation():
         page.get_by_role("button", name="Accept with edits…").click()
     with page.expect_navigation():
-        page.get_by_role("button", name="Confirm: accept with your edits 1").click()
+        page.get_by_role("button", name="Confirm: accept with your edits").click()
     assert "/ui/proposals/" in page.url and _focused(page) == "title H1"
     shown = sediment("proposals", "show", str(seeded.edit), "--dir", str(seeded.site.store),
                      "--json").json()

@@ -11,7 +11,8 @@
   function follow(sel) { var a = $(sel); if (a) { a.click(); return true; } return false; }
 
   document.addEventListener("DOMContentLoaded", function () {
-    var target = $("[data-focus]");
+    // Before the load event, so a key pressed as soon as the page shows reaches it.
+    var target = $("[data-focus]") || $("[autofocus]");
     if (target) {
       var link = target.querySelector ? target.querySelector("a.open") : null;
       (link || target).focus();
