@@ -19,6 +19,7 @@ from sediment.server.context_outputs import HistoryOut, Item, IterationOut, Stat
 from sediment.server.memory_tools import ChangedOut, SaveOut
 from sediment.server.web._memories import Listing
 from sediment.server.web._progress import Progress
+from sediment.server.web._review import Row
 
 _ = (
     EXIT_USAGE,  # documents click's own usage-error exit code beside ours
@@ -42,6 +43,7 @@ _ = (
     ContextSettings.prune_after_iterations,  # the seed's setting; read from [context]
     Listing.by_category,  # read by the web page's templates
     Listing.uncategorised,
+    Row.near_duplicate,
     Progress.iterations,
     Store.manage_memory,  # the Python API (docs/python-api.md): programs call them
     Store.save_memory,

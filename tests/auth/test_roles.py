@@ -236,7 +236,7 @@ def test_only_a_reviewer_decides_on_the_review_page(server: HttpServer,
                             (tokens["reviewer"], 303)):
         with _signed_in(base, token, "someone") as c:
             csrf = _csrf(c.get("/ui/queue").text)
-            r = c.post("/ui/decide", data={"csrf": csrf, "action": "accept",
+            r = c.post("/ui/decide", data={"csrf": csrf, "action": "accept", "confirm": "yes",
                                            "proposal": str(proposed["proposal_id"])},
                        headers={"Origin": base})
             assert r.status_code == expected, r.text

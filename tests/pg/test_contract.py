@@ -192,3 +192,32 @@ def test_events_are_the_same_in_both(tmp_path: Path, request: pytest.FixtureRequ
         forget(store, 7, "obsolete")
         seen.append([(e.layer, e.kind, e.data, e.chunk.author) for e in store.events()])
     assert seen[0] == seen[1] and len(seen[0]) == 2
+
+
+def test_a_copy_without_its_decision_and_an_edited_accept(backend: LayerStore) -> None:
+    """An accept whose decision commit is missing reads as accepted on both backends (the
+    team server checks every pending proposal's copy in one query); an accept with the
+    reviewer's edits keeps the agent's text in delta and is not a conflict in the diff."""
+    from sediment.ops.propose import propose
+    from sediment.review import accept_edited, diff_layers, get_proposal
+
+    a, b, c = (write(backend, t, scope="delta") for t in (
+        "Cache keys include the tenant.", "Deploys freze on Fridays.", "Logs rotate daily."))
+    pa, pb, pc = (propose(backend, x, actor="tester").proposal_id for x in (a, b, c))
+    copy = backend.chunk(LayerName.DELTA, a)
+    assert copy is not None
+    backend.append(LayerName.USER, [NewChunk(copy.kind, copy.content, "human", 1.0, (a,),
+                                             id=a)],
+                   EMBEDDER.embed([copy.content]), profile=EMBEDDER.profile.to_dict(),
+                   allowed=HUMAN_WRITABLE)
+    states = backend.proposals()
+    assert (states[pa].status, states[pa].recorded) == ("accepted", False)
+    assert states[pb].status == states[pc].status == "pending"
+    edited = "Deploys freeze on Fridays."
+    out = accept_edited(backend, pb, edited, EMBEDDER.embed([edited])[0], reviewer="alice")
+    assert out.changed and get_proposal(backend, pb).decisions[0].reviewer == "alice"
+    assert dict(backend.versions(b))[LayerName.USER].content == edited
+    assert dict(backend.versions(b))[LayerName.DELTA].content == "Deploys freze on Fridays."
+    report = diff_layers(backend)
+    assert [d.status for d in report.chunks if d.chunk.id == b] == ["accepted"]
+    assert backend.proposals()[pc].status == "pending"

@@ -82,11 +82,17 @@ def test_the_server_shows_no_password_and_readers_no_connection(pg_url: str,
         assert "serving MCP" in banner and SECRET not in banner
         reader = sign_in(srv.base, "ignored", tokens["rita"]).get("/ui/layers").text
         assert SECRET not in reader and database not in reader and "postgres" not in reader
-        reviewer = sign_in(srv.base, "ignored", tokens["alice"]).get("/ui/layers").text
+        page = sign_in(srv.base, "ignored", tokens["alice"])
+        reviewer = page.get("/ui/layers").text
         assert SECRET not in reviewer and database in reviewer
         with psycopg.connect(pg_url.replace(f"/{database}?", "/postgres?"),
                              autocommit=True) as admin:
             admin.execute(f"DROP DATABASE {database} WITH (FORCE)")
+        for path in ("/ui/layers", "/ui/queue", "/ui/memories"):
+            down = page.get(path)
+            assert down.status_code == 503, (path, down.text)
+            assert "The store is unavailable; the server&#39;s log says why." in down.text
+            assert "store store" not in down.text.lower() and database not in down.text
         for path in ("/health", "/tools/list"):
             r = httpx.get(srv.base + path, timeout=60,
                           headers={"Authorization": f"Bearer {tokens['rita']}"})

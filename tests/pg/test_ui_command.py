@@ -65,7 +65,7 @@ def test_ui_over_the_store_signs_in_once_as_the_actor(pg_url: str, tmp_path: Pat
         base = shown["url"].removesuffix("/ui")
         queue = walt.get("/ui/queue").text
         assert "Signed in as <strong>walt</strong>" in queue
-        assert all(f"Proposal {p}:" in queue for p in site.proposals)
+        assert all(f'id="p{p}"' in queue for p in site.proposals)
         # The page's memories are --actor's own, from the database.
         mine = walt.get("/ui/memories").text
         assert all(f'id="m-{m}"' in mine for m in site.memories)
@@ -73,7 +73,8 @@ def test_ui_over_the_store_signs_in_once_as_the_actor(pg_url: str, tmp_path: Pat
         assert "Task: speed up the nightly import job." in walt.get("/ui/context").text
 
         pid = site.proposals[0]
-        done = walt.post("/ui/decide", data={"csrf": csrf_of(queue), "only": f"accept:{pid}"},
+        done = walt.post("/ui/decide", data={"csrf": csrf_of(queue), "only": f"accept:{pid}",
+                                             "confirm": "yes"},
                          headers={"Origin": base})
         assert done.status_code == 303
         listed = sediment("proposals", "list", "--store", pg_url, "--json")

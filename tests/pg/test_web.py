@@ -48,17 +48,23 @@ def test_every_page_reads_the_team_server(pg_url: str, tmp_path: Path) -> None:
         queue = alice.get("/ui/queue").text
         assert "3 pending proposals" in queue and "signed in as" in queue.lower()
         assert "alice" in queue
-        hostile = queue.split(f'id="p{site.proposals[2]}"')[1].split("</article>")[0]
+        hostile = queue.split(f'id="p{site.proposals[2]}"')[1].split("</li>")[0]
         assert "&lt;script&gt;" in hostile and "<script>" not in hostile
-        contradicting = queue.split(f'id="p{site.proposals[1]}"')[1].split("</article>")[0]
-        assert "near-duplicate</strong> with base:2" in contradicting
+        row = queue.split(f'id="p{site.proposals[1]}"')[1].split("</li>")[0]
+        assert ">conflict</span>" in row and ">near-duplicate</span>" in row
+        assert ">invariant<" in row and ">0.70<" in row
+        assert '<span class="actor">walt</span>' in row  # the proposal's actor, not "mcp"
+        filtered = alice.get("/ui/queue", params={"conflict": "yes", "author": "walt"}).text
+        assert filtered.count('<li class="row') == 1 and f'id="p{site.proposals[1]}"' in filtered
+        contradicting = alice.get(f"/ui/proposals/{site.proposals[1]}").text
         assert "All billing calls need X-Account." in contradicting  # docs/b.md:3, read now
-        assert "<dd>invariant</dd>" in contradicting and "<dd>0.70</dd>" in contradicting
-        assert "<dt>Author</dt><dd>mcp</dd>" in contradicting
+        assert "Near-duplicate in base (similarity" in contradicting
+        assert "MUST <ins>NOT </ins>include" in contradicting
+        assert "proposed by <strong>walt</strong>" in contradicting
 
         layers = alice.get("/ui/layers").text
         assert "Conflict (near-duplicate)" in layers and "conflicts 1" in layers
-        assert "signatures are file-only" in layers
+        assert layers.count("signatures are file-only") == 1 and "Bytes" not in layers
         assert "project default" in layers  # where the layers live: the store's project
 
         search = alice.get("/ui/search", params={"q": "billing headers", "mode": "lexical"})
@@ -121,16 +127,26 @@ def test_decisions_over_the_team_server(pg_url: str, tmp_path: Path, sediment: R
         assert _post(alice, site, "/ui/decide", {"csrf": form, "only": f"reject:{first}"}
                      ).status_code == 303
         assert "needs a reason" in alice.get("/ui/queue").text
+        asked = _post(alice, site, "/ui/decide", {"csrf": form, "only": f"reject:{first}",
+                                                  f"reason-{first}": "not what we do"})
+        assert asked.status_code == 200 and "Reject 1 proposal?" in asked.text
         assert _post(alice, site, "/ui/decide",
-                     {"csrf": form, "only": f"reject:{first}",
+                     {"csrf": form, "only": f"reject:{first}", "confirm": "yes",
                       f"reason-{first}": "not what we do"}).status_code == 303
         page = alice.get("/ui/queue").text
         assert f"Rejected proposal {first}" in page and "2 pending proposals" in page
+        edited = _post(alice, site, "/ui/decide", {
+            "csrf": form, "action": "edit", "proposal": second, "from": second,
+            "confirm": "yes", "content": "Requests to /billing MUST include X-Account."})
+        assert edited.status_code == 303, edited.text
         assert _post(alice, site, "/ui/decide", {"csrf": form, "action": "accept",
-                                                 "proposal": [second, third]}
+                                                 "scope": "filter", "kind": "note",
+                                                 "expect": "1", "confirm": "yes"}
                      ).status_code == 303
         page = alice.get("/ui/queue").text
-        assert f"Accepted proposal {second}" in page and f"Accepted proposal {third}" in page
+        assert f"Accepted proposal {third}" in page and "Nothing is waiting" in page
+        shown = alice.get(f"/ui/proposals/{second}").text
+        assert "Accepted with the reviewer&#39;s edits" in shown
         statuses = _statuses(sediment, site)
         assert statuses[int(first)][0] == "rejected"
         assert statuses[int(first)][1][0]["reason"] == "not what we do"
@@ -155,7 +171,7 @@ def test_two_reviewers_at_once_over_the_team_server(pg_url: str, tmp_path: Path)
             start.wait(timeout=30)
             codes[name] = _post(c, site, "/ui/decide",
                                 {"csrf": forms[c], "only": f"{verdict}:{pid}",
-                                 f"reason-{pid}": "not useful"}).status_code
+                                 "confirm": "yes", f"reason-{pid}": "not useful"}).status_code
 
         threads = [threading.Thread(target=decide, args=(alice, "alice", "accept")),
                    threading.Thread(target=decide, args=(bob, "bob", "reject"))]

@@ -47,19 +47,27 @@ def test_review_over_the_team_server_in_a_browser(browser: Any, pg_url: str, tmp
         page = _signed_in(browser, site, "alice")
         accepted, rejected, hostile = site.proposals
         expect(page.get_by_text("3 pending proposals")).to_be_visible()
-        page.get_by_text("hover", exact=False).first.hover()
+        page.locator(f"#p{hostile} .title").hover()
         assert page.title() == "Review queue · Sediment" and page.dialogs == []
-        assert page.locator("article img, article script, article b").count() == 0
-        assert "<script>" in page.locator(f"#p{hostile} pre.content").inner_text()
+        assert page.locator("ol.queue img, ol.queue script, ol.queue b").count() == 0
+        assert "<script>" in page.locator(f"#p{hostile} .title").inner_text()
+        page.get_by_label("Select proposal", exact=False).nth(2).check()
         with page.expect_navigation():
-            page.get_by_role("button", name=f"Accept proposal {accepted}").click()
+            page.get_by_role("button", name="Accept…").click()
+        with page.expect_navigation():
+            page.get_by_role("button", name="Confirm: accept 1").click()
         expect(page.get_by_text(f"accepted proposal {accepted}", exact=False)).to_be_visible()
-        page.get_by_label(f"Reason for rejecting proposal {rejected} (required to reject)"
-                          ).fill("duplicates the billing invariant")
+        page.goto(f"{site.base}/ui/proposals/{rejected}")
+        assert "proposed by walt" in page.locator("main").inner_text()
+        page.get_by_label("Reason (required to reject, optional to accept)").fill(
+            "duplicates the billing invariant")
         with page.expect_navigation():
-            page.get_by_role("button", name=f"Reject proposal {rejected}").click()
+            page.get_by_role("button", name="Reject…").click()
+        with page.expect_navigation():
+            page.get_by_role("button", name="Confirm: reject 1").click()
         expect(page.get_by_text(f"Rejected proposal {rejected}", exact=False)).to_be_visible()
-        expect(page.get_by_text("1 pending proposal,", exact=False)).to_be_visible()
+        page.goto(f"{site.base}/ui/queue")
+        expect(page.get_by_text("1 pending proposal.", exact=False)).to_be_visible()
         listed = sediment("proposals", "list", "--store", site.url, "--json")
         assert listed.code == 0, listed.err
         statuses = {p["proposal_id"]: (p["status"], p["decisions"]) for p in listed.json()}

@@ -177,3 +177,44 @@ def test_promote_unknown_ids_lists_them_all(ls: LayerSet, tmp_path: Path) -> Non
         promote(ls, [])
     with pytest.raises(ValidationError, match="delta or local"):
         promote(ls, [a], source=LayerName.BASE)
+
+
+def test_accept_with_edits_keeps_the_agents_text_and_records_the_reviewer(
+        ls: LayerSet, tmp_path: Path) -> None:
+    from sediment.review import AlreadyDecided, accept_edited, diff_layers
+
+    cid, pid = agent_propose(ls, "Billing calls need a tokn.", kind="invariant",
+                             sources=["docs/guide.md:1"])
+    edited = "Billing calls need a token."
+    vector = ls.vector(LayerName.DELTA, cid) * -1  # stands in for the edit's embedding
+    out = accept_edited(ls, pid, f"  {edited}\n", vector, "typo", reviewer="alice")
+    assert out.changed and out.copied and out.action == "accepted"
+    copy = layer(tmp_path, LayerName.USER).get(cid)
+    assert copy is not None and copy.content == edited and copy.author == "human"
+    assert copy.sources == (cid, "docs/guide.md:1")  # provenance: the agent's chunk first
+    agents = layer(tmp_path, LayerName.DELTA).get(cid)
+    assert agents is not None and agents.content == "Billing calls need a tokn."
+    [decision] = get_proposal(ls, pid).decisions
+    assert decision.reviewer == "alice" and decision.reason == "typo"
+    raw = layer(tmp_path, LayerName.DELTA).get(decision.id)
+    assert raw is not None and json.loads(raw.content)["edited"] is True
+    report = diff_layers(ls)
+    assert [c.status for c in report.chunks if c.chunk.id == cid] == ["accepted"]
+    assert not [m for m in report.conflicts if m.delta.id == cid]
+    with pytest.raises(AlreadyDecided, match="already accepted, decided by alice"):
+        accept_edited(ls, pid, "Another edit.", vector, reviewer="bob")
+    with pytest.raises(ValidationError, match="empty"):
+        accept_edited(ls, pid, " \n", vector)
+
+
+def test_accept_with_unchanged_text_is_a_plain_accept(ls: LayerSet, tmp_path: Path) -> None:
+    from sediment.review import accept_edited
+
+    cid, pid = agent_propose(ls, "Deploys freeze on Fridays.")
+    out = accept_edited(ls, pid, "Deploys freeze on Fridays.", ls.vector(LayerName.DELTA, cid),
+                        reviewer="bob")
+    assert out.changed and out.copied
+    raw = layer(tmp_path, LayerName.DELTA).get(out.decision_id or 0)
+    assert raw is not None and "edited" not in json.loads(raw.content)
+    copy = layer(tmp_path, LayerName.USER).get(cid)
+    assert copy is not None and copy.content == "Deploys freeze on Fridays."

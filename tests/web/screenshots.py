@@ -16,7 +16,8 @@ from tests.mcp.conftest import TOKEN, stop
 from tests.web.browser import ARGS, CHROMIUM
 from tests.web.conftest import start_site
 
-SHOTS = [("login", "/ui/login"), ("queue", "/ui/queue"), ("layers", "/ui/layers"),
+SHOTS = [("login", "/ui/login"), ("queue", "/ui/queue"), ("proposal", "/ui/proposals/{proposal}"),
+         ("layers", "/ui/layers"),
          ("search", "/ui/search?q=billing+headers&mode=hybrid"), ("memories", "/ui/memories"),
          ("memory", "/ui/memories/{memory}"), ("forget", "/ui/memories/{memory}/forget"),
          ("context", "/ui/context")]
@@ -48,7 +49,7 @@ def main(out: Path) -> None:
                 page.get_by_role("button", name="Save a new version").click()
             edited = page.url.rsplit("/", 1)[1]
             for name, path in SHOTS[1:]:
-                page.goto(site.base + path.format(memory=edited))
+                page.goto(site.base + path.format(memory=edited, proposal=site.proposals[1]))
                 if name == "search":
                     page.locator("details summary").first.click()
                 page.screenshot(path=str(out / f"{name}.png"),

@@ -18,7 +18,8 @@ from tests.web.browser import axe_violations, launch, page_width
 from tests.web.conftest import Site
 
 pytestmark = pytest.mark.timeout(240)
-PAGES = ["/ui/queue", "/ui/layers", "/ui/search?q=billing+headers&mode=lexical",
+PAGES = ["/ui/queue", "/ui/proposals/{proposal}", "/ui/layers",
+         "/ui/search?q=billing+headers&mode=lexical",
          "/ui/memories", "/ui/memories/{memory}", "/ui/memories/{memory}/forget",
          "/ui/memories/forget-all", "/ui/context"]
 
@@ -52,26 +53,35 @@ def test_review_a_queue_written_over_mcp(browser: Any, site: Site, sediment: Run
     accepted, rejected, hostile = site.proposals
     expect(page.get_by_text("3 pending proposals")).to_be_visible()
     # The hostile chunk is shown as text: no script ran, no handler fired.
-    page.get_by_text("hover", exact=False).first.hover()
+    page.locator(f"#p{hostile} .title").hover()
     assert page.title() == "Review queue · Sediment" and page.dialogs == []
-    assert page.locator("article img, article script, article b").count() == 0
-    assert "<script>" in page.locator(f"#p{hostile} pre.content").inner_text()
-    # A source resolved to its file's current line.
-    assert "All billing calls need X-Account." in page.locator(f"#p{rejected}").inner_text()
-    # Keyboard: newest first, so the first proposal written is third: j three times, then a.
+    assert page.locator("ol.queue img, ol.queue script, ol.queue b").count() == 0
+    assert "<script>" in page.locator(f"#p{hostile} .title").inner_text()
+    # Keyboard: newest first, so the first proposal written is third: j three times, o.
     page.keyboard.press("j")
     page.keyboard.press("j")
     page.keyboard.press("j")
-    assert page.evaluate("() => document.activeElement.id") == f"p{accepted}"
+    assert page.evaluate("() => document.activeElement.closest('li').id") == f"p{accepted}"
     with page.expect_navigation():
-        page.keyboard.press("a")
+        page.keyboard.press("o")
+    with page.expect_navigation():
+        page.keyboard.press("a")  # asks first
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
     expect(page.get_by_text(f"accepted proposal {accepted}", exact=False)).to_be_visible()
-    page.get_by_label(f"Reason for rejecting proposal {rejected} (required to reject)").fill(
+    # The focus moved on to the next proposal, whose source resolved to its file's line.
+    assert page.url.endswith(f"/ui/proposals/{rejected}")
+    assert page.evaluate("() => document.activeElement.id") == "title"
+    assert "All billing calls need X-Account." in page.locator("main").inner_text()
+    page.get_by_label("Reason (required to reject, optional to accept)").fill(
         "duplicates the billing invariant")
     with page.expect_navigation():
-        page.get_by_role("button", name=f"Reject proposal {rejected}").click()
+        page.get_by_role("button", name="Reject…").click()
+    with page.expect_navigation():
+        page.get_by_role("button", name="Confirm: reject 1").click()
     expect(page.get_by_text(f"Rejected proposal {rejected}", exact=False)).to_be_visible()
-    expect(page.get_by_text("1 pending proposal,", exact=False)).to_be_visible()
+    page.goto(f"{site.base}/ui/queue")
+    expect(page.get_by_text("1 pending proposal.", exact=False)).to_be_visible()
     statuses = {p["proposal_id"]: (p["status"], p["decisions"])
                 for p in sediment("proposals", "list", "--dir", str(site.store),
                                   "--json").json()}
@@ -97,7 +107,8 @@ def test_search_explains_and_every_page_is_accessible(browser: Any, site: Site) 
     explain = page.locator("details").first.inner_text()
     assert "BM25" in explain and "Fused" in explain and "Hides" in explain
     for path in PAGES:
-        page.goto(site.base + path.format(memory=site.memories[1]))
+        page.goto(site.base + path.format(memory=site.memories[1],
+                                          proposal=site.proposals[1]))
         assert page_width(page) <= 400, path
         assert axe_violations(page) == [], path
     page.goto(site.base + "/ui/login")
@@ -108,7 +119,7 @@ def test_search_explains_and_every_page_is_accessible(browser: Any, site: Site) 
 def test_reading_works_without_javascript(browser: Any, site: Site) -> None:
     page = _signed_in(browser, site, "dana", javascript=False)
     expect(page.get_by_text("3 pending proposals")).to_be_visible()
-    assert page.locator("article.proposal").count() == 3
+    assert page.locator("ol.queue > li").count() == 3
     page.goto(site.base + "/ui/search?q=billing&mode=lexical")
     assert page.locator("article.hit").count() >= 1
     page.goto(site.base + "/ui/layers")

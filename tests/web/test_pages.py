@@ -64,11 +64,17 @@ def test_reject_needs_a_reason_and_decisions_name_the_reviewer(site: Site,
                    headers={"Origin": site.base})
     assert r.status_code == 303
     assert "needs a reason" in alice.get("/ui/queue").text
-    r = alice.post("/ui/decide", data={"csrf": token, "action": "accept",
+    ask = alice.post("/ui/decide", data={"csrf": token, "action": "accept",
+                                         "proposal": [first, second]},
+                     headers={"Origin": site.base})
+    assert ask.status_code == 200 and "Accept 2 proposals?" in ask.text  # nothing written yet
+    assert "3 pending proposals" in alice.get("/ui/queue").text
+    r = alice.post("/ui/decide", data={"csrf": token, "action": "accept", "confirm": "yes",
                                        "proposal": [first, second]},
                    headers={"Origin": site.base})
+    assert r.status_code == 303
     page = alice.get("/ui/queue").text
-    assert "1 pending proposal," in page
+    assert "1 pending proposal." in page
     shown = sediment("proposals", "show", first, "--dir", str(site.store), "--json").json()
     assert shown["status"] == "accepted" and shown["decisions"][0]["reviewer"] == "alice"
 
@@ -83,7 +89,8 @@ def test_two_reviewers_at_once_the_first_wins(site: Site) -> None:
     def decide(c: httpx.Client, name: str, verdict: str) -> None:
         start.wait(timeout=30)
         codes[name] = c.post("/ui/decide", data={"csrf": forms[c], "only": f"{verdict}:{pid}",
-                                                 f"reason-{pid}": "not useful"},
+                                                 f"reason-{pid}": "not useful",
+                                                 "confirm": "yes"},
                              headers={"Origin": site.base}).status_code
 
     threads = [threading.Thread(target=decide, args=(alice, "alice", "accept")),
@@ -103,8 +110,10 @@ def test_two_reviewers_at_once_the_first_wins(site: Site) -> None:
 def test_queue_and_diff_mark_the_conflict_with_base(site: Site) -> None:
     alice = sign_in(site.base, "alice")
     queue = alice.get("/ui/queue").text
-    contradicting = queue.split(f'id="p{site.proposals[1]}"')[1].split("</article>")[0]
-    assert "near-duplicate</strong> with base:2" in contradicting
-    assert "Requests to /billing MUST include the X-Account header." in contradicting
+    contradicting = queue.split(f'id="p{site.proposals[1]}"')[1].split("</li>")[0]
+    assert ">conflict</span>" in contradicting and ">near-duplicate</span>" in contradicting
+    page = alice.get(f"/ui/proposals/{site.proposals[1]}").text
+    assert "Near-duplicate in base (similarity" in page
+    assert "Requests to /billing MUST <ins>NOT </ins>include the X-Account header." in page
     layers = alice.get("/ui/layers").text
     assert "Conflict (near-duplicate)" in layers and "conflicts 1" in layers

@@ -1,5 +1,5 @@
-"""What a proposal can make the review queue show (issue 26, items 2 and 15), through the
-real server and the real command: sources only from files the project compiles, never
+"""What a proposal can make the review queue and its page show (issue 26, items 2 and 15),
+through the real server and the real command: sources only from files the project compiles, never
 dotfiles or layer files; bidirectional and invisible characters as escapes."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_the_queue_shows_only_sources_the_project_compiles(site: Site,
     pid = _propose(site, "Where the keys are kept.", [
         ".env:1", *(f"AGENTS.local.db:{n}" for n in range(1, 21)), "notes.txt:1",
         "docs/a.md:1"])
-    page = sign_in(site.base, "alice").get("/ui/queue").text
+    page = sign_in(site.base, "alice").get(f"/ui/proposals/{pid}").text
     assert "Releases: every Tuesday from main." in page  # docs/a.md, a compiled file
     for leaked in ("wJalrXUtnFEMI", "AGDB-RAW-LAYER-BYTES", "NOT-COMPILED-LINE"):
         assert leaked not in page

@@ -309,15 +309,23 @@ class PgStore:
         return list(iter_events((LayerName(r[0]), chunk_of(r)) for r in rows))
 
     def proposals(self) -> dict[int, ProposalState]:
-        return fold_proposals(self.events(), copied_to_user=self._copied_to_user)
+        events = self.events()
+        pending = [s.context_id for s in fold_proposals(events).values()
+                   if s.status == "pending"]
+        copied = self._copied_to_user(pending)
+        return fold_proposals(events, copied_to_user=copied.__contains__)
 
-    def _copied_to_user(self, context_id: int) -> bool:
-        found = dict(self.versions(context_id))
-        copy = found.get(LayerName.USER)
-        if copy is None:
-            return False
-        proposed = found.get(LayerName.DELTA) or found.get(LayerName.LOCAL)
-        return proposed is not None and proposed.content == copy.content
+    def _copied_to_user(self, context_ids: list[int]) -> set[int]:
+        """Which of ``context_ids`` user holds with the proposed content: one query for
+        all (a query per pending proposal made every fold cost a round trip each)."""
+        if not context_ids:
+            return set()
+        with self.cursor() as cur:
+            cur.execute("SELECT u.id FROM chunks u JOIN chunks p ON p.project = u.project "
+                        "AND p.id = u.id AND p.layer = ANY(%s) AND p.content = u.content "
+                        "WHERE u.project = %s AND u.layer = 'user' AND u.id = ANY(%s)",
+                        (["delta", "local"], self.project, context_ids))
+            return {int(r[0]) for r in cur.fetchall()}
 
     def high_water(self) -> int:
         with self.cursor() as cur:

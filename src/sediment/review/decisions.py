@@ -16,7 +16,7 @@ notices the identical copy already in user and records only the decision.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -192,8 +192,10 @@ def _unique(ids: Iterable[int]) -> list[int]:
 
 
 def _decision(verdict: str, context_id: int, proposal_id: int | None, reason: str,
-              from_layer: LayerName, promoted: bool, reviewer: str | None = None) -> NewChunk:
-    e = decision_event(verdict, context_id, proposal_id, reason, from_layer, promoted, reviewer)
+              from_layer: LayerName, promoted: bool, reviewer: str | None = None,
+              edited: bool = False) -> NewChunk:
+    e = decision_event(verdict, context_id, proposal_id, reason, from_layer, promoted, reviewer,
+                       edited)
     return NewChunk(e.kind, e.content, "human", 1.0, e.sources)
 
 
@@ -352,3 +354,43 @@ def _promote_locked(layerset: LayerStore, ids: Sequence[int], source: LayerName,
         plan.decisions.append(_decision("accept", c.id, pid, reason.strip(), source, True))
         plan.outcomes.append(Outcome(c.id, "promoted", True, pid, copied=copied))
     return _commit(layerset, plan)
+
+
+def accept_edited(layerset: LayerStore, proposal_id: int, content: str,
+                  vector: npt.NDArray[np.float32], reason: str = "", *,
+                  reviewer: str | None = None) -> Outcome:
+    """Accept a proposal with the reviewer's edits: the user layer gets ``content`` (with
+    ``vector``, its embedding) under the proposed chunk's id, its sources the delta chunk
+    first (the agent's text stays in delta), and the decision is marked ``edited``.
+
+    Unchanged content is a plain :func:`accept`. The proposal must be pending: an edited
+    version cannot replace a copy that is already in user (layers are append-only).
+    """
+    text = content.strip()
+    if not text:
+        raise ValidationError("the edited content is empty; reject the proposal instead")
+    with layerset.transaction():
+        states = layerset.proposals()
+        state = _state(layerset, states, proposal_id)
+        chunk = layerset.chunk(LayerName.DELTA, state.context_id)
+        if chunk is not None and chunk.content == text:
+            return _decide_locked(layerset, [proposal_id], "accept", reason.strip(),
+                                  reviewer)[0]
+        if state.status != "pending":
+            who = _first_decider(state) if state.decisions else "its author"
+            raise AlreadyDecided(
+                f"proposal {proposal_id} (chunk {state.context_id}) was already "
+                f"{state.status}, decided by {who}; nothing was written", proposal_id,
+                state.status, who)
+        if chunk is None:
+            raise NotFoundError(f"chunk {state.context_id} is not in the delta layer")
+        if layerset.chunk(LayerName.USER, chunk.id) is not None:
+            raise ValidationError(
+                f"chunk {chunk.id} already has a version in the user layer; layers are "
+                "append-only, so an edited version cannot replace it")
+        edited = replace(chunk, content=text)
+        plan = _Plan(copies=[(edited, np.asarray(vector, dtype=np.float32))])
+        plan.decisions.append(_decision("accept", chunk.id, proposal_id, reason.strip(),
+                                        LayerName.DELTA, True, reviewer, edited=True))
+        plan.outcomes.append(Outcome(chunk.id, "accepted", True, proposal_id, copied=True))
+        return _commit(layerset, plan)[0]

@@ -3,7 +3,9 @@
 A reviewer reads this before accepting anything (RFC 13, 15.5). Conflicts follow RFC 12 and
 DESIGN.md: the same id with different content in base or user, or near-duplicate content
 (cosine similarity of the stored vectors at or above a threshold) that says something
-different. Identical content under another id is a duplicate, not a conflict. Vectors are
+different. Identical content under another id is a duplicate, not a conflict. A user
+version whose first source is the delta chunk is a reviewer's copy of it (accepted, perhaps
+with edits), not a conflict: agents cannot write the user layer. Vectors are
 compared as stored, so no embedder is needed and nothing is re-embedded.
 """
 
@@ -139,15 +141,16 @@ def diff_layers(layerset: LayerStore, threshold: float = DEFAULT_THRESHOLD) -> D
     for c in delta:
         versions = {n: v for n in lower if (v := layerset.chunk(n, c.id)) is not None}
         user, base = versions.get(LayerName.USER), versions.get(LayerName.BASE)
+        reviewed = user is not None and user.sources[:1] == (c.id,)
         if user is not None:
-            status = "accepted" if user.content == c.content else "conflicts-user"
+            status = "accepted" if user.content == c.content or reviewed else "conflicts-user"
         elif base is not None:
             status = "same-as-base" if base.content == c.content else "overrides-base"
         else:
             status = "new"
         entries.append(DeltaChunk(c, status, statuses.get(c.id), written.get(c.id)))
         conflicts.extend(Match("same-id", c, n, v, None) for n, v in versions.items()
-                         if v.content != c.content)
+                         if v.content != c.content and not (reviewed and n is LayerName.USER))
     duplicates: list[Match] = []
     ids = [c.id for c in delta]  # the same id was compared above
     for name in lower:

@@ -19,7 +19,7 @@ import os
 import posixpath
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from sediment.format import Chunk, LayerFile, Source
 from sediment.format.ids import parse_source_ref
 from sediment.review._common import event_mask
 from sediment.store import PRECEDENCE, LayerName, LayerSet, LayerStore
-from sediment.store.events import fold_proposals, iter_events
+from sediment.store.events import Event, ProposalState, fold_proposals, iter_events
 from sediment.store.rules import Reader, writers
 
 SUBJECT_KEYS = ("context_id", "proposal_id", "promoted_id", "old_id", "new_id")
@@ -391,9 +391,12 @@ def inspect_chunk(path: str | os.PathLike[str], chunk_id: int, *,
 def inspect_stored(store: LayerStore, name: LayerName, chunk_id: int, *,
                    root: str | os.PathLike[str] | None = None,
                    depth: int = DEFAULT_DEPTH, lines: SourceLines | None = None,
-                   viewer: str | None = None) -> ChunkReport:
+                   viewer: str | None = None, events: Sequence[Event] | None = None,
+                   states: Mapping[int, ProposalState] | None = None) -> ChunkReport:
     """:func:`inspect_chunk` for chunk ``chunk_id`` of layer ``name`` of any backend (the
-    layer files or the team server): the same report, its ``path`` the layer's location."""
+    layer files or the team server): the same report, its ``path`` the layer's location.
+    ``events`` and ``states`` are ``store.events()`` and ``store.proposals()`` when the
+    caller has them already (the web page reads them once per change, not per view)."""
     chunk = store.chunk(name, chunk_id)
     if chunk is None:
         raise NotFoundError(f"{store.location(name)}: no chunk with id {chunk_id}")
@@ -403,11 +406,13 @@ def inspect_stored(store: LayerStore, name: LayerName, chunk_id: int, *,
     sources = resolver.resolve(chunk, name, max(depth, 1), True,
                                frozenset({(name.value, chunk_id)}))
     versions = tuple((n.value, c) for n, c in store.versions(chunk_id))
-    events = sorted(store.events(), key=lambda e: (e.chunk.created_at_ms, e.chunk.id))
+    events = sorted(store.events() if events is None else events,
+                    key=lambda e: (e.chunk.created_at_ms, e.chunk.id))
     ordered = [EventRecord(e.layer.value, e.chunk.id, e.kind, e.chunk.author,
                            e.chunk.created_at_ms, e.data)
                for e in events if _refers(e.data, e.chunk, chunk_id)]
-    proposals = tuple((s.id, s.status) for s in store.proposals().values()
+    proposals = tuple((s.id, s.status)
+                      for s in (store.proposals() if states is None else states).values()
                       if s.context_id == chunk_id)
     return ChunkReport(store.location(name), name.value, chunk, versions, sources,
                        tuple(ordered), proposals, writers(events).get(chunk_id))

@@ -127,15 +127,16 @@ def proposal_event(context_id: int, from_layer: LayerName, *, copied: bool,
 
 def decision_event(verdict: str, context_id: int, proposal_id: int | None, reason: str,
                    from_layer: LayerName, promoted: bool,
-                   reviewer: str | None = None) -> EventChunk:
+                   reviewer: str | None = None, edited: bool = False) -> EventChunk:
     """A human's accept or reject (of a proposal, or a promote without one); ``reviewer``
-    names the person when an adapter knows it (the web page's signed-in reviewer)."""
+    names the person when an adapter knows it (the web page's signed-in reviewer); ``edited``
+    marks an accept whose user copy is the reviewer's edited version, not the agent's text."""
     content = event_content(
         event=verdict, proposal_id=proposal_id, context_id=context_id, reason=reason,
         promoted_id=context_id if promoted else None, from_layer=from_layer.value,
         to_layer="user" if promoted else None,
         via="proposal" if proposal_id is not None else "promote",
-        **({"reviewer": reviewer} if reviewer else {}))
+        **({"reviewer": reviewer} if reviewer else {}), **({"edited": True} if edited else {}))
     sources: tuple[Source, ...] = ((context_id,) if proposal_id is None
                                    else (proposal_id, context_id))
     return EventChunk(DECISION, content, sources)

@@ -36,7 +36,7 @@ from sediment.format.visible import visible as show_escaped
 from sediment.memory import MemoryService
 from sediment.ops.requests import SearchOptions, parse
 from sediment.ops.service import ContextService
-from sediment.review import AlreadyDecided, Outcome, SourceLines, accept, reject
+from sediment.review import SourceLines
 from sediment.search import MAX_K
 from sediment.server.context_tools import context_loop_for
 from sediment.server.disclosure import public_message
@@ -45,6 +45,7 @@ from sediment.server.http import is_loopback
 from sediment.server.memory_tools import memory_service_for
 from sediment.server.principals import default_actor, default_tokens
 from sediment.server.web import _personal as personal
+from sediment.server.web import _reviewing as reviewing
 from sediment.server.web import _views as views
 from sediment.server.web._auth import (
     COOKIE,
@@ -65,7 +66,6 @@ NAV = [("queue", "Review queue"), ("layers", "Layers and diff"), ("search", "Sea
        ("memories", "Memories"), ("context", "Progressive context")]
 """(route name, title) of each page in the navigation, in order."""
 MAX_FORM_FIELDS = 1000
-MAX_BATCH = 100
 MAX_BODY = 1_000_000
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
@@ -121,8 +121,7 @@ class WebUI:
             Route(PREFIX + "/signin/{code}", self.signin_link),
             Route(PREFIX + "/oidc/start", self.oidc_start, name="oidc_start"),
             Route(PREFIX + "/oidc/callback", self.oidc_callback),
-            Route(PREFIX + "/queue", self.queue, name="queue"),
-            Route(PREFIX + "/decide", self.decide, methods=["POST"], name="decide"),
+            *reviewing.routes(self),
             Route(PREFIX + "/layers", self.layers, name="layers"),
             Route(PREFIX + "/search", self.search, name="search"),
             *personal.routes(self),
@@ -219,6 +218,16 @@ class WebUI:
                                 error=f"This needs the {role} role; you are signed in as "
                                       f"{session.actor} with the {session.role} role.")
         return session
+
+    def _failed(self, request: Request, session: Session | None,
+                exc: SedimentError) -> Response:
+        """A page that could not be read: 503 with one line when the store is unreachable
+        (never where it lives: ``public_message``), else 500 with the error."""
+        if isinstance(exc, StoreUnavailableError):
+            return self._render(request, "error.html", session, 503,
+                                title="Service unavailable",
+                                error=public_message(exc).capitalize() + ".")
+        return self._render(request, "error.html", session, 500, error=public_message(exc))
 
     def _to_login(self, request: Request) -> Response:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
@@ -360,65 +369,6 @@ class WebUI:
         return response
 
     # -- pages ----------------------------------------------------------------------------
-    async def queue(self, request: Request) -> Response:
-        session = self._guard(request)
-        if not isinstance(session, Session):
-            return session
-        page = views.page_number(request.query_params.get("page"))
-        try:
-            items, pg = await run_in_threadpool(views.queue, self.service.store, self.sources,
-                                                page)
-        except SedimentError as exc:
-            return self._render(request, "error.html", session, 500, error=public_message(exc))
-        return self._render(request, "queue.html", session, items=items, page=pg,
-                            can_decide=allowed(session, "reviewer"))
-
-    async def decide(self, request: Request) -> Response:
-        session = self._guard(request, "reviewer")
-        if not isinstance(session, Session):
-            return session
-        form = await self._form(request)
-        if not csrf_ok(session.csrf, form.get("csrf")):
-            return PlainTextResponse("the form's CSRF token is missing or stale; reload the "
-                                     "page", 403)
-        back = f"{PREFIX}/queue?page={views.page_number(str(form.get('page', '1')))}"
-        only = str(form.get("only", ""))
-        if only:
-            action, _, raw = only.partition(":")
-            ids_raw = [raw]
-            reason = str(form.get(f"reason-{raw}", ""))
-        else:
-            action = str(form.get("action", ""))
-            ids_raw = [str(v) for v in form.getlist("proposal")]
-            reason = str(form.get("reason", ""))
-        ids = [int(v) for v in ids_raw if v.isascii() and v.isdigit() and len(v) < 11]
-        if action not in ("accept", "reject") or not ids or len(ids) != len(ids_raw):
-            session.flash.append(("error", "Select at least one proposal, then accept or "
-                                           "reject."))
-            return RedirectResponse(back, 303)
-        if len(ids) > MAX_BATCH:
-            session.flash.append(("error", f"At most {MAX_BATCH} proposals at once."))
-            return RedirectResponse(back, 303)
-        decide = accept if action == "accept" else reject
-        try:
-            outcomes: list[Outcome] = await run_in_threadpool(
-                lambda: decide(self.service.store, ids, reason, reviewer=session.reviewer))
-        except AlreadyDecided as exc:
-            session.flash.append(("error", f"Proposal {exc.proposal_id} was already decided "
-                                           f"by {exc.decided_by} ({exc.status}); nothing "
-                                           "was written."))
-        except SedimentError as exc:
-            session.flash.append(("error", public_message(exc)))
-        else:
-            for o in outcomes:
-                if o.changed:
-                    session.flash.append(("ok", o.message[0].upper() + o.message[1:] + "."))
-                else:
-                    session.flash.append(("error", f"Proposal {o.proposal_id} was already "
-                                                   f"decided by {o.decided_by} ({o.action}); "
-                                                   "nothing changed."))
-        return RedirectResponse(back, 303)
-
     async def layers(self, request: Request) -> Response:
         session = self._guard(request)
         if not isinstance(session, Session):
@@ -429,14 +379,14 @@ class WebUI:
             rows = await run_in_threadpool(views.layers, ls, self.pubkey)
             report = await run_in_threadpool(views.diff, ls)
         except SedimentError as exc:
-            return self._render(request, "error.html", session, 500, error=public_message(exc))
+            return self._failed(request, session, exc)
         if not allowed(session, "writer"):
             for row in rows:  # a reader sees no file path or connection details
                 row["path"] = None
         changes = [] if report is None else list(report.chunks)
         pg = views.Page(page, views.PER_PAGE * 2, len(changes))
         return self._render(request, "layers.html", session, rows=rows, report=report,
-                            changes=pg.slice(changes), page=pg)
+                            changes=pg.slice(changes), page=pg, file_only=views.FILE_ONLY)
 
     async def search(self, request: Request) -> Response:
         session = self._guard(request)

@@ -71,7 +71,7 @@ class Personal:
             got = await run_in_threadpool(memories.listing, self.ui.memory, session.actor,
                                           flt, page)
         except SedimentError as exc:
-            return self.ui._render(request, "error.html", session, 500, error=public_message(exc))
+            return self.ui._failed(request, session, exc)
         keep = flt.query()
         base = f"{PREFIX}/memories?" + (urlencode(keep) + "&" if keep else "")
         return self.ui._render(request, "memories.html", session, got=got, flt=flt,
@@ -88,7 +88,7 @@ class Personal:
         except (NotFoundError, ValidationError) as exc:
             return self._missing(request, session, public_message(exc))
         except SedimentError as exc:
-            return self.ui._render(request, "error.html", session, 500, error=public_message(exc))
+            return self.ui._failed(request, session, exc)
         m = shown["memory"]
         return self.ui._render(request, "memory.html", session, shown=shown, m=m,
                                status_of=memories.status, categories=CATEGORIES,
@@ -209,7 +209,7 @@ class Personal:
                 self.ui.context_of(session.actor), session.actor, q.get("project"), state,
                 page))
         except SedimentError as exc:
-            return self.ui._render(request, "error.html", session, 500, error=public_message(exc))
+            return self.ui._failed(request, session, exc)
         keep = [(k, v) for k, v in (("project", got.project), ("state", state)) if v]
         base = f"{PREFIX}/context?" + (urlencode(keep) + "&" if keep else "")
         return self.ui._render(request, "context.html", session, got=got, state=state,

@@ -1,10 +1,10 @@
-"""What each page shows, gathered from the same functions the CLI calls.
+"""What the layers and search pages show, gathered from the same functions the CLI calls
+(the review queue is :mod:`._review`).
 
-The review queue is ``list_proposals`` + ``inspect_stored`` + ``diff_layers`` (what
-``sediment proposals show`` and ``sediment diff`` print), all over the ``LayerStore``
-protocol, so the page reads the layer files and the team server alike; decisions are
-``accept`` and ``reject``; search is ``ContextService.search`` with ``explain`` (``sediment search
---explain``). Nothing here decides anything: it selects, orders and pages.
+The layers page is each layer's summary and ``diff_layers`` (what ``sediment layers`` and
+``sediment diff`` print), over the ``LayerStore`` protocol, so the page reads the layer
+files and the team server alike; search is ``ContextService.search`` with ``explain``
+(``sediment search --explain``). Nothing here decides anything: it selects, orders and pages.
 """
 
 from __future__ import annotations
@@ -15,18 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sediment.errors import NotFoundError, SedimentError
-from sediment.review import (
-    DEFAULT_THRESHOLD,
-    ChunkReport,
-    DiffReport,
-    Match,
-    ProposalView,
-    SourceLines,
-    diff_layers,
-    inspect_stored,
-    list_proposals,
-    verify,
-)
+from sediment.review import DEFAULT_THRESHOLD, DiffReport, diff_layers, verify
 from sediment.review.signing import signature_path
 from sediment.store import PRECEDENCE, LayerName, LayerSet, LayerStore
 from sediment.store.events import is_meta_kind
@@ -79,49 +68,16 @@ def without_local(ls: LayerStore) -> LayerStore:
     return LayerSet(paths)
 
 
-@dataclass(frozen=True, slots=True)
-class QueueItem:
-    view: ProposalView
-    report: ChunkReport | None
-    overrides: list[tuple[str, Any]]
-    matches: list[Match]
+FILE_ONLY = ("Signatures do not apply here: signatures are file-only (a signature covers the "
+             "bytes of a layer file; the team server's layers are rows, protected by the "
+             "database's access control and the tokens' roles).")
 
 
-def _holder(ls: LayerStore, view: ProposalView) -> LayerName | None:
-    return next((n for n in (LayerName.DELTA, LayerName.LOCAL)
-                 if ls.chunk(n, view.context_id) is not None), None)
-
-
-def queue(ls: LayerStore, sources: SourceLines, page: int, size: int = PER_PAGE
-          ) -> tuple[list[QueueItem], Page]:
-    """Pending proposals, newest first, each with what ``proposals show`` and ``diff`` say."""
-    pending = sorted(list_proposals(ls, "pending"),
-                     key=lambda v: (v.proposed_at_ms, v.proposal_id), reverse=True)
-    pg = Page(min(page, max(1, -(-len(pending) // size))), size, len(pending))
-    shown = pg.slice(pending)
-    diff: DiffReport | None = None
-    if shown and ls.present([LayerName.DELTA]):
-        diff = diff_layers(without_local(ls))
-    items = []
-    for v in shown:
-        name = _holder(ls, v)
-        report = inspect_stored(ls, name, v.context_id, lines=sources) if name else None
-        overrides = [(n, c) for n, c in (report.versions if report else ())
-                     if n in (LayerName.BASE.value, LayerName.USER.value)]
-        matches = [m for m in (diff.conflicts + diff.duplicates if diff else ())
-                   if m.delta.id == v.context_id]
-        items.append(QueueItem(v, report, overrides, matches))
-    return items, pg
-
-
-FILE_ONLY = ("not applicable: signatures are file-only (a signature covers the bytes of a "
-             "layer file; the team server's layers are rows, protected by the database's "
-             "access control and the tokens' roles)")
-
-
-def _signature(ls: LayerStore, name: LayerName, pubkey: Path | None) -> str:
+def _signature(ls: LayerStore, name: LayerName, pubkey: Path | None) -> str | None:
+    """The layer file's signature status; None on a backend without files (the page says
+    :data:`FILE_ONLY` once)."""
     if not isinstance(ls, LayerSet):
-        return FILE_ONLY
+        return None
     path = ls.paths[name]
     assert path is not None
     sig = signature_path(path)
