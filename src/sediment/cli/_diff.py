@@ -10,18 +10,7 @@ from sediment.cli._app import cli
 from sediment.cli._options import get_config, json_option, open_store, store_layer_options
 from sediment.cli._output import INDENT, emit_json, entry, print_entries, visible
 from sediment.review import DEFAULT_THRESHOLD, diff_layers
-from sediment.store import LayerName, LayerSet, LayerStore
-
-
-def without_local(ls: LayerStore) -> LayerStore:
-    """The local layer is not compared (``diff_layers`` reads only base, user and delta of
-    any other backend)."""
-    files = ls.layer_files()
-    if files is None:
-        return ls
-    paths: dict[LayerName, Path | None] = {n: p for n, p in files.paths.items()
-                                          if n is not LayerName.LOCAL}
-    return LayerSet(paths)
+from sediment.review.diff import without_local
 
 
 @cli.command()

@@ -12,6 +12,7 @@ compared as stored, so no embedder is needed and nothing is re-embedded.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from sediment.errors import ValidationError
 from sediment.format import Chunk
 from sediment.review._common import is_event, require_layer, require_present
 from sediment.review.decisions import ProposalView, list_proposals
-from sediment.store import LayerName, LayerStore
+from sediment.store import LayerName, LayerSet, LayerStore
 from sediment.store.rules import writers
 
 DEFAULT_THRESHOLD = 0.9
@@ -116,6 +117,18 @@ def _where(store: LayerStore, present: list[LayerName]) -> dict[str, str | None]
                 if (p := files.paths.get(n)) is not None}
     return {n.value: store.location(n) if n in present else None
             for n in (LayerName.BASE, LayerName.USER, LayerName.DELTA)}
+
+
+def without_local(store: LayerStore) -> LayerStore:
+    """The set ``sediment diff`` compares: the local layer (an actor's own notes) is not
+    reviewed. Over layer files, a set without it; another backend's ``diff_layers`` reads
+    only base, user and delta anyway."""
+    files = store.layer_files()
+    if files is None:
+        return store
+    kept: dict[LayerName, Path | None] = {n: p for n, p in files.paths.items()
+                                         if n is not LayerName.LOCAL}
+    return LayerSet(kept)
 
 
 def diff_layers(layerset: LayerStore, threshold: float = DEFAULT_THRESHOLD) -> DiffReport:

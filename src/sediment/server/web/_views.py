@@ -16,8 +16,9 @@ from typing import Any
 
 from sediment.errors import NotFoundError, SedimentError
 from sediment.review import DEFAULT_THRESHOLD, DiffReport, diff_layers, verify
+from sediment.review.diff import without_local
 from sediment.review.signing import signature_path
-from sediment.store import PRECEDENCE, LayerName, LayerSet, LayerStore
+from sediment.store import PRECEDENCE, LayerName, LayerStore
 from sediment.store.events import is_meta_kind
 
 PER_PAGE = 10
@@ -58,16 +59,6 @@ def page_number(raw: str | None) -> int:
     return min(max(n, 1), MAX_PAGE)
 
 
-def without_local(ls: LayerStore) -> LayerStore:
-    """The set ``sediment diff`` compares: the local layer is not reviewed (``diff_layers``
-    compares only base, user and delta of any other backend)."""
-    if not isinstance(ls, LayerSet):
-        return ls
-    paths: dict[LayerName, Path | None] = {n: p for n, p in ls.paths.items()
-                                          if n is not LayerName.LOCAL}
-    return LayerSet(paths)
-
-
 FILE_ONLY = ("Signatures do not apply here: signatures are file-only (a signature covers the "
              "bytes of a layer file; the team server's layers are rows, protected by the "
              "database's access control and the tokens' roles).")
@@ -76,9 +67,10 @@ FILE_ONLY = ("Signatures do not apply here: signatures are file-only (a signatur
 def _signature(ls: LayerStore, name: LayerName, pubkey: Path | None) -> str | None:
     """The layer file's signature status; None on a backend without files (the page says
     :data:`FILE_ONLY` once)."""
-    if not isinstance(ls, LayerSet):
+    files = ls.layer_files()
+    if files is None:
         return None
-    path = ls.paths[name]
+    path = files.paths[name]
     assert path is not None
     sig = signature_path(path)
     if not sig.exists():
@@ -93,7 +85,8 @@ def _signature(ls: LayerStore, name: LayerName, pubkey: Path | None) -> str | No
 
 def _bytes(ls: LayerStore, name: LayerName) -> int | None:
     """A layer file's size; None on a backend whose layers are not files."""
-    layer = ls.layer(name) if isinstance(ls, LayerSet) else None
+    files = ls.layer_files()
+    layer = files.layer(name) if files is not None else None
     return layer.file.size if layer is not None else None
 
 
