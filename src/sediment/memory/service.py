@@ -408,10 +408,12 @@ class MemoryService:
                     "signals": signals, "actor": actor},
                     (old.ref.id, New(0)), author))
             if place is Place.PROPOSAL:
-                events.append(NewEvent(PROPOSAL, {
+                proposed: dict[str, Any] = {
                     "event": "propose", "context_id": New(0), "target": "user",
-                    "from_layer": "delta", "copied_to_delta": False, "actor": actor},
-                    (New(0),), author))
+                    "from_layer": "delta", "copied_to_delta": False, "actor": actor}
+                if known is not None:
+                    proposed["corrects"] = known.shown  # the review page shows it beside
+                events.append(NewEvent(PROPOSAL, proposed, (New(0),), author))
             events[1:1] = self._context_events(actor, place, ctx)
             (ref,) = self.store.append(place, actor, [memory], events)
         out: dict[str, Any] = {

@@ -24,6 +24,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from sediment.errors import NotFoundError, SedimentError
+from sediment.format import Chunk
 from sediment.review import (
     AlreadyDecided,
     Outcome,
@@ -134,6 +135,9 @@ class Reviewing:
             if kept is not None and kept.content != text:
                 diffs.insert(0, ("Accepted with the reviewer's edits", kept,
                                  markup.word_diff(text, kept.content)))
+        corrects = self._corrected(report, text)
+        if corrects is not None:
+            diffs.insert(0, corrects)
         same = [n.value for n, c in row.facts.overrides if c.content == text]
         ordered = flt.apply(snap.rows)
         before, after = None, None
@@ -145,6 +149,22 @@ class Reviewing:
         return {"row": row, "view": view, "report": report, "diffs": diffs, "same": same,
                 "rendered": markup.markdown(text), "before": before, "after": after,
                 "editable": len(text) <= MAX_EDIT}
+
+    def _corrected(self, report: Any, text: str) -> tuple[str, Chunk, Any] | None:
+        """A global-memory proposal that corrects a global memory: that memory, to show
+        beside it (its save recorded which; a memory since forgotten is left out)."""
+        handle = next((e.data.get("corrects") for e in (report.events if report else ())
+                       if e.data.get("event") == "propose" and e.data.get("corrects")), None)
+        if not isinstance(handle, str):
+            return None
+        try:
+            shown = self.ui.memory.show("reviewer", handle)["memory"]
+        except SedimentError:
+            return None
+        old = Chunk(int(shown["chunk_id"]), f"memory.{shown['category']}", shown["content"],
+                    "human", float(shown["confidence"]), 0)
+        return (f"Corrects the global memory {handle}", old,
+                markup.word_diff(old.content, text))
 
     async def proposal(self, request: Request, *, reason: str = "", edit: str | None = None,
                        status: int = 200, error: str | None = None) -> Response:
