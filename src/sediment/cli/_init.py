@@ -17,7 +17,7 @@ from sediment.cli._output import emit_json, visible
 from sediment.config import PROJECT_FILE
 from sediment.errors import ValidationError
 from sediment.ops.gitmerge import ATTRIBUTES, GitSetup, install
-from sediment.store.atomic import atomic_write
+from sediment.store.atomic import atomic_write, rewrite_text
 from sediment.store.layerset import LOCK_FILE
 
 BEGIN = "# >>> sediment (managed by `sediment init`)"
@@ -105,23 +105,17 @@ def init_cmd(root: Path, force: bool, with_git: bool, as_json: bool) -> None:
     if wrote_toml:
         atomic_write(toml, TOML.encode("utf-8"))
     ignore = root / ".gitignore"
-    try:
-        before = ignore.read_text(encoding="utf-8") if ignore.exists() else ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValidationError(f"{ignore}: cannot read it: {exc}") from exc
-    after = gitignore_text(before)
-    if after != before:
-        atomic_write(ignore, after.encode("utf-8"))
+    _, ignore_changed = rewrite_text(ignore, gitignore_text)
     config = mcp_config(root)
     git = install(root) if with_git else None
     if as_json:
         emit_json({"config": str(toml), "config_written": wrote_toml,
-                   "gitignore": str(ignore), "gitignore_changed": after != before,
+                   "gitignore": str(ignore), "gitignore_changed": ignore_changed,
                    "mcp": config, **({"git": _git_json(git)} if git is not None else {})})
         return
     click.echo(f"{'wrote' if wrote_toml else 'kept'} {visible(str(toml))}"
                + ("" if wrote_toml else " (--force replaces it)"))
-    click.echo(f"{'updated' if after != before else 'kept'} {visible(str(ignore))}: ignores "
+    click.echo(f"{'updated' if ignore_changed else 'kept'} {visible(str(ignore))}: ignores "
                + ", ".join(x for x in IGNORED if not x.startswith("#")))
     click.echo("\nMCP client configuration (for example in .mcp.json, or Claude Desktop's "
                "claude_desktop_config.json):\n")

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from sediment.errors import ValidationError
 from sediment.format import LayerFile
-from sediment.store.atomic import atomic_write
+from sediment.store.atomic import atomic_write, rewrite_text
 from sediment.store.merge import BASE_FILE, MergeConflict, Side, merge_layer, plan, read_version
 
 __all__ = ["ATTRIBUTES", "DRIVER_NAME", "GitSetup", "driver_command", "install",
@@ -235,13 +235,7 @@ def install(root: Path) -> GitSetup:
     """Write ``.gitattributes`` in ``root``, and the driver's ``git config`` lines when
     ``root`` is in a git work tree (else they are returned for the caller to print)."""
     attrs = root / ".gitattributes"
-    try:
-        before = attrs.read_text(encoding="utf-8") if attrs.exists() else ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValidationError(f"{attrs}: cannot read it: {exc}") from exc
-    after = attributes_text(before)
-    if after != before:
-        atomic_write(attrs, after.encode("utf-8"))
+    _, changed = rewrite_text(attrs, attributes_text)
     config = [(f"merge.{DRIVER_NAME}.name", "Sediment layer merge (append-only AGENTS.*.db)"),
               (f"merge.{DRIVER_NAME}.driver", driver_command())]
     written = _text(root, "rev-parse", "--is-inside-work-tree") == "true"
@@ -249,4 +243,4 @@ def install(root: Path) -> GitSetup:
         for key, value in config:
             if _git(root, "config", key, value) is None:
                 raise ValidationError(f"git config {key} failed in {root}")
-    return GitSetup(attrs, after != before, config, written)
+    return GitSetup(attrs, changed, config, written)

@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from sediment.errors import SedimentError
+from sediment.errors import SedimentError, ValidationError
 
 STDOUT = "-"
 
@@ -69,6 +69,20 @@ def _regular_path(path: Path) -> Path:
         raise SedimentError(f"{path} is {_kind(st.st_mode)}; only a regular file can be "
                             "written here (it is replaced atomically)")
     return Path(os.path.realpath(path)) if os.path.islink(path) else path
+
+
+def rewrite_text(path: Path, change: Callable[[str], str]) -> tuple[str, bool]:
+    """Apply ``change`` to a UTF-8 text file (empty when absent) and write the result
+    atomically when it differs; the new text and whether it was written. Used for the
+    small project files ``sediment init`` keeps (``.gitignore``, ``.gitattributes``)."""
+    try:
+        before = path.read_text(encoding="utf-8") if path.exists() else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValidationError(f"{path}: cannot read it: {exc}") from exc
+    after = change(before)
+    if after != before:
+        atomic_write(path, after.encode("utf-8"))
+    return after, after != before
 
 
 def atomic_write(path: Path, data: bytes | bytearray | memoryview, *,
