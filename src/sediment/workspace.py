@@ -25,10 +25,10 @@ from sediment.context.files import FileContextStore
 from sediment.context.place import context_dir
 from sediment.embed import Embedder
 from sediment.memory import DEFAULT_DEDUP_THRESHOLD, FileMemoryStore, MemoryService
-from sediment.ops.service import ContextService
 from sediment.store import LayerSet, LayerStore
 
 if TYPE_CHECKING:
+    from sediment.ops.service import ContextService
     from sediment.pg.database import Database
     from sediment.pg.memory import PgMemoryStore
     from sediment.pg.tokens import PgTokenStore
@@ -104,6 +104,8 @@ class Workspace:
     @cached_property
     def service(self) -> ContextService:
         """Search, write, propose and the KCP knowledge of the project."""
+        from sediment.ops.service import ContextService
+
         return ContextService(self.store, self.embedder, root=self.root)
 
     def chunk_exists(self, chunk_id: int) -> bool:

@@ -27,6 +27,7 @@ from sediment.cli._workspace import open_served
 from sediment.config import Config
 from sediment.errors import NotFoundError
 from sediment.format.mapguard import enable as enable_map_guard
+from sediment.server.lifecycle import on_shutdown
 from sediment.store import FILE_NAMES, LayerName
 
 if TYPE_CHECKING:
@@ -137,6 +138,7 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
              "write to")
     service = ws.service
     server = build_server(service, memory=ws.memory, context=ws.context)
+    on_shutdown(ws.close)  # after the memory tools' own flush, registered just now
     registry, context = serve_personas(server, service, cfg.agents.values(), agent=agent)
     for line in registry.warnings():
         note(f"sediment: {line}")

@@ -22,6 +22,7 @@ from sediment.cli._proposals import reviewer_name
 from sediment.cli._workspace import open_served
 from sediment.errors import ConfigError
 from sediment.memory.model import check_actor
+from sediment.server.lifecycle import on_shutdown
 from sediment.server.principals import default_actor
 
 
@@ -90,6 +91,7 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None,
                  tokens=ws.tokens)
     app = build_http_app(build_server(service, memory=ws.memory, context=ws.context),
                          host=host, token=token, ui=page, tokens=ws.tokens)
+    on_shutdown(ws.close)  # after the memory tools' own flush, registered just now
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

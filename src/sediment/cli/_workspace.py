@@ -52,9 +52,8 @@ def open_served(cfg: Config, store: str | None, layer_dir: Path | None,
                 root: Path | None) -> Workspace:
     """The workspace ``sediment serve`` and ``sediment ui`` serve: the store the options
     name, its embedder, and (over a team database) the database's memories, context and
-    tokens. The database is closed at shutdown, after the memory tools flush."""
-    from sediment.server.lifecycle import on_shutdown
-
+    tokens. The caller closes it at shutdown (``on_shutdown(ws.close)`` once the server is
+    built, so the memory tools flush their use counts before the database closes)."""
     opened = open_store(cfg, store, layer_dir, paths)
     opened.schema()
     embedder = build_embedder(cfg, embedder_name, layerset=opened)
@@ -67,6 +66,4 @@ def open_served(cfg: Config, store: str | None, layer_dir: Path | None,
     assert url is not None  # open_store opened a database for this URL
     from sediment.pg.database import Database
 
-    database = Database(url)
-    on_shutdown(database.close)
-    return Workspace.over_database(database, embedder, settings, store=opened)
+    return Workspace.over_database(Database(url), embedder, settings, store=opened)

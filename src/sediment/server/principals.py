@@ -25,7 +25,6 @@ import platformdirs
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sediment.auth import Principal, TokenStore
-from sediment.auth.oidc import IdentityProviderError, Refused, looks_like_jwt
 from sediment.auth.tokens import TokenCheck
 from sediment.context import ContextSettings
 from sediment.errors import ConfigError, StoreUnavailableError
@@ -160,6 +159,8 @@ class ActorAuth:
     async def _oauth(self, scope: Scope, receive: Receive, send: Send,
                      oauth: ResourceServer) -> bool:
         """Answer a request bearing a JWT (True), else leave it to Sediment's tokens."""
+        from sediment.auth.oidc import IdentityProviderError, Refused, looks_like_jwt
+
         headers: dict[bytes, bytes] = dict(scope.get("headers") or [])
         got = headers.get(b"authorization", b"")
         if got[:7].lower() != b"bearer ":
