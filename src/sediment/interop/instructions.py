@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from sediment.ingest.frontmatter import parse_front_matter
 from sediment.interop.blocks import Block, blocks, render
 from sediment.interop.model import Item, Reading, context_name, fail, read_text, walk
 from sediment.memory import Memory
@@ -30,8 +31,6 @@ from sediment.memory import Memory
 MAX_INCLUDE_DEPTH = 5
 _INCLUDE = re.compile(r"(?:(?<=\s)|(?<=^)|(?<=\())@(~?[A-Za-z0-9_./-]*[A-Za-z0-9_/-])")
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
-_OPEN = re.compile(r"---[ \t]*\r?")
-_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9_]*)[ \t]*:[ \t]*(.*?)[ \t]*\r?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,16 +93,13 @@ KINDS = {k.name: k for k in (
 
 def front_matter(lines: list[str]) -> tuple[str | None, dict[str, str], int]:
     """(the front matter as written, its flat ``key: value`` fields, the first body
-    line's index); a file without one gives (None, {}, 0)."""
-    if not lines or not _OPEN.fullmatch(lines[0]):
+    line's index); a file without one gives (None, {}, 0). Read as ``compile`` reads it
+    (:func:`sediment.ingest.frontmatter.parse_front_matter`)."""
+    found = parse_front_matter([ln.rstrip("\r") for ln in lines])
+    if found is None:
         return None, {}, 0
-    for i in range(1, min(len(lines), 200)):
-        if _OPEN.fullmatch(lines[i]):
-            raw = [ln.rstrip("\r") for ln in lines[1:i]]
-            fields = {m.group(1): m.group(2).strip("'\"")
-                      for ln in raw if (m := _FIELD.fullmatch(ln))}
-            return "\n".join(raw), fields, i + 1
-    return None, {}, 0
+    raw = [ln.rstrip("\r") for ln in lines[1:found.body_start - 1]]
+    return "\n".join(raw), found.fields, found.body_start
 
 
 def _includes(block: Block) -> list[str]:
