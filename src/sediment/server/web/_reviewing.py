@@ -27,6 +27,7 @@ from sediment.errors import NotFoundError, SedimentError
 from sediment.format import Chunk
 from sediment.review import (
     AlreadyDecided,
+    ChunkReport,
     Outcome,
     accept,
     accept_edited,
@@ -102,7 +103,7 @@ class Reviewing:
             focus=focus, age=review.age, can_decide=allowed(session, "reviewer"))
 
     # -- one proposal ---------------------------------------------------------------------
-    def _details(self, pid: int, flt: review.Filters) -> dict[str, Any]:
+    def _details(self, pid: int, flt: review.Filters, actor: str) -> dict[str, Any]:
         ls = self.ui.service.store
         snap = self._snapshot()
         row = snap.by_id.get(pid)
@@ -135,7 +136,7 @@ class Reviewing:
             if kept is not None and kept.content != text:
                 diffs.insert(0, ("Accepted with the reviewer's edits", kept,
                                  markup.word_diff(text, kept.content)))
-        corrects = self._corrected(report, text)
+        corrects = self._corrected(report, text, actor)
         if corrects is not None:
             diffs.insert(0, corrects)
         same = [n.value for n, c in row.facts.overrides if c.content == text]
@@ -150,15 +151,17 @@ class Reviewing:
                 "rendered": markup.markdown(text), "before": before, "after": after,
                 "editable": len(text) <= MAX_EDIT}
 
-    def _corrected(self, report: Any, text: str) -> tuple[str, Chunk, Any] | None:
+    def _corrected(self, report: ChunkReport | None, text: str, actor: str
+                   ) -> tuple[str, Chunk, Any] | None:
         """A global-memory proposal that corrects a global memory: that memory, to show
-        beside it (its save recorded which; a memory since forgotten is left out)."""
+        beside it (its save recorded which), read as the reviewer, so a memory they may not
+        read or one since forgotten is left out."""
         handle = next((e.data.get("corrects") for e in (report.events if report else ())
                        if e.data.get("event") == "propose" and e.data.get("corrects")), None)
         if not isinstance(handle, str):
             return None
         try:
-            shown = self.ui.memory.show("reviewer", handle)["memory"]
+            shown = self.ui.memory.show(actor, handle)["memory"]
         except SedimentError:
             return None
         old = Chunk(int(shown["chunk_id"]), f"memory.{shown['category']}", shown["content"],
@@ -176,7 +179,7 @@ class Reviewing:
         if pid is None:
             return self._missing(request, session, "A proposal id is a number.")
         try:
-            got = await run_in_threadpool(self._details, pid, flt)
+            got = await run_in_threadpool(self._details, pid, flt, session.actor)
         except NotFoundError:
             return self._missing(request, session, f"There is no proposal {pid}.")
         except SedimentError as exc:
