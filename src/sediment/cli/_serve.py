@@ -184,7 +184,7 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
                    err=True)
     ui = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host,
                sources=source_lines(cfg, root or layer_dir or cfg.root),
-               context=ws.context, memory=None if files else ws.memory,
+               context=ws.context, memory=ws.memory,
                tokens=ws.tokens, oidc=web_sign_in)
     app = build_http_app(server, host=host, token=token, path=http_path, ui=ui,
                          tokens=ws.tokens, oauth=oauth)

@@ -87,7 +87,7 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None,
     page = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host,
                  sources=source_lines(cfg, root or layer_dir or cfg.root),
                  pubkey=pubkey, context_settings=resolve(cfg.context)[0], actor=name,
-                 memory=ws.memory if team else None, context=ws.context if team else None,
+                 memory=ws.memory, context=ws.context,
                  tokens=ws.tokens)
     app = build_http_app(build_server(service, memory=ws.memory, context=ws.context),
                          host=host, token=token, ui=page, tokens=ws.tokens)
