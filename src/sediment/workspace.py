@@ -54,10 +54,10 @@ class Workspace:
     Use :meth:`over_files` or :meth:`over_database`; :meth:`close` releases what was built.
     """
 
-    def __init__(self, store: LayerStore, embedder: Embedder, places: Places, *,
+    def __init__(self, store: LayerStore | None, embedder: Embedder, places: Places, *,
                  root: Path | None = None, layer_dir: Path | None = None,
                  database: Database | None = None) -> None:
-        self.store = store
+        self._store = store
         self.embedder = embedder
         self.places = places
         self.root = root
@@ -78,13 +78,19 @@ class Workspace:
     def over_database(cls, database: Database, embedder: Embedder, places: Places, *,
                       store: LayerStore | None = None) -> Workspace:
         """A team server's project: its layers, memories and context in ``database``."""
-        if store is not None:
-            return cls(store, embedder, places, database=database)
-        from sediment.pg import PgStore
+        return cls(store, embedder, places, database=database)
 
-        workspace = cls(PgStore(database.url), embedder, places, database=database)
-        workspace._closers.append(workspace.store.close)
-        return workspace
+    @property
+    def store(self) -> LayerStore:
+        """The layers. Over a database given without its store, the store is opened on
+        first use (the memory and context commands never need it)."""
+        if self._store is None:
+            assert self._database is not None  # over_files always has its layer set
+            from sediment.pg import PgStore
+
+            self._store = PgStore(self._database.url)
+            self._closers.append(self._store.close)
+        return self._store
 
     @property
     def database(self) -> Database | None:
