@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from sediment.context import FileContextStore, NewEvent, NewItem
+from sediment.store.commit import New
 from sediment.context.state import ITEM_EVENT
 from sediment.embed import HashEmbedder
 from sediment.format import LayerFile, encode_layer
@@ -23,7 +24,7 @@ def _store(root: Path) -> FileContextStore:
 def _add(store: FileContextStore, texts: list[str]) -> tuple[list[int], np.ndarray]:
     vecs = np.asarray(HashEmbedder().embed(texts), dtype=np.float32)
     items = [NewItem("context.task", t, "mcp", v) for t, v in zip(texts, vecs, strict=True)]
-    events = [NewEvent(ITEM_EVENT, {"event": "store", "item": -1 - k}, (-1 - k,))
+    events = [NewEvent(ITEM_EVENT, {"event": "store", "item": New(k)}, (New(k),))
               for k in range(len(texts))]
     return store.append(items, events), vecs
 

@@ -25,6 +25,7 @@ from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.format.profile import CACHE_KEY_ALG
 from sediment.store import LayerName, LayerSet, NewChunk
 from sediment.store.atomic import atomic_write
+from sediment.store.commit import resolve_new
 from sediment.store.events import FORGET, META_PREFIX, SUPERSEDE, event_content
 from sediment.store.ids import first_written_id
 
@@ -35,14 +36,6 @@ ARCHIVE_DIR = "archive"
 
 def is_context_event(kind: str) -> bool:
     return kind.startswith(EVENT_PREFIX) or kind in (SUPERSEDE, FORGET)
-
-
-def _resolve(value: Any, ids: Sequence[int]) -> Any:
-    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
-        return ids[-1 - value]
-    if isinstance(value, list | tuple):
-        return [_resolve(v, ids) for v in value]
-    return value
 
 
 def _vectors(f: LayerFile, pos: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
@@ -144,8 +137,8 @@ class FileContextStore:
                 vectors.append(np.asarray(it.vector, dtype=np.float32).reshape(-1))
             zero = np.zeros(self.dim, dtype=np.float32)
             for cid, e in zip(ids[len(items):], events, strict=True):
-                data = {k: _resolve(v, ids) for k, v in e.data.items()}
-                subjects = tuple(int(s) for s in _resolve(list(e.subjects), ids))
+                data = resolve_new(e.data, ids)
+                subjects = tuple(int(s) for s in resolve_new(list(e.subjects), ids))
                 chunks.append(NewChunk(e.kind, event_content(**data), e.author, 1.0, subjects,
                                        id=cid))
                 vectors.append(zero)

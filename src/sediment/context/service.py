@@ -37,9 +37,15 @@ from sediment.context.state import (
     ItemState,
     fold,
 )
-from sediment.context.store import ITEM_PREFIX, ContextStore, NewEvent, NewItem, StoredItem
+from sediment.context.store import (
+    ITEM_PREFIX,
+    ContextStore,
+    New,
+    NewEvent,
+    NewItem,
+    StoredItem,
+)
 from sediment.context.tokens import count_tokens, tokenizer_name
-from sediment.context.uses import UseBuffer
 from sediment.credentials import (
     check_metadata,
     check_number,
@@ -50,6 +56,7 @@ from sediment.credentials import (
 from sediment.embed import Embedder
 from sediment.errors import NotFoundError, ValidationError
 from sediment.store.events import FORGET, SUPERSEDE
+from sediment.store.uses import UseCounts
 
 QUERY_CHARS = 500
 QUERY_CACHE = 64
@@ -178,7 +185,7 @@ class ContextLoop:
         self._items: tuple[Any, dict[int, StoredItem]] | None = None
         self._indexes: dict[bool, tuple[Any, ItemIndex, _Columns]] = {}
         self._hidden: tuple[Any, npt.NDArray[np.int64]] | None = None
-        self.uses = UseBuffer()
+        self.uses: UseCounts[int] = UseCounts()
         self._queries: dict[str, npt.NDArray[np.float32]] = {}
         self._returned: dict[tuple[str, int], str] = {}
         self._votes_lock = threading.Lock()
@@ -270,12 +277,12 @@ class ContextLoop:
         vecs = self._embed([content])
         embedded = vecs is not None
         vec = vecs[0] if vecs is not None else np.zeros(self._dim(), dtype=np.float32)
-        data = {"event": "store", "item": -1, "actor": actor, "project": self.project,
+        data = {"event": "store", "item": New(0), "actor": actor, "project": self.project,
                 "run_id": run_id, "iteration": iteration, "type": ctype, "tags": list(tags),
                 "metadata": metadata, "embedded": embedded, "summary_of": list(summary_of)}
-        events = [NewEvent(ITEM_EVENT, data, (-1,))]
-        events += [NewEvent(SUPERSEDE, {"event": "supersede", "old_id": old, "new_id": -1,
-                                        "reason": "summary", "actor": actor}, (old, -1))
+        events = [NewEvent(ITEM_EVENT, data, (New(0),))]
+        events += [NewEvent(SUPERSEDE, {"event": "supersede", "old_id": old, "new_id": New(0),
+                                        "reason": "summary", "actor": actor}, (old, New(0)))
                    for old in summary_of]
         ids = self._commit([NewItem(ITEM_PREFIX + ctype, content, "mcp", vec,
                                          tuple(summary_of))], events)

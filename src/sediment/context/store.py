@@ -17,6 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 from sediment.format import Chunk
+from sediment.store.commit import New, NewEvent
+
+__all__ = ["New", "NewEvent"]  # they live with the store's commits
 
 ITEM_PREFIX = "context."
 
@@ -28,17 +31,6 @@ class NewItem:
     author: str
     vector: npt.NDArray[np.float32]
     sources: tuple[int | str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class NewEvent:
-    """An event; an int ``-1 - i`` in ``subjects`` or in ``data['item']`` names the i-th
-    item of the same commit (its id is not known yet)."""
-
-    kind: str
-    data: dict[str, Any]
-    subjects: tuple[int, ...] = ()
-    author: str = "mcp"
 
 
 @dataclass(frozen=True, slots=True)

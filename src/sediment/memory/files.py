@@ -37,6 +37,7 @@ from sediment.memory.store import (
     NewMemory,
     Place,
     StoredMemory,
+    layered_memory,
 )
 from sediment.search import SearchRequest, search
 from sediment.search.layer_index import layer_index
@@ -236,21 +237,7 @@ class FileMemoryStore:
             if c is None or (p := parse_kind(c.kind)) is None or p[1] != actor:
                 return None
             return StoredMemory(ref, Place.USER, c, LayerName.USER.value)
-        versions = self.project.versions(ref.id)
-        if not versions:
-            return None
-        name, c = versions[0]
-        parsed = parse_kind(c.kind)
-        if parsed is None:
-            return None
-        if name in _GLOBAL_LAYERS:
-            place = Place.GLOBAL
-        elif parsed[1] != actor:
-            return None
-        else:
-            place = Place.PROJECT if name is LayerName.LOCAL else Place.PROPOSAL
-        return StoredMemory(ref, place, c, name.value,
-                            tuple((n.value, v) for n, v in versions[1:]))
+        return layered_memory(actor, ref, self.project.versions(ref.id))
 
     def search(self, actor: str, scope: Scope, text: str, vector: npt.NDArray[np.float32],
                categories: Sequence[str], k: int, *, lexical: bool = True

@@ -76,9 +76,10 @@ from sediment.memory.store import (
     Place,
     StoredMemory,
 )
-from sediment.memory.usage import Flusher, UsageBuffer
+from sediment.memory.usage import Flusher
 from sediment.search.fusion import ConvexFusion, Pool
 from sediment.store.events import FORGET, PROPOSAL, SUPERSEDE
+from sediment.store.uses import UseCounts
 
 DEFAULT_DEDUP_THRESHOLD = PARAPHRASE_COSINE
 NEAR_FLOOR = 0.6
@@ -185,7 +186,8 @@ class MemoryService:
         self.min_score = _min_score(min_score) if min_score is not None else \
             default_min_score(embedder.profile.model or "")
         """Recall's floor when a call gives none (``sediment.memory.relevance``)."""
-        self.usage = UsageBuffer()
+        self.usage: UseCounts[tuple[str, str, int]] = UseCounts()
+        """(actor, store, chunk id) -> uses not written yet."""
         self._clock = clock
         self._lock = threading.RLock()
         self._folds: dict[str, FoldCache] = {}
@@ -254,7 +256,7 @@ class MemoryService:
         parsed = parse_kind(stored.chunk.kind)
         category, owner = parsed if parsed is not None else ("fact", actor)
         st = state or MemoryState()
-        extra, last = self.usage.pending(actor, stored.ref)
+        extra, last = self._pending_use(actor, stored.ref)
         last_used = max(x for x in (st.last_used_ms, last) if x is not None) \
             if (st.last_used_ms is not None or last is not None) else None
         source = st.source if st.source in SOURCES else next(
@@ -600,7 +602,8 @@ class MemoryService:
         found = found[:k]
         if count_use and found:
             now = self._now_ms()
-            self.usage.add(actor, [m.ref for m in found], now)
+            for m in found:
+                self.usage.add((actor, m.ref.store, m.ref.id), now)
             for m in found:
                 m.use_count += 1
                 m.last_used_ms = now
@@ -674,7 +677,7 @@ class MemoryService:
                        "priority": c.priority if c else DEFAULT_PRIORITY}
         history: list[dict[str, Any]] = [{"at_ms": at, "count": n}
                                          for at, n, who in state.uses if who == actor]
-        extra, last = self.usage.pending(actor, ref)
+        extra, last = self._pending_use(actor, ref)
         if extra:
             history.append({"at_ms": last, "count": extra, "pending": True})
         return {"memory": memory.to_dict(),
@@ -917,9 +920,11 @@ class MemoryService:
     # -- usage -----------------------------------------------------------------------
     def flush(self) -> int:
         """Append the uses gathered since the last flush, one event per actor and store."""
-        taken = self.usage.take()
+        groups: dict[tuple[str, str], dict[int, list[int]]] = {}
+        for (actor, store, cid), slot in self.usage.take().items():
+            groups.setdefault((actor, store), {})[cid] = slot
         written = 0
-        for (actor, store), uses in taken.items():
+        for (actor, store), uses in list(groups.items()):
             place = Place.USER_USAGE if store == "u" else Place.PROJECT
             event = NewEvent(USE, {"event": "use", "actor": actor,
                                    "uses": {str(cid): [n, last]
@@ -928,10 +933,17 @@ class MemoryService:
             try:
                 self.store.append(place, actor, [], [event])
             except Exception:
-                self.usage.put_back({(actor, store): uses})
+                self.usage.put_back({(a, s, cid): slot for (a, s), left in groups.items()
+                                     for cid, slot in left.items()})
                 raise
+            del groups[(actor, store)]
             written += 1
         return written
+
+    def _pending_use(self, actor: str, ref: MemoryRef) -> tuple[int, int | None]:
+        """(uses not written yet, the last one's time or None)."""
+        n, last = self.usage.pending((actor, ref.store, ref.id))
+        return n, (last if n else None)
 
     def start_flusher(self, interval: float) -> None:
         if self._flusher is None and interval > 0:

@@ -19,17 +19,19 @@ from collections.abc import Hashable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from sediment.format import Chunk
 from sediment.memory.events import StoredEvent
-from sediment.memory.model import MemoryRef, Scope
-from sediment.store.commit import New, resolve_new
+from sediment.memory.model import MemoryRef, Scope, parse_kind
+from sediment.store.commit import New, NewEvent, resolve_new
+from sediment.store.layers import LayerName
+from sediment.store.rules import SHARED_MEMORY_LAYERS
 
-__all__ = ["New", "resolve_new"]  # placeholders live with the store's commits
+__all__ = ["New", "NewEvent", "resolve_new"]  # they live with the store's commits
 
 
 class Place(StrEnum):
@@ -55,22 +57,33 @@ class NewMemory:
 
 
 @dataclass(frozen=True, slots=True)
-class NewEvent:
-    """An event; ``data`` values and ``subjects`` may hold :class:`New` placeholders."""
-
-    kind: str
-    data: dict[str, Any]
-    subjects: tuple[int | New, ...] = ()
-    author: str = "mcp"
-
-
-@dataclass(frozen=True, slots=True)
 class StoredMemory:
     ref: MemoryRef
     place: Place
     chunk: Chunk
     layer: str = ""
     hidden: tuple[tuple[str, Chunk], ...] = field(default=())
+
+
+def layered_memory(actor: str, ref: MemoryRef,
+                   versions: Sequence[tuple[LayerName, Chunk]]) -> StoredMemory | None:
+    """The memory ``ref`` from its versions in the project's layers (newest first), if
+    ``actor`` may read it: a global one (user, base) is everyone's; a project note (local)
+    or a proposal (delta) only its owner's. Both backends answer ``get`` through it."""
+    if not versions:
+        return None
+    name, chunk = versions[0]
+    parsed = parse_kind(chunk.kind)
+    if parsed is None:
+        return None
+    if name in SHARED_MEMORY_LAYERS:
+        place = Place.GLOBAL
+    elif parsed[1] != actor:
+        return None
+    else:
+        place = Place.PROJECT if name is LayerName.LOCAL else Place.PROPOSAL
+    return StoredMemory(ref, place, chunk, name.value,
+                        tuple((n.value, v) for n, v in versions[1:]))
 
 
 @dataclass(frozen=True, slots=True)

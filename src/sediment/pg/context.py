@@ -22,15 +22,8 @@ from sediment.context.files import EVENT_PREFIX
 from sediment.context.store import ITEM_PREFIX, NewEvent, NewItem, StoredEvent, StoredItem
 from sediment.format import Chunk
 from sediment.pg.database import Database, bump, next_ids, revision, row, rows
+from sediment.store.commit import resolve_new
 from sediment.store.events import event_content
-
-
-def _resolve(value: Any, ids: Sequence[int]) -> Any:
-    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
-        return ids[-1 - value]
-    if isinstance(value, list | tuple):
-        return [_resolve(v, ids) for v in value]
-    return value
 
 
 def vector_array(value: Any) -> npt.NDArray[np.float32]:
@@ -66,8 +59,8 @@ class PgContextStore:
         now = int(time.time() * 1000)
         with self.db.transaction() as conn:
             ids = next_ids(conn, len(items) + len(events))
-            resolved = [({k: _resolve(v, ids) for k, v in e.data.items()},
-                         [int(s) for s in _resolve(list(e.subjects), ids)]) for e in events]
+            resolved = [(resolve_new(e.data, ids),
+                         [int(s) for s in resolve_new(list(e.subjects), ids)]) for e in events]
             owners: dict[int, str] = {}
             for data, _ in resolved:
                 item = data.get("item")

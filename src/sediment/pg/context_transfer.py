@@ -33,36 +33,7 @@ from sediment.format import Chunk
 from sediment.pg.context import vector_array
 from sediment.pg.database import Conn, Database, bump, next_ids, rows
 from sediment.store.events import event_content
-
-_ID_KEYS = ("item", "old_id", "new_id", "context_id")
-_METADATA_IDS = ("iteration_item",)
-"""Ids the service itself puts in an item's metadata (an error names its iteration)."""
-
-
-def _renumber(data: dict[str, Any], new: dict[int, int], actor: str) -> dict[str, Any]:
-    out = dict(data)
-    for key in _ID_KEYS:
-        v = out.get(key)
-        if isinstance(v, int) and not isinstance(v, bool):
-            out[key] = new.get(v, v)
-    if isinstance(out.get("summary_of"), list):
-        out["summary_of"] = [new.get(v, v) if isinstance(v, int) and not isinstance(v, bool)
-                             else v for v in out["summary_of"]]
-    meta = out.get("metadata")
-    if isinstance(meta, dict):
-        out["metadata"] = {k: new.get(v, v) if k in _METADATA_IDS and isinstance(v, int)
-                           and not isinstance(v, bool) else v for k, v in meta.items()}
-    uses = out.get("uses")
-    if isinstance(uses, dict):
-        out["uses"] = {str(new.get(int(k), int(k))) if k.isdigit() else k: v
-                       for k, v in uses.items()}
-    if isinstance(out.get("actor"), str):
-        out["actor"] = actor
-    return out
-
-
-def _sources(sources: Sequence[int | str], new: dict[int, int]) -> list[int | str]:
-    return [new.get(s, s) if isinstance(s, int) else s for s in sources]
+from sediment.store.refs import rewrite_ids, rewrite_sources
 
 
 def refuse_if_present(conn: Conn, project: str, actor: str) -> None:
@@ -95,9 +66,13 @@ def push_context(db: Database, actor: str, parts: Sequence[ContextPart], dim: in
         refuse_if_present(conn, db.project, actor)
         order = sorted(chunks, key=lambda x: x[1].id)
         new = dict(zip((c.id for _, c, _ in order), next_ids(conn, len(order)), strict=True))
+
+        def moved_id(cid: int) -> int:
+            return new.get(cid, cid)
+
         out: list[tuple[Any, ...]] = []
         for day, c, vec in order:
-            sources = _sources(c.sources, new)
+            sources = list(rewrite_sources(c.sources, moved_id))
             subjects = [s for s in sources if isinstance(s, int)]
             if c.kind.startswith(ITEM_PREFIX):
                 out.append((db.project, new[c.id], actor, False, c.kind, c.content, c.author,
@@ -110,7 +85,9 @@ def push_context(db: Database, actor: str, parts: Sequence[ContextPart], dim: in
                 continue  # not an event the context fold reads, on files either
             if not isinstance(data, dict):
                 continue
-            data = _renumber(data, new, actor)
+            data = rewrite_ids(data, moved_id)
+            if isinstance(data.get("actor"), str):
+                data["actor"] = actor
             out.append((db.project, new[c.id], actor, True, c.kind, event_content(**data),
                         c.author, c.created_at_ms, Jsonb(sources), subjects, Jsonb(data), None,
                         day))

@@ -39,6 +39,7 @@ from sediment.memory.store import (
     NewMemory,
     Place,
     StoredMemory,
+    layered_memory,
     resolve_new,
 )
 from sediment.pg.database import Conn, Database, bump, next_ids, revision, row, rows
@@ -293,22 +294,8 @@ class PgMemoryStore:
                 "AND kind = ANY(%s)", (self.project, ref.id, actor, list(actor_kinds(actor))))
         if found is not None:
             return StoredMemory(ref, Place.PROJECT, _chunk(found), "local")
-        versions = [(n, c) for n, c in self.layers.versions(ref.id)
-                    if n.value in _SHARED_LAYERS]
-        if not versions:
-            return None
-        name, chunk = versions[0]
-        parsed = parse_kind(chunk.kind)
-        if parsed is None:
-            return None
-        if name in _GLOBAL_LAYERS:
-            place = Place.GLOBAL
-        elif parsed[1] != actor:
-            return None
-        else:
-            place = Place.PROPOSAL
-        return StoredMemory(ref, place, chunk, name.value,
-                            tuple((n.value, v) for n, v in versions[1:]))
+        return layered_memory(actor, ref, [(n, c) for n, c in self.layers.versions(ref.id)
+                                           if n.value in _SHARED_LAYERS])
 
     def search(self, actor: str, scope: Scope, text: str, vector: npt.NDArray[np.float32],
                categories: Sequence[str], k: int, *, lexical: bool = True

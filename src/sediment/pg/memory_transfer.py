@@ -45,6 +45,7 @@ from sediment.store.events import (
     about_memories,
     event_content,
 )
+from sediment.store.refs import rewrite_ids, rewrite_sources
 
 MAX_LISTED = 10
 _INSERT = ("INSERT INTO memories (project, store, id, layer, owner, shared, is_event, kind, "
@@ -243,13 +244,16 @@ def push_actor(store: PgStore, actor: str, rows: list[MemoryRow]) -> int:
     rows = sorted(rows, key=lambda r: r.chunk.id)
     new = dict(zip((r.chunk.id for r in rows), _fresh_ids(store, len(rows)), strict=True))
     hidden = {new.get(i, i) for i in _hidden(rows)}
+
+    def moved_id(cid: int) -> int:
+        return new.get(cid, cid)
+
     out = []
     for r in rows:
         c = r.chunk
-        data = _renumber(r.data, new) if r.data is not None else None
-        content = c.content if data is None else \
-            event_content(**data)
-        sources = tuple(new.get(s, s) if isinstance(s, int) else s for s in c.sources)
+        data = rewrite_ids(r.data, moved_id) if r.data is not None else None
+        content = c.content if data is None else event_content(**data)
+        sources = rewrite_sources(c.sources, moved_id)
         chunk = Chunk(new[c.id], c.kind, content, c.author, c.confidence, c.created_at_ms,
                       sources)
         moved = MemoryRow(r.layer, chunk, r.vector, data)
@@ -258,22 +262,6 @@ def push_actor(store: PgStore, actor: str, rows: list[MemoryRow]) -> int:
     with store.cursor() as cur:
         cur.executemany(_INSERT, out)
     return len(out)
-
-
-_ID_KEYS = ("memory_id", "old_id", "new_id", "context_id")
-
-
-def _renumber(data: dict[str, Any], new: dict[int, int]) -> dict[str, Any]:
-    out = dict(data)
-    for key in _ID_KEYS:
-        v = out.get(key)
-        if isinstance(v, int) and not isinstance(v, bool):
-            out[key] = new.get(v, v)
-    uses = out.get("uses")
-    if isinstance(uses, dict):
-        out["uses"] = {str(new.get(int(k), int(k))) if k.isdigit() else k: v
-                       for k, v in uses.items()}
-    return out
 
 
 # -- pull ----------------------------------------------------------------------------

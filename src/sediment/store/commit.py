@@ -27,6 +27,17 @@ class New:
 
 
 @dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event a repository (memories, progressive context) appends beside its chunks;
+    ``data`` values and ``subjects`` may hold :class:`New` placeholders."""
+
+    kind: str
+    data: dict[str, Any]
+    subjects: tuple[int | New, ...] = ()
+    author: str = "mcp"
+
+
+@dataclass(frozen=True, slots=True)
 class NewChunk:
     """A chunk to append; ``id`` None means "allocate", ``created_at_ms`` None means "now".
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
@@ -38,6 +38,7 @@ from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.store.events import MEMORY_EVENT_PREFIX, is_meta_kind
 from sediment.store.ids import U32_MAX, has_id_ranges, recorded_high_water
 from sediment.store.layers import FILE_NAMES, LayerName
+from sediment.store.refs import rewrite_ids, rewrite_sources
 
 __all__ = ["MergeConflict", "Plan", "Side", "merge_layer", "plan", "read_version",
            "rewrite_chunk"]
@@ -46,11 +47,6 @@ BASE_FILE = FILE_NAMES[LayerName.BASE]
 MEMORY_SAVE = MEMORY_EVENT_PREFIX
 """A memory's save event (``sediment.memory.events.SAVE``), which records its handle."""
 SIDES = ("ours", "theirs")
-_ID_KEY = re.compile(r"(?:^|_)id$")
-_IDS_KEY = re.compile(r"(?:^|_)ids$")
-_LIST_KEYS = frozenset({"related_to"})
-_INT_KEYS = frozenset({"restores"})
-_KEYED_BY_ID = frozenset({"uses"})
 
 
 class MergeConflict(SedimentError):
@@ -122,7 +118,7 @@ def _referenced(c: Chunk) -> set[int]:
             found.add(cid)
             return cid
 
-        _rewrite_json(data, note)
+        rewrite_ids(data, note)
     return found
 
 
@@ -271,45 +267,12 @@ def _handles_only(new: Mapping[str, Mapping[int, list[tuple[str, Chunk]]]],
     return Plan(None, {})
 
 
-Lookup = Callable[[int], int]
-
-
-def _map_id(value: Any, ids: Lookup) -> Any:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return ids(value)
-    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 10:
-        return str(ids(int(value)))
-    return value
-
-
-def _rewrite_json(value: Any, ids: Lookup) -> Any:
-    """``value`` with every chunk id an event records replaced through ``ids``: values of
-    keys named ``*_id`` / ``restores``, items of ``*_ids`` / ``related_to`` lists, and the
-    keys of ``uses`` (a memory's recall counts, keyed by id)."""
-    if isinstance(value, list):
-        return [_rewrite_json(v, ids) for v in value]
-    if not isinstance(value, dict):
-        return value
-    out: dict[Any, Any] = {}
-    for key, v in value.items():
-        if _ID_KEY.search(key) or key in _INT_KEYS:
-            v = _map_id(v, ids) if isinstance(v, int | str) else _rewrite_json(v, ids)
-        elif (_IDS_KEY.search(key) or key in _LIST_KEYS) and isinstance(v, list):
-            v = [_map_id(x, ids) for x in v]
-        elif key in _KEYED_BY_ID and isinstance(v, dict):
-            v = {_map_id(k, ids): _rewrite_json(x, ids) for k, x in v.items()}
-        else:
-            v = _rewrite_json(v, ids)
-        out[key] = v
-    return out
-
-
 def rewrite_chunk(c: Chunk, ids: Mapping[int, int],
                   handles: Mapping[tuple[str, str], str] | None = None) -> Chunk:
     """``c`` with its id and every id it references renumbered through ``ids`` (and a
     memory's handle through ``handles``); an event's JSON is written again (sorted keys,
     compact, as events are) only when it changed."""
-    sources = tuple(ids.get(s, s) if isinstance(s, int) else s for s in c.sources)
+    sources = rewrite_sources(c.sources, lambda cid: ids.get(cid, cid))
     content = c.content
     if is_meta_kind(c.kind):
         try:
@@ -317,7 +280,7 @@ def rewrite_chunk(c: Chunk, ids: Mapping[int, int],
         except (ValueError, RecursionError):
             data = None
         if isinstance(data, dict):
-            after = _rewrite_json(data, lambda cid: ids.get(cid, cid))
+            after = rewrite_ids(data, lambda cid: ids.get(cid, cid))
             named = _handle(c) if handles else None
             if named is not None and handles and named in handles:
                 after["handle"] = handles[named]

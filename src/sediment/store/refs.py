@@ -1,0 +1,64 @@
+"""Which values inside an event are chunk ids, in one place.
+
+Events name the chunks they are about in their JSON (``memory_id``, ``old_id``/``new_id``,
+``context_id``, a context item's ``item``, ``summary_of``, ``related_to``, the keys of a use
+count ``uses``, ...) and in their sources. Whatever gives chunks new ids (the git merge
+driver renumbering one branch, a push moving memories or context to a server's id sequence)
+rewrites every reference through :func:`rewrite_ids` and :func:`rewrite_sources`, so a key
+added to an event is renumbered on every path or on none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+Lookup = Callable[[int], int]
+"""Old id -> new id (the identity for ids that keep theirs)."""
+
+_ID_KEY = re.compile(r"(?:^|_)id$")
+_IDS_KEY = re.compile(r"(?:^|_)ids$")
+_INT_KEYS = frozenset({"restores", "item", "iteration_item"})
+_LIST_KEYS = frozenset({"related_to", "summary_of"})
+_KEYED_BY_ID = frozenset({"uses"})
+_NOT_IDS = frozenset({"run_id", "session_id"})
+"""Keys that end in ``_id`` but hold a name the agent chose, never a chunk id."""
+
+
+def _map_id(value: Any, ids: Lookup) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return ids(value)
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 10:
+        return str(ids(int(value)))
+    return value
+
+
+def rewrite_ids(value: Any, ids: Lookup) -> Any:
+    """``value`` (an event's data, nested) with every chunk id it records replaced through
+    ``ids``: values of keys named ``*_id``, ``restores``, ``item``, ``iteration_item``;
+    items of ``*_ids``, ``related_to`` and ``summary_of`` lists; the keys of ``uses``."""
+    if isinstance(value, list):
+        return [rewrite_ids(v, ids) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[Any, Any] = {}
+    for key, v in value.items():
+        if key in _NOT_IDS:
+            pass
+        elif _ID_KEY.search(key) or key in _INT_KEYS:
+            v = _map_id(v, ids) if isinstance(v, int | str) else rewrite_ids(v, ids)
+        elif (_IDS_KEY.search(key) or key in _LIST_KEYS) and isinstance(v, list):
+            v = [_map_id(x, ids) for x in v]
+        elif key in _KEYED_BY_ID and isinstance(v, dict):
+            v = {_map_id(k, ids): rewrite_ids(x, ids) for k, x in v.items()}
+        else:
+            v = rewrite_ids(v, ids)
+        out[key] = v
+    return out
+
+
+def rewrite_sources(sources: Sequence[int | str], ids: Lookup) -> tuple[int | str, ...]:
+    """A chunk's sources with its integer ones (chunk ids) replaced through ``ids``."""
+    return tuple(ids(s) if isinstance(s, int) and not isinstance(s, bool) else s
+                 for s in sources)
