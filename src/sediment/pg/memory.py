@@ -75,6 +75,18 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def split_uses(data: dict[str, Any], glob: set[str]) -> list[tuple[dict[str, Any], bool]]:
+    """A use event's counts as (data, shared) parts: the actor's own memories' (private)
+    first, then the global memories' (``glob``, shared: every actor sees a global memory's
+    uses); one part when all are of one kind. Saving and pushing split alike."""
+    uses = data.get("uses")
+    shared = {k: v for k, v in uses.items() if k in glob} if isinstance(uses, dict) else {}
+    if not shared or not isinstance(uses, dict):
+        return [(data, False)]
+    own = {k: v for k, v in uses.items() if k not in glob}
+    return ([({**data, "uses": own}, False)] if own else []) + [({**data, "uses": shared}, True)]
+
+
 class PgMemoryStore:
     """Memories of one project (``database.project``) and of every actor's own store."""
 
@@ -203,14 +215,7 @@ class PgMemoryStore:
         got = rows(
             conn, "SELECT id FROM chunks WHERE project = %s AND layer IN ('user', 'base') "
             "AND id = ANY(%s) AND kind LIKE 'memory.%%'", (self.project, ids))
-        glob = {str(int(r[0])) for r in got}
-        if not glob:
-            return [(data, False)]
-        own = {k: v for k, v in uses.items() if k not in glob}
-        out = [({**data, "uses": {k: v for k, v in uses.items() if k in glob}}, True)]
-        if own:
-            out.insert(0, ({**data, "uses": own}, False))
-        return out
+        return split_uses(data, {str(int(r[0])) for r in got})
 
     # -- reading ---------------------------------------------------------------------
     def version(self) -> Hashable:

@@ -35,6 +35,8 @@ from sediment.errors import PermissionDeniedError
 from sediment.format import Chunk, encode_layer
 from sediment.memory.events import USE
 from sediment.memory.model import parse_kind
+from sediment.pg.database import next_ids
+from sediment.pg.memory import split_uses
 from sediment.pg.staging import Staging
 from sediment.pg.store import PgStore, as_vector
 from sediment.store import LayerName, LayerSet
@@ -115,17 +117,15 @@ def _hidden(rows: Iterable[MemoryRow]) -> set[int]:
     return out
 
 
-def _ids(ids: Sequence[int]) -> str:
+def listed_ids(ids: Sequence[int]) -> str:
+    """Ids for a message: the first ``MAX_LISTED``, then how many more."""
     more = f" and {len(ids) - MAX_LISTED} more" if len(ids) > MAX_LISTED else ""
     return ", ".join(map(str, ids[:MAX_LISTED])) + more
 
 
 def _fresh_ids(store: PgStore, n: int) -> list[int]:
-    if n <= 0:
-        return []
     with store.cursor() as cur:
-        cur.execute("SELECT nextval('chunk_ids') FROM generate_series(1, %s)", (n,))
-        return sorted(int(r[0]) for r in cur.fetchall())
+        return next_ids(cur.connection, n)
 
 
 def _values(project: str, prefix: str, row: MemoryRow, owner: str, shared: bool,
@@ -170,7 +170,7 @@ def push_project(store: PgStore, rows: list[MemoryRow], glob: set[int]) -> int:
     if clash:
         raise PermissionDeniedError(
             f"project {store.project} already holds other chunks under the memory ids "
-            f"{_ids(clash)}; a push into a project may only add new ids")
+            f"{listed_ids(clash)}; a push into a project may only add new ids")
     new = [r for r in rows if r.chunk.id not in there]
     hidden = _hidden(rows)
     out: list[tuple[Any, ...]] = []
@@ -197,16 +197,12 @@ def _split_uses(store: PgStore, splits: list[tuple[MemoryRow, str]], glob: set[s
     fresh = iter(_fresh_ids(store, len(splits)))
     for r, owner in splits:
         assert r.data is not None
-        uses: dict[str, Any] = r.data["uses"]
-        parts = [({k: v for k, v in uses.items() if k not in glob}, False, r.chunk.id),
-                 ({k: v for k, v in uses.items() if k in glob}, True, next(fresh))]
-        for part, shared, cid in parts:
-            if not part:
-                continue
-            data = {**r.data, "uses": part}
+        cids = iter((r.chunk.id, next(fresh)))
+        for data, shared in split_uses(r.data, glob):
             c = r.chunk
-            chunk = Chunk(cid, c.kind, event_content(**data), c.author, c.confidence,
-                          c.created_at_ms, tuple(sorted(int(k) for k in part if k.isdigit())))
+            chunk = Chunk(next(cids), c.kind, event_content(**data), c.author, c.confidence,
+                          c.created_at_ms,
+                          tuple(sorted(int(k) for k in data["uses"] if k.isdigit())))
             out.append(_values(store.project, "p", MemoryRow(r.layer, chunk, None, data),
                                owner, shared, False))
     return out

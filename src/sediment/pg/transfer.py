@@ -36,6 +36,7 @@ from sediment.pg.memory_transfer import (
     MemoryRow,
     actor_rows,
     is_memory_row,
+    listed_ids,
     memory_ids,
     memory_row,
     merged,
@@ -50,7 +51,6 @@ from sediment.pg.store import PgStore
 from sediment.store import PRECEDENCE, LayerName, LayerSet
 from sediment.store.ids import WRITTEN_START, recorded_high_water
 
-MAX_LISTED = 10
 _GLOBAL = (LayerName.USER, LayerName.BASE)
 
 
@@ -72,11 +72,6 @@ class Transfer:
         if self.context is not None:
             out["context"] = self.context
         return out
-
-
-def _ids(ids: list[int]) -> str:
-    more = f" and {len(ids) - MAX_LISTED} more" if len(ids) > MAX_LISTED else ""
-    return ", ".join(map(str, ids[:MAX_LISTED])) + more
 
 
 def _check_schema(store: PgStore, files: LayerSet) -> None:
@@ -203,7 +198,7 @@ def _new_chunks(store: PgStore, name: LayerName, chunks: list[Chunk]) -> set[int
     clash = [c.id for c in chunks if c.id in same_layer and same_layer[c.id] != (c.kind, c.content)]
     if clash:
         raise PermissionDeniedError(
-            f"project {store.project} already holds different chunks under ids {_ids(clash)} "
+            f"project {store.project} already holds different chunks under ids {listed_ids(clash)} "
             f"in its {name.value} layer; a push into a project may only add new ids")
     reused = [c.id for c in chunks if c.id >= WRITTEN_START and c.id not in same_layer
               and c.id in elsewhere and elsewhere[c.id] != (c.kind, c.content)]
@@ -211,7 +206,7 @@ def _new_chunks(store: PgStore, name: LayerName, chunks: list[Chunk]) -> set[int
     reused = sorted(set(reused) | private)
     if reused:
         raise PermissionDeniedError(
-            f"project {store.project} already uses ids {_ids(reused)} for other chunks, "
+            f"project {store.project} already uses ids {listed_ids(reused)} for other chunks, "
             "memories or context items; the "
             "files and the server both gave them out, so pushing would merge unrelated "
             "chunks (pull the project, copy your chunks with `sediment write`, then push)")
