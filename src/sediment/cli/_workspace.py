@@ -4,7 +4,6 @@ choice is made)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,7 +36,7 @@ def open_workspace(cfg: Config, store: str | None, layer_dir: Path | None,
                 ws.close()
         return
     layerset = open_layerset(cfg, layer_dir, **paths)
-    session = os.environ.get("SEDIMENT_CONTEXT_SESSION", "cli")
+    session = cfg.env.context_session
     ws = Workspace.over_files(layerset, build_embedder(cfg, embedder_name),
                               places(context=settings, session=session),
                               root=layer_dir or cfg.layer_dir)
