@@ -23,6 +23,7 @@ from sediment.cli._options import (
     token_options,
 )
 from sediment.cli._output import note, visible
+from sediment.cli._team import team_url
 from sediment.cli._workspace import open_served
 from sediment.config import Config
 from sediment.errors import NotFoundError
@@ -98,10 +99,9 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
         if oidc_issuer:  # settings errors before the store opens; the port comes later
             oidc_settings(dict(oidc_params), host=host, port=port or 1, path=http_path,
                           loopback=is_loopback(host))
-        opened = open_store(cfg, store, layer_dir, paths)
-        if opened.layer_files() is not None:  # a team store always requires its tokens
+        if team_url(cfg, store, layer_dir, paths) is None:  # a team store requires tokens
+            open_store(cfg, store, layer_dir, paths).close()  # the files exist, else an error
             check_binding(host, token, oauth=bool(oidc_issuer))
-        opened.close()
         sock = bind_socket(host, port)
         oidc = oidc_settings(oidc_params, host=host, port=sock.getsockname()[1],
                              path=http_path, loopback=is_loopback(host))
