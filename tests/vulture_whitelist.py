@@ -8,6 +8,7 @@ Importing the real objects keeps this list honest: a rename breaks it.
 
 from sediment._api import Store
 from sediment.cli._app import EXIT_USAGE
+from sediment.config import Environment, _MappingSource
 from sediment.context.settings import ContextSettings
 from sediment.format.reader import Header
 from sediment.ingest.model import DocChunk
@@ -50,5 +51,7 @@ _ = (
     Store.relevant_context,
     DocChunk.end_line,  # the chunk's span (RFC 7.2 provenance); sources cite the first line
     FoundManifest.via,  # how discovery found a manifest: root, llms.txt or a subdirectory
+    _MappingSource._load_env_vars,  # pydantic-settings' hooks: the variables to read,
+    Environment.settings_customise_sources,  # the sources (read() supplies them)
     SourceLines.reads,  # files read, not served from the cache: the cache's only witness
 )

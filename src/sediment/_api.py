@@ -41,6 +41,7 @@ from sediment.workspace import Workspace
 if TYPE_CHECKING:
     from sediment.context import ContextLoop
     from sediment.memory import MemoryService
+    from sediment.pg.database import Database
 
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -69,11 +70,18 @@ class Store:
         self.url: str | None = None
         self.directory: Path | None = None
         self.layerset: LayerStore
+        self._database: Database | None = None
         if text.startswith(_POSTGRES_SCHEMES):
             from sediment.pg import PgStore
+            from sediment.pg.database import Database
 
             self.url = text
-            self.layerset = PgStore(text)
+            self._database = Database(text)  # one pool: the layers' and the workspace's
+            try:
+                self.layerset = PgStore(self._database.url, database=self._database)
+            except BaseException:
+                self._database.close()
+                raise
         else:
             self.directory = Path(text)
             if not self.directory.is_dir():
@@ -144,11 +152,9 @@ class Store:
     def workspace(self) -> Workspace:
         """The services over this store, as the CLI and the servers build them."""
         if self._workspace is None:
-            if self.url is not None:
-                from sediment.pg.database import Database
-
+            if self._database is not None:
                 self._workspace = Workspace.over_database(
-                    Database(self.url), self.embedder, places(), store=self.layerset)
+                    self._database, self.embedder, places(), store=self.layerset)
             else:
                 files = self.layerset.layer_files()
                 assert files is not None
@@ -192,9 +198,9 @@ class Store:
         """Write out batched use counts and close connections (also on ``with`` exit)."""
         workspace, self._workspace = self._workspace, None
         if workspace is not None:
-            workspace.close()
-        if self.url is not None:
-            self.layerset.close()
+            workspace.close()  # closes the pool too
+        elif self._database is not None:
+            self._database.close()
 
     def __enter__(self) -> Store:
         return self

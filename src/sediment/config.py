@@ -18,13 +18,19 @@ Where text and credentials go is the user's choice, never a repository's: ``stor
 found or the one ``SEDIMENT_CONFIG`` names), and read only from the user config, the
 environment and flags. There is no per-project trust switch.
 
-Environment variables: ``SEDIMENT_DIR`` (layer directory), ``SEDIMENT_STORE`` (a PostgreSQL
+Environment variables are the fields of :class:`Environment`, a pydantic-settings model: this
+module is the one place that reads them (tests/test_config_sources.py keeps it so), and a
+value of the wrong type is a :class:`~sediment.errors.ConfigError` naming the variable.
+``SEDIMENT_DIR`` (layer directory), ``SEDIMENT_STORE`` (a PostgreSQL
 store URL, as ``--store``), ``SEDIMENT_EMBEDDER``
 (minilm | hash | openai), ``SEDIMENT_EMBED_BASE_URL``, ``SEDIMENT_EMBED_MODEL``,
 ``SEDIMENT_EMBED_DIM``, ``SEDIMENT_EMBED_API_KEY`` (else the variable ``api_key_env``
 names, else ``OPENAI_API_KEY``), ``SEDIMENT_CACHE_DIR`` (embedding cache; ``off`` disables
 it), ``SEDIMENT_CONFIG`` (an explicit project config file), ``SEDIMENT_USER_CONFIG`` (an
-explicit user config file).
+explicit user config file), and the process settings the adapters hand down:
+``SEDIMENT_CONTEXT_SESSION``, ``SEDIMENT_PROGRESS_SECONDS``,
+``SEDIMENT_OIDC_WEB_CLIENT_SECRET``, ``SEDIMENT_MEMORY_FLUSH_SECONDS``,
+``SEDIMENT_PERSONA_WORKERS`` (docs/configuration.md lists them all).
 """
 
 from __future__ import annotations
@@ -37,6 +43,14 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
+from pydantic import Field
+from pydantic import ValidationError as PydanticError
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from sediment.errors import ConfigError
 
@@ -67,6 +81,91 @@ SOURCE_KEYS: dict[str, frozenset[str]] = {
     "git": frozenset({"name", "type", "url", "ref", "include", "exclude", "prefix"}),
 }
 """Keys of each ``[[sources]]`` entry, by its ``type``."""
+
+
+class Environment(BaseSettings):
+    """Every ``SEDIMENT_*`` variable, typed; an empty variable counts as unset. Read from
+    the process's environment, or from the mapping :meth:`read` is given (tests, and a
+    caller that hands a child its own)."""
+
+    model_config = SettingsConfigDict(env_prefix="SEDIMENT_", case_sensitive=False,
+                                      env_ignore_empty=True, extra="ignore",
+                                      frozen=True)
+
+    dir: str | None = None
+    store: str | None = None
+    embedder: str | None = None
+    embed_base_url: str | None = None
+    embed_model: str | None = None
+    embed_dim: int | None = None
+    embed_api_key: str | None = None
+    cache_dir: str | None = None
+    config: str | None = None
+    user_config: str | None = None
+    context_session: str = "cli"
+    """The context session of ``sediment context`` over files (``persistence = "session"``)."""
+    progress_seconds: float | None = None
+    """How often a long command prints a progress line when its output is not a terminal."""
+    oidc_web_client_secret: str | None = None
+    """The web page's OIDC client secret (never a flag: it would show in ``ps``)."""
+    memory_flush_seconds: float | None = None
+    """How often a server writes batched memory use counts."""
+    persona_workers: int | None = Field(default=None, ge=1)
+    """Script persona worker processes (default one per CPU, 2 to 8)."""
+    source_date_epoch: int | None = Field(default=None, validation_alias="SOURCE_DATE_EPOCH")
+    """The reproducible-builds convention, not ours: the time compile gives a file git
+    does not date."""
+
+    @classmethod
+    def settings_customise_sources(
+            cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Only the values :meth:`read` gives: no ``.env`` or secrets files, and never
+        ``os.environ`` behind the mapping ``read`` was handed."""
+        del env_settings, dotenv_settings, file_secret_settings
+        return (init_settings,)
+
+    @classmethod
+    def read(cls, env: Mapping[str, str] | None = None) -> Environment:
+        """The variables of ``env`` (default: the process's environment). A value of the
+        wrong type is a ConfigError naming the variable and the value."""
+        source = os.environ if env is None else env
+        try:
+            return cls(**_MappingSource(cls, source)())
+        except PydanticError as exc:
+            first = exc.errors()[0]
+            field = str(first["loc"][0]).upper()
+            name = field if field in _OTHERS else f"SEDIMENT_{field}"
+            raise ConfigError(f"environment variable {name}={source.get(name)!r} "
+                              f"{_expected(first)}") from None
+
+
+_OTHERS = frozenset({"SOURCE_DATE_EPOCH"})
+"""Variables read that are not Sediment's own (a convention other tools share)."""
+
+
+class _MappingSource(EnvSettingsSource):
+    """The environment source over a given mapping instead of ``os.environ``."""
+
+    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
+        self._given = env
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {k.lower(): v for k, v in self._given.items()
+                if (k.startswith("SEDIMENT_") or k in _OTHERS) and v != ""}
+
+
+def _expected(error: Any) -> str:
+    kind = str(error.get("type", ""))
+    if kind.startswith("int"):
+        return "is not an integer"
+    if kind.startswith("float"):
+        return "is not a number"
+    return f"is not valid: {error.get('msg', kind)}"
 
 
 @dataclass(slots=True)
@@ -134,6 +233,9 @@ class Config:
     store_url: str | None = None
     """A PostgreSQL store (``store = "postgresql://..."`` or ``[store] url``); None: the
     layer files of ``layer_dir``. Resolved with ``--store`` by :func:`store_url`."""
+    env: Environment = field(default_factory=lambda: Environment.read({}))
+    """The environment variables this configuration was read with (the process settings
+    the adapters hand down come from here)."""
 
 
 def _find_project_file(start: Path) -> Path | None:
@@ -345,47 +447,42 @@ def load_config(cwd: Path | None = None, env: Mapping[str, str] | None = None) -
     """The configuration seen from ``cwd`` with the environment ``env`` (default: the
     process's own); every variable is read from ``env``, never from ``os.environ`` behind it."""
     env = os.environ if env is None else env
+    var = Environment.read(env)
     here = (cwd or Path.cwd()).resolve()
-    project = here / env["SEDIMENT_CONFIG"] if env.get("SEDIMENT_CONFIG") else \
-        _find_project_file(here)
+    project = here / var.config if var.config else _find_project_file(here)
     if project is not None and not project.is_file():
         raise ConfigError(f"{project}: SEDIMENT_CONFIG names a file that does not exist")
     root = project.parent.resolve() if project is not None else here
-    cfg = Config(root=root, layer_dir=root)
+    cfg = Config(root=root, layer_dir=root, env=var)
     user_file = Path(platformdirs.user_config_dir("sediment")) / "config.toml"
-    if env.get("SEDIMENT_USER_CONFIG"):
-        user_file = here / env["SEDIMENT_USER_CONFIG"]
+    if var.user_config:
+        user_file = here / var.user_config
     if user_file.is_file():
         _apply(cfg, _read_toml(user_file), user_file, trusted=True)
         cfg.source_files.append(user_file)
     if project is not None:
         _apply(cfg, _read_toml(project), project.resolve())
         cfg.source_files.append(project)
-    if env.get("SEDIMENT_DIR"):
-        cfg.layer_dir = here / env["SEDIMENT_DIR"]
-    if env.get("SEDIMENT_STORE"):
-        cfg.store_url = env["SEDIMENT_STORE"]
-    if env.get("SEDIMENT_EMBEDDER"):
-        cfg.embedder.name = env["SEDIMENT_EMBEDDER"]
+    if var.dir:
+        cfg.layer_dir = here / var.dir
+    if var.store:
+        cfg.store_url = var.store
+    if var.embedder:
+        cfg.embedder.name = var.embedder
         cfg.embedder.explicit = True
-    if env.get("SEDIMENT_EMBED_BASE_URL"):
-        cfg.embedder.base_url = env["SEDIMENT_EMBED_BASE_URL"]
-    if env.get("SEDIMENT_EMBED_MODEL"):
-        cfg.embedder.model = env["SEDIMENT_EMBED_MODEL"]
-    if env.get("SEDIMENT_EMBED_DIM"):
-        try:
-            cfg.embedder.dim = int(env["SEDIMENT_EMBED_DIM"])
-        except ValueError:
-            raise ConfigError(f"SEDIMENT_EMBED_DIM={env['SEDIMENT_EMBED_DIM']!r} is not an "
-                              "integer") from None
+    if var.embed_base_url:
+        cfg.embedder.base_url = var.embed_base_url
+    if var.embed_model:
+        cfg.embedder.model = var.embed_model
+    if var.embed_dim is not None:
+        cfg.embedder.dim = var.embed_dim
     named = cfg.embedder.api_key_env
-    cfg.embedder.api_key = (env.get("SEDIMENT_EMBED_API_KEY") or (named and env.get(named))
+    cfg.embedder.api_key = (var.embed_api_key or (named and env.get(named))
                             or env.get("OPENAI_API_KEY") or None)
-    cache = env.get("SEDIMENT_CACHE_DIR")
-    if cache == "off":
+    if var.cache_dir == "off":
         cfg.cache_dir = None
-    elif cache:
-        cfg.cache_dir = here / cache
+    elif var.cache_dir:
+        cfg.cache_dir = here / var.cache_dir
     elif cfg.cache_dir is None:
         cfg.cache_dir = Path(platformdirs.user_cache_dir("sediment"))
     return cfg

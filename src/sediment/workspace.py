@@ -77,19 +77,22 @@ class Workspace:
     @classmethod
     def over_database(cls, database: Database, embedder: Embedder, places: Places, *,
                       store: LayerStore | None = None) -> Workspace:
-        """A team server's project: its layers, memories and context in ``database``."""
+        """A team server's project: its layers, memories, context and tokens in
+        ``database``, whose one pool they all share (``store``, when given, is a
+        :class:`~sediment.pg.store.PgStore` over that same ``database``). The workspace
+        owns the pool: :meth:`close` closes it."""
         return cls(store, embedder, places, database=database)
 
     @property
     def store(self) -> LayerStore:
         """The layers. Over a database given without its store, the store is opened on
-        first use (the memory and context commands never need it)."""
+        first use (the memory and context commands never need it), over the workspace's
+        pool."""
         if self._store is None:
             assert self._database is not None  # over_files always has its layer set
             from sediment.pg import PgStore
 
-            self._store = PgStore(self._database.url)
-            self._closers.append(self._store.close)
+            self._store = PgStore(self._database.url, database=self._database)
         return self._store
 
     @property
@@ -172,7 +175,8 @@ class Workspace:
         return loop
 
     def close(self) -> None:
-        """Flush and release what this workspace built (the store itself stays open)."""
+        """Flush and release what this workspace built, then close the database's pool
+        (once; a layer-file store itself stays open)."""
         closers, self._closers = self._closers, []
         for close in closers:
             close()

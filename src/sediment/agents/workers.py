@@ -38,8 +38,16 @@ from typing import IO, Any
 from sediment.agents.model import PersonaContext
 from sediment.errors import AgentError, AgentTimeoutError, SedimentError
 
-__all__ = ["MAX_MESSAGE", "MAX_USES", "WorkerPool", "close_workers", "default_pool",
-           "read_message", "write_message"]
+__all__ = [
+    "MAX_MESSAGE",
+    "MAX_USES",
+    "WorkerPool",
+    "close_workers",
+    "default_pool",
+    "read_message",
+    "size_default_pool",
+    "write_message",
+]
 
 MAX_MESSAGE = 64 * 1024 * 1024
 """Bytes one message may hold (a prompt is at most a million characters)."""
@@ -337,18 +345,25 @@ class WorkerPool:
 
 
 _default: WorkerPool | None = None
+_default_size: int | None = None
 _default_lock = threading.Lock()
 
 
+def size_default_pool(size: int | None) -> None:
+    """How many workers the process's pool starts (the configuration's
+    ``SEDIMENT_PERSONA_WORKERS``, handed down by the command that serves personas); None:
+    one per CPU, 2 to 8. Applies to a pool not started yet."""
+    global _default_size
+    with _default_lock:
+        _default_size = size
+
+
 def default_pool() -> WorkerPool:
-    """The process's pool: ``SEDIMENT_PERSONA_WORKERS`` workers, else one per CPU (2 to 8)."""
+    """The process's pool: :func:`size_default_pool`'s size, else one per CPU (2 to 8)."""
     global _default
     with _default_lock:
         if _default is None:
-            raw = os.environ.get("SEDIMENT_PERSONA_WORKERS", "")
-            size = int(raw) if raw.isdigit() and int(raw) > 0 else \
-                min(max(os.cpu_count() or 1, 2), 8)
-            _default = WorkerPool(size)
+            _default = WorkerPool(_default_size or min(max(os.cpu_count() or 1, 2), 8))
         return _default
 
 

@@ -87,6 +87,7 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
         build_index=not no_index,
         allow_empty=allow_empty,
         sources=[] if (include or exclude or flags_root) else configured_sources(cfg),
+        source_date_epoch=cfg.env.source_date_epoch or 0,
     )
     embedder = build_embedder(cfg, embedder_name)
     detail(f"compiling {', '.join(opts.include)} under {root} into {opts.out}")

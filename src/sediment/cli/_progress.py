@@ -8,7 +8,6 @@ nothing with --quiet or --json.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Callable, Iterator
 
@@ -23,6 +22,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from sediment.cli._options import get_config
 from sediment.cli._output import console, is_terminal, verbosity
 
 Update = Callable[[str, int, int], None]
@@ -30,11 +30,10 @@ DEFAULT_INTERVAL = 5.0
 
 
 def _interval() -> float:
-    raw = os.environ.get("SEDIMENT_PROGRESS_SECONDS")
-    try:
-        return max(float(raw), 0.0) if raw else DEFAULT_INTERVAL
-    except ValueError:
-        return DEFAULT_INTERVAL
+    """``SEDIMENT_PROGRESS_SECONDS`` of the running command's configuration."""
+    ctx = click.get_current_context(silent=True)
+    seconds = get_config(ctx).env.progress_seconds if ctx is not None else None
+    return DEFAULT_INTERVAL if seconds is None else max(seconds, 0.0)
 
 
 def _eta(seconds: float) -> str:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import anyio
 import click
 
-from sediment.agents.workers import close_workers
+from sediment.agents.workers import close_workers, size_default_pool
 from sediment.cli._app import cli
 from sediment.cli._oidc import oidc_options, oidc_settings
 from sediment.cli._options import (
@@ -23,6 +23,7 @@ from sediment.cli._options import (
     token_options,
 )
 from sediment.cli._output import note, visible
+from sediment.cli._team import team_url
 from sediment.cli._workspace import open_served
 from sediment.config import Config
 from sediment.errors import NotFoundError
@@ -98,10 +99,9 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
         if oidc_issuer:  # settings errors before the store opens; the port comes later
             oidc_settings(dict(oidc_params), host=host, port=port or 1, path=http_path,
                           loopback=is_loopback(host))
-        opened = open_store(cfg, store, layer_dir, paths)
-        if opened.layer_files() is not None:  # a team store always requires its tokens
+        if team_url(cfg, store, layer_dir, paths) is None:  # a team store requires tokens
+            open_store(cfg, store, layer_dir, paths).close()  # the files exist, else an error
             check_binding(host, token, oauth=bool(oidc_issuer))
-        opened.close()
         sock = bind_socket(host, port)
         oidc = oidc_settings(oidc_params, host=host, port=sock.getsockname()[1],
                              path=http_path, loopback=is_loopback(host))
@@ -137,8 +137,10 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
              f"for {', '.join(FILE_NAMES.values())}); serving an empty store that agents can "
              "write to")
     service = ws.service
-    server = build_server(service, memory=ws.memory, context=ws.context)
+    server = build_server(service, memory=ws.memory, context=ws.context,
+                          flush_seconds=cfg.env.memory_flush_seconds)
     on_shutdown(ws.close)  # after the memory tools' own flush, registered just now
+    size_default_pool(cfg.env.persona_workers)
     registry, context = serve_personas(server, service, cfg.agents.values(), agent=agent)
     for line in registry.warnings():
         note(f"sediment: {line}")
@@ -178,7 +180,7 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
         oauth = ResourceServer(verifier, http_path)
         if web_client:
             web_sign_in = WebSignIn(verifier, web_client,
-                                    os.environ.get("SEDIMENT_OIDC_WEB_CLIENT_SECRET") or None)
+                                    cfg.env.oidc_web_client_secret)
         click.echo(f"sediment: accepting access tokens from {visible(oidc.issuer)} for "
                    f"{visible(oidc.resource)} (metadata: {visible(oauth.metadata_url)})",
                    err=True)

@@ -36,7 +36,7 @@ def _options(cfg: Config, out: Path | None, sources: list[SourceRoot], no_kcp: b
         out=out or (cfg.layer_dir / "AGENTS.db"), max_chars=cfg.compile.max_chars,
         kind_rules=list(cfg.compile.kinds), default_kind=cfg.compile.default_kind,
         element_type=cfg.compile.element_type, annotator=annotator, build_index=not no_index,
-        sources=sources)
+        sources=sources, source_date_epoch=cfg.env.source_date_epoch or 0)
 
 
 def _printable(text: str) -> str:

@@ -17,13 +17,17 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from sediment.cli._options import build_embedder
 from sediment.config import Config, store_url
 from sediment.embed import Embedder
-from sediment.pg.database import Database
+from sediment.pg.database import DEFAULT_SIZE, Database
+
+if TYPE_CHECKING:
+    from sediment.pg.store import PgStore
 
 POOL_SIZE = 2
 
@@ -50,17 +54,27 @@ class Team:
         return chunk_exists(self.database, chunk_id)
 
 
+def open_database(url: str, *, size: int = DEFAULT_SIZE) -> tuple[Database, PgStore]:
+    """The pool of ``url`` and the project's layers over that same pool (one pool per
+    database in a process), once the project is known to exist. The caller closes the
+    pool (closing the store leaves it open)."""
+    from sediment.pg.store import PgStore
+
+    database = Database(url, size=size)
+    try:
+        return database, PgStore(database.url, database=database).require_project()
+    except BaseException:
+        database.close()
+        raise
+
+
 @contextmanager
 def open_team(cfg: Config, url: str, embedder_name: str | None) -> Iterator[Team]:
     """The database of ``url`` and the embedder ``--embedder`` names, else the one the
     project's layers record (as ``sediment serve --store`` picks it), else the default."""
-    from sediment.pg.store import PgStore
-
-    with PgStore(url) as layers:
-        layers.require_project()
-        embedder = build_embedder(cfg, embedder_name, layerset=layers)
-    database = Database(layers.url, size=POOL_SIZE)
+    database, layers = open_database(url, size=POOL_SIZE)
     try:
+        embedder = build_embedder(cfg, embedder_name, layerset=layers)
         yield Team(database, embedder)
     finally:
         database.close()

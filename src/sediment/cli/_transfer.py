@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,9 +69,9 @@ def _context_store(directory: Path, profile: dict[str, Any] | None, dim: int
     from sediment.context import FileContextStore, resolve
     from sediment.context.place import context_dir
 
-    settings, _ = resolve(get_config(click.get_current_context()).context)
-    where = context_dir(settings, directory, data_dir(),
-                        os.environ.get("SEDIMENT_CONTEXT_SESSION", "cli"))
+    cfg = get_config(click.get_current_context())
+    settings, _ = resolve(cfg.context)
+    where = context_dir(settings, directory, data_dir(), cfg.env.context_session)
     return FileContextStore(where, profile=profile, dim=dim)
 
 

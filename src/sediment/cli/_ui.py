@@ -89,7 +89,8 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None,
                  pubkey=pubkey, context_settings=resolve(cfg.context)[0], actor=name,
                  memory=ws.memory, context=ws.context,
                  tokens=ws.tokens)
-    app = build_http_app(build_server(service, memory=ws.memory, context=ws.context),
+    app = build_http_app(build_server(service, memory=ws.memory, context=ws.context,
+                                      flush_seconds=cfg.env.memory_flush_seconds),
                          host=host, token=token, ui=page, tokens=ws.tokens)
     on_shutdown(ws.close)  # after the memory tools' own flush, registered just now
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

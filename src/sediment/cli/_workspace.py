@@ -4,13 +4,12 @@ choice is made)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 from sediment.cli._options import build_embedder, open_layerset, open_store
-from sediment.cli._team import open_team, team_url
+from sediment.cli._team import open_database, open_team, team_url
 from sediment.config import Config
 from sediment.context import resolve
 from sediment.server.principals import places
@@ -37,7 +36,7 @@ def open_workspace(cfg: Config, store: str | None, layer_dir: Path | None,
                 ws.close()
         return
     layerset = open_layerset(cfg, layer_dir, **paths)
-    session = os.environ.get("SEDIMENT_CONTEXT_SESSION", "cli")
+    session = cfg.env.context_session
     ws = Workspace.over_files(layerset, build_embedder(cfg, embedder_name),
                               places(context=settings, session=session),
                               root=layer_dir or cfg.layer_dir)
@@ -54,16 +53,20 @@ def open_served(cfg: Config, store: str | None, layer_dir: Path | None,
     name, its embedder, and (over a team database) the database's memories, context and
     tokens. The caller closes it at shutdown (``on_shutdown(ws.close)`` once the server is
     built, so the memory tools flush their use counts before the database closes)."""
-    opened = open_store(cfg, store, layer_dir, paths)
-    opened.schema()
-    embedder = build_embedder(cfg, embedder_name, layerset=opened)
     settings = places(context=resolve(cfg.context)[0])
-    files = opened.layer_files()
-    if files is not None:
-        return Workspace.over_files(files, embedder, settings,
-                                    root=root or layer_dir or cfg.root)
     url = team_url(cfg, store, layer_dir, paths)
-    assert url is not None  # open_store opened a database for this URL
-    from sediment.pg.database import Database
-
-    return Workspace.over_database(Database(url), embedder, settings, store=opened)
+    if url is None:
+        opened = open_store(cfg, store, layer_dir, paths)
+        opened.schema()
+        files = opened.layer_files()
+        assert files is not None  # no URL: open_store opened the layer files
+        return Workspace.over_files(files, build_embedder(cfg, embedder_name, layerset=files),
+                                    settings, root=root or layer_dir or cfg.root)
+    database, layers = open_database(url)
+    try:
+        layers.schema()
+        embedder = build_embedder(cfg, embedder_name, layerset=layers)
+    except BaseException:
+        database.close()
+        raise
+    return Workspace.over_database(database, embedder, settings, store=layers)

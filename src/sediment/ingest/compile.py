@@ -12,7 +12,6 @@ bytes, so compiling twice gives the same sha256.
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -87,6 +86,9 @@ class CompileOptions:
     empty layer (a glob typo should not go unnoticed)."""
     sources: Sequence[SourceRoot] = ()
     """Configured sources; when empty, ``root`` with ``include`` and ``exclude`` is the one."""
+    source_date_epoch: int = 0
+    """The time (seconds) of a file git does not date: the reproducible-builds
+    ``SOURCE_DATE_EPOCH``, handed down from the configuration."""
 
 
 @dataclass(slots=True)
@@ -119,19 +121,12 @@ class CompileReport:
         }
 
 
-def source_times(root: Path, paths: Sequence[str]) -> dict[str, int]:
-    """Last commit time (ms) of each path in git, else SOURCE_DATE_EPOCH, else 0.
+def source_times(root: Path, paths: Sequence[str], fallback_s: int = 0) -> dict[str, int]:
+    """Last commit time (ms) of each path in git, else ``fallback_s`` (SOURCE_DATE_EPOCH).
 
     One ``git log`` over the whole history gives every file's newest commit: the first
     time a path appears in the log (newest first) is its last change.
     """
-    fallback_s = 0
-    sde = os.environ.get("SOURCE_DATE_EPOCH")
-    if sde:
-        try:
-            fallback_s = int(sde)
-        except ValueError:
-            raise ValidationError(f"SOURCE_DATE_EPOCH={sde!r} is not an integer") from None
     out = dict.fromkeys(paths, fallback_s * 1000)
     try:
         prefix = subprocess.run(
@@ -226,7 +221,8 @@ def _read_sources(opts: CompileOptions, reuse: Reuse | None, progress: Progress 
             if opts.annotator is not None and not src.prefix else []
         rel_of = {p.path: p.path[len(src.shown("")):] for p in pieces[first:]}
         rel_of.update({m: m for m in extra})
-        got_times = source_times(src.root, sorted(set(rel_of.values())))
+        got_times = source_times(src.root, sorted(set(rel_of.values())),
+                                 opts.source_date_epoch)
         for shown_path, rel_path in rel_of.items():
             times.setdefault(shown_path, got_times.get(rel_path, 0))
     return pieces, states, times

@@ -73,7 +73,7 @@ class Database:
             timeout=wait_timeout, reconnect_timeout=0.01, name=f"sediment-{self.project}",
             kwargs={"autocommit": True, "connect_timeout": max(1, round(connect_timeout)),
                     "options": f"-c statement_timeout={int(statement_timeout_ms)}"},
-            configure=self._configure, check=self._check, reset=self._reset)
+            configure=self._configure, check=self._check)
 
     def _configure(self, conn: Conn) -> None:
         try:
@@ -89,9 +89,6 @@ class Database:
     def _check(self, conn: Conn) -> None:
         if time.monotonic() - self._returned.get(conn, 0.0) >= IDLE_CHECK_S:
             conn.execute("SELECT 1")
-
-    def _reset(self, conn: Conn) -> None:
-        self._returned[conn] = time.monotonic()
 
     def _take(self) -> Conn:
         try:
@@ -156,6 +153,10 @@ class Database:
                                   f"({_first_line(exc)}); PostgreSQL text cannot hold NUL "
                                   "characters") from exc
         finally:
+            # Stamped here, not in a pool ``reset`` callback: with one, the pool returns each
+            # connection in its worker, after the caller moved on, so a caller's next
+            # operation found none free and the pool opened another.
+            self._returned[conn] = time.monotonic()
             self._pool.putconn(conn)
 
     @contextmanager

@@ -103,11 +103,11 @@ class PgMemoryStore:
 
     @property
     def layers(self) -> PgStore:
-        """The project's layers (opened on first use, with the pool's timeouts)."""
+        """The project's layers (opened on first use, over this store's own pool: one
+        process keeps one pool per database)."""
         with self._opening:
             if self._layers is None:
-                self._layers = PgStore(self.db.url, connect_timeout=self.db.connect_timeout,
-                                       statement_timeout_ms=self.db.statement_timeout_ms)
+                self._layers = PgStore(self.db.url, database=self.db)
             return self._layers
 
     def close(self) -> None:

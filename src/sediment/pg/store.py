@@ -103,6 +103,9 @@ class PgStore:
                  database: Database | None = None) -> None:
         self.url = url if isinstance(url, StoreUrl) else parse_store_url(url)
         self.project = self.url.project
+        if database is not None:  # its pool's timeouts are the ones that apply
+            connect_timeout = database.connect_timeout
+            statement_timeout_ms = database.statement_timeout_ms
         self.connect_timeout = connect_timeout
         self.statement_timeout_ms = statement_timeout_ms
         self._own_db = database is None

@@ -182,13 +182,15 @@ def knowledge_tools(service: ContextService) -> list[Tool]:
 
 def build_server(service: ContextService, *, name: str = "sediment",
                  tools: Iterable[Tool] = (), memory: MemoryService | None = None,
-                 context: ContextLoop | None = None) -> MCPServer:
+                 context: ContextLoop | None = None,
+                 flush_seconds: float | None = None) -> MCPServer:
     """A ready MCP server over ``service``; transports are chosen by the caller.
 
     ``tools`` adds other modules' tools (built with :func:`sediment.server.tools.strict_tool`)
     to the RFC and KCP ones. ``memory`` and ``context`` are the memory and progressive
     context services: the team server's (``sediment.pg.team``), or the caller's own; over
-    files, missing ones are made with default settings."""
+    files, missing ones are made with default settings. ``flush_seconds``: how often the
+    memory service writes batched use counts (the configuration's)."""
     if memory is None and service.files is not None:
         memory = memory_service_for(service)
     if context is None and service.files is not None:
@@ -230,7 +232,7 @@ def build_server(service: ContextService, *, name: str = "sediment",
     _add_knowledge(server, service)
     # over PostgreSQL the memory and context services come from sediment.pg.team
     if memory is not None:
-        add_memory_prompt(server, memory)
+        add_memory_prompt(server, memory, flush_seconds)
     if context is not None:
         on_shutdown(context.flush)  # access counts not yet carried by a write
     return server

@@ -13,7 +13,6 @@ flushed every ``SEDIMENT_MEMORY_FLUSH_SECONDS`` (default 30) and when the proces
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -319,9 +318,11 @@ def memory_tools(mem: MemoryService, *, actor: str | None = None) -> list[Tool]:
     ]
 
 
-def add_memory_prompt(server: MCPServer, mem: MemoryService) -> None:
+def add_memory_prompt(server: MCPServer, mem: MemoryService,
+                      flush_seconds: float | None = None) -> None:
     """The ``memory_guidelines`` prompt on ``server``, and ``mem``'s use-count flushes
-    (every ``SEDIMENT_MEMORY_FLUSH_SECONDS`` and at shutdown)."""
+    (every ``flush_seconds``, the configuration's ``SEDIMENT_MEMORY_FLUSH_SECONDS``, else
+    every 30 s; and at shutdown)."""
 
     @server.prompt(name="memory_guidelines",
                    description="When to recall and save memories, how to write them, the "
@@ -329,10 +330,5 @@ def add_memory_prompt(server: MCPServer, mem: MemoryService) -> None:
     def memory_guidelines() -> str:
         return MEMORY_GUIDELINES
 
-    try:
-        interval = float(os.environ.get("SEDIMENT_MEMORY_FLUSH_SECONDS",
-                                        DEFAULT_FLUSH_SECONDS))
-    except ValueError:
-        interval = DEFAULT_FLUSH_SECONDS
-    mem.start_flusher(interval)
+    mem.start_flusher(DEFAULT_FLUSH_SECONDS if flush_seconds is None else flush_seconds)
     on_shutdown(mem.close)
