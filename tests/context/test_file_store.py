@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 
 from sediment.context import FileContextStore, NewEvent, NewItem
-from sediment.store.commit import New
 from sediment.context.state import ITEM_EVENT
 from sediment.embed import HashEmbedder
 from sediment.format import LayerFile, encode_layer
 from sediment.format.model import Chunk
+from sediment.store.commit import New
 
 
 def _store(root: Path) -> FileContextStore:
