@@ -1,11 +1,10 @@
 """The README's main job, with the real default embedder: compile this repository, search it.
 
 The whole repository's Markdown (834 chunks and growing) is compiled with the hash embedder:
-every page compiles, nothing is skipped. The real model embeds
-the pages that explain layers (README.md, docs/search.md, docs/architecture.md: about 60
-chunks), which is what the search needs, and compiles them twice (the same bytes, nothing
-embedded again); embedding every page with it took most of this test's two minutes and
-proved nothing more about the model."""
+every page compiles, nothing is skipped. The real model embeds the pages that explain layers
+(README.md, docs/search.md, docs/architecture.md: about 60 chunks), which is what the search
+needs, and compiles them twice (the same bytes, nothing embedded again). Embedding every page
+with the real model took most of this test's two minutes and proved nothing more about it."""
 
 from __future__ import annotations
 
