@@ -15,9 +15,9 @@ from sediment.cli import COMMANDS, MODULES, cli
 from sediment.cli.reference import _walk
 
 HEAVY = ("mcp", "uvicorn", "onnxruntime", "faiss", "httpx", "yaml",
-         "detect_secrets", "cryptography")
+         "detect_secrets", "cryptography", "psycopg", "psycopg_pool")
 """Libraries a command that does not serve, embed with MiniLM, call an HTTP embedder, read
-manifests, write, or sign must not load."""
+manifests, write, sign, or open a database must not load."""
 
 PROBE = """
 import json, sys

@@ -24,9 +24,9 @@ import click
 from sediment.cli._options import build_embedder
 from sediment.config import Config, store_url
 from sediment.embed import Embedder
-from sediment.pg.database import DEFAULT_SIZE, Database
 
 if TYPE_CHECKING:
+    from sediment.pg.database import Database
     from sediment.pg.store import PgStore
 
 POOL_SIZE = 2
@@ -54,13 +54,14 @@ class Team:
         return chunk_exists(self.database, chunk_id)
 
 
-def open_database(url: str, *, size: int = DEFAULT_SIZE) -> tuple[Database, PgStore]:
+def open_database(url: str, *, size: int | None = None) -> tuple[Database, PgStore]:
     """The pool of ``url`` and the project's layers over that same pool (one pool per
     database in a process), once the project is known to exist. The caller closes the
     pool (closing the store leaves it open)."""
+    from sediment.pg.database import DEFAULT_SIZE, Database
     from sediment.pg.store import PgStore
 
-    database = Database(url, size=size)
+    database = Database(url, size=DEFAULT_SIZE if size is None else size)
     try:
         return database, PgStore(database.url, database=database).require_project()
     except BaseException:
