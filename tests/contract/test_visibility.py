@@ -423,8 +423,8 @@ def test_the_web_pages_show_bob_none_of_alices(world: World) -> None:
 
 
 def test_an_export_as_bob_holds_none_of_alices(world: World, tmp_path: Path) -> None:
-    """``sediment export --to mem0 --actor bob --scope all`` holds nothing of alice's; as alice it holds both her
-    memories."""
+    """``sediment export --to mem0 --actor bob --scope all`` holds nothing of alice's; as
+    alice it holds both her memories."""
     w = world
     for fmt in ("mem0",):
         for actor in ("bob", "alice"):
