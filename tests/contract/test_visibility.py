@@ -30,6 +30,7 @@ import pytest
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+import sediment
 from mcp import Client
 from tests.conftest import SEDIMENT, Run
 from tests.pg.conftest import TEMPLATE, _with_database
@@ -435,3 +436,84 @@ def test_an_export_as_bob_holds_none_of_alices(world: World, tmp_path: Path) -> 
                 p.read_text() for p in sorted(out.rglob("*")) if p.is_file())
             expect = [] if actor == "bob" else ["project memory", "user memory"]
             assert sorted(leaked(text)) == expect, (fmt, actor, text[:2000])
+
+
+# -- push to a team server, pull back, push again ---------------------------------------------
+def _bob_reads_nothing_of_alices(w: World) -> None:
+    said = [_searches(w, "bob")]
+    for query in QUERIES:
+        said.append(answer(w.ok("bob", "recall_memories", {"query": query, "limit": 50,
+                                                           "min_score": 0.0})))
+        said.append(answer(w.ok("bob", "get_relevant_context", {
+            "query": query, "max_items": 50, "min_score": 0.0, "include_archived": True})))
+    said.append(json.dumps(w.ok("bob", "manage_memory", {"action": "list", "limit": 1000})))
+    bob = _sign_in(w, "bob")
+    try:
+        said += [bob.get("/ui/memories").text, bob.get("/ui/context").text,
+                 bob.get("/ui/queue").text,
+                 results(bob.get("/ui/search", params={"q": QUERIES[-1]}).text)]
+    finally:
+        bob.close()
+    for text in said:
+        assert not leaked(text), f"bob read alice's {leaked(text)}: {text[:2000]}"
+
+
+def _alice_reads_hers(w: World, memories: set[str]) -> None:
+    assert leaked(answer(w.ok("alice", "agents_search", {"query": SECRETS["local note"],
+                                                         "k": 50})["results"])) == [
+        "local note"]
+    recalled = answer([w.ok("alice", "recall_memories", {"query": q, "limit": 50,
+                                                         "min_score": 0.0}) for q in QUERIES])
+    assert set(leaked(recalled)) == memories, recalled
+    relevant = answer(w.ok("alice", "get_relevant_context", {
+        "query": SECRETS["context item"], "max_items": 50, "min_score": 0.0}))
+    assert leaked(relevant) == ["context item"], relevant
+
+
+@pytest.mark.parametrize("world", ["files"], indirect=True)
+def test_push_pull_and_push_again_keep_alices_things_hers(world: World, pg_url: str,
+                                                          tmp_path: Path) -> None:
+    """The files project (alice's project memory and local note in its local layer, her
+    context item in its context store, her user memory in the data directory) pushed to a
+    team server, as alice with ``--context --user-memories`` and as bob with ``--context``
+    (the directory's context store held only alice's item: bob's push must move none of
+    it); then, on a server over that project, bob reads none of alice's things (API, web
+    page, queue, export) and alice reads all of hers. Pulled back as alice and bob (the
+    Python API over each copy as bob reads none of hers), and the copy pushed again: still
+    nothing of alice's for bob."""
+    w = world
+    store = ["--store", pg_url]
+    w.cli("push", *store, "--dir", str(w.root), "--context", "--user-memories",
+          "--actor", "alice")
+    w.cli("push", *store, "--dir", str(w.root), "--context", "--actor", "bob")
+    team = World("pg", w.root, w.env, pg_url, w.server, {}, w.ids)
+    for actor, role in (("alice", "writer"), ("bob", "writer"), ("carol", "reviewer")):
+        team.tokens[actor] = team.cli("token", "create", "--actor", actor, "--role", role,
+                                      "--json", *store).json()["token"]
+    export = tmp_path / "bob.json"
+    team.cli("export", "--to", "mem0", "--actor", "bob", "--scope", "all", "--out",
+             str(export), *store)
+    assert not leaked(export.read_text()), export.read_text()
+    queue = team.cli("proposals", "list", "--json", *store).out
+    assert not leaked(queue), queue
+    with serve_http(store, w.root, w.env, start_s=TIMEOUT) as srv:
+        team.server = srv
+        _bob_reads_nothing_of_alices(team)
+        _alice_reads_hers(team, {"project memory", "user memory"})
+        copies = {}
+        for actor in ("alice", "bob"):
+            copies[actor] = tmp_path / f"copy-{actor}"
+            copies[actor].mkdir()
+            team.cli("pull", *store, "--dir", str(copies[actor]), "--context", "--actor",
+                     actor)
+        for actor, copy in copies.items():
+            with sediment.open(copy, actor="bob", embedder="hash") as as_bob:
+                hits = [h.chunk.content for q in QUERIES for h in as_bob.search(q, k=50)]
+                got = [as_bob.get(i) for i in _alices_chunk_ids(w)]
+                relevant = as_bob.relevant_context(QUERIES[-1], max_items=50, min_score=0.0)
+                said = json.dumps([hits, [g.content for g in got if g is not None],
+                                   json.loads(answer(relevant))])
+            assert not leaked(said), f"the copy pulled as {actor} shows bob {leaked(said)}"
+        team.cli("push", *store, "--dir", str(copies["alice"]))
+        _bob_reads_nothing_of_alices(team)
+        _alice_reads_hers(team, {"project memory", "user memory"})

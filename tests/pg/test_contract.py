@@ -44,7 +44,7 @@ def service(store: LayerStore) -> ContextService:
 
 def search(store: LayerStore, query: str, **kw: Any) -> list[dict[str, Any]]:
     params = parse(SearchOptions, {"query": query, "k": 10, **kw})
-    return service(store).search(params)["results"]  # type: ignore[no-any-return]
+    return service(store).search(params, None)["results"]  # type: ignore[no-any-return]
 
 
 def write(store: LayerStore, text: str, scope: str = "local") -> int:
