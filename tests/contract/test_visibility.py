@@ -183,6 +183,12 @@ def _alice_keeps_her_things(w: World) -> None:
         "scope": "local"})["id"]
     got["context"] = w.ok("alice", "store_context", {"content": SECRETS["context item"],
                                                      "context_type": "task"})["id"]
+    # alice proposes a note citing her own local note: the queue shows others that source
+    # opaque (never its content)
+    citing = w.ok("alice", "agents_context_write", {
+        "content": "The branch to deploy from is in my scratch note.", "kind": "note",
+        "confidence": 0.5, "scope": "delta", "sources": [got["local"]]})["id"]
+    w.ok("alice", "agents_context_propose", {"context_id": citing})
     # bob cites her note and her memory; if that is accepted, the queue must stay opaque
     cited = w.api("bob", "agents_context_write", {
         "content": "See the cited notes for the branch.", "kind": "note", "confidence": 0.5,
@@ -363,9 +369,10 @@ def test_a_persona_reads_only_its_callers_private_things(world: World) -> None:
 
 
 def test_the_queue_shows_no_private_thing(world: World) -> None:
-    """The review queue, where bob's proposals (one citing alice's note and memories, if
-    that write was accepted) wait: ``proposals list/show`` (JSON and text) and ``diff``,
-    and the web page's queue and each proposal's page as carol (a reviewer) and bob."""
+    """The review queue, where alice's proposal citing her local note and bob's proposals
+    (one citing alice's note and memories, if that write was accepted) wait: ``proposals
+    list/show`` (JSON and text) and ``diff``, and the web page's queue and each proposal's
+    page as carol (a reviewer) and bob."""
     w = world
     listed = w.cli("proposals", "list", "--json", *w.where)
     queue = listed.json()
