@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,23 +203,20 @@ def _alice_keeps_her_things(w: World) -> None:
     w.ids = got
 
 
-@pytest.fixture(scope="module", params=["files", "pg"])
-def world(request: pytest.FixtureRequest,
-          tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+@contextmanager
+def _world(backend: str, home: Path, url: str | None) -> Iterator[World]:
     """A project compiled, alice's private things saved through a server, the project
     compiled again with a new document (on pg pushed with ``--replace-base``), and a new
     server over it, with a Lua persona configured."""
-    home = tmp_path_factory.mktemp("visibility")
     root = home / "project"
     (root / "docs").mkdir(parents=True)
     (root / "agents").mkdir()
     (root / "agents" / "peek.lua").write_text(PERSONA)
     (root / "sediment.toml").write_text(
         '[agents.script.peek]\npath = "agents/peek.lua"\ntimeout = 30\n')
-    url = request.getfixturevalue("pg_module_url") if request.param == "pg" else None
     env = _env(home)
     where = ["--store", url] if url else ["--dir", str(root)]
-    w = World(request.param, root, env, url, server=None, tokens={})  # type: ignore[arg-type]
+    w = World(backend, root, env, url, server=None, tokens={})  # type: ignore[arg-type]
     _compile(w, {"a.md": DOC_DEPLOY}, first=True)
     for actor, role in (("alice", "writer"), ("bob", "writer"), ("carol", "reviewer")):
         on = ["--store", url] if url else []
@@ -231,6 +229,26 @@ def world(request: pytest.FixtureRequest,
     with serve_http(where, root, env, start_s=TIMEOUT) as second:
         w.server = second
         yield w
+
+
+@pytest.fixture(scope="module")
+def files_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    with _world("files", tmp_path_factory.mktemp("visibility"), None) as w:
+        yield w
+
+
+@pytest.fixture(scope="module")
+def pg_world(tmp_path_factory: pytest.TempPathFactory, pg_module_url: str) -> Iterator[World]:
+    with _world("pg", tmp_path_factory.mktemp("visibility"), pg_module_url) as w:
+        yield w
+
+
+@pytest.fixture(scope="module", params=["files", "pg"])
+def world(request: pytest.FixtureRequest) -> World:
+    """The project of each backend (built once per module: the push test reuses the
+    files one)."""
+    got: World = request.getfixturevalue(f"{request.param}_world")
+    return got
 
 
 # -- helpers: what an actor reads ------------------------------------------------------------
@@ -477,8 +495,7 @@ def _alice_reads_hers(w: World, memories: set[str]) -> None:
     assert leaked(relevant) == ["context item"], relevant
 
 
-@pytest.mark.parametrize("world", ["files"], indirect=True)
-def test_push_pull_and_push_again_keep_alices_things_hers(world: World, pg_url: str,
+def test_push_pull_and_push_again_keep_alices_things_hers(files_world: World, pg_url: str,
                                                           tmp_path: Path) -> None:
     """The files project (alice's project memory and local note in its local layer, her
     context item in its context store, her user memory in the data directory) pushed to a
@@ -488,7 +505,7 @@ def test_push_pull_and_push_again_keep_alices_things_hers(world: World, pg_url: 
     page, queue, export) and alice reads all of hers. Pulled back as alice and bob (the
     Python API over each copy as bob reads none of hers), and the copy pushed again: still
     nothing of alice's for bob."""
-    w = world
+    w = files_world
     store = ["--store", pg_url]
     w.cli("push", *store, "--dir", str(w.root), "--context", "--user-memories",
           "--actor", "alice")
