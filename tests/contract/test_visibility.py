@@ -389,8 +389,9 @@ def test_a_persona_reads_only_its_callers_private_things(world: World) -> None:
 def test_the_queue_shows_no_private_thing(world: World) -> None:
     """The review queue, where alice's proposal citing her local note and bob's proposals
     (one citing alice's note and memories, if that write was accepted) wait: ``proposals
-    list/show`` (JSON and text) and ``diff``, and the web page's queue and each proposal's
-    page as carol (a reviewer) and bob."""
+    list/show`` (JSON and text) and ``diff``, run by the machine's owner, who reads local
+    notes but never a memory or a context item; and the web page's queue and each
+    proposal's page as carol (a reviewer) and bob, who read none of alice's things."""
     w = world
     listed = w.cli("proposals", "list", "--json", *w.where)
     queue = listed.json()
@@ -402,6 +403,9 @@ def test_the_queue_shows_no_private_thing(world: World) -> None:
                               "--root", str(w.root)).out)
     diff = w.run("diff", "--json", *w.where)
     said.append(diff.out + diff.err)
+    for text in said:  # the machine's owner, who reads every local note, never a memory
+        assert set(leaked(text)) <= {"local note"}, f"the CLI queue shows {leaked(text)}"
+    said = []
     for actor in ("carol", "bob"):
         c = _sign_in(w, actor)
         try:

@@ -148,7 +148,7 @@ def test_the_actor_is_recorded_beside_the_author(tmp_path: Path) -> None:
     propose(ls, cid, actor="alice")
     [view] = list_proposals(ls)
     assert view.actor == "alice" and view.to_dict()["actor"] == "alice"
-    report = inspect_stored(ls, LayerName.DELTA, cid)
+    report = inspect_stored(ls, LayerName.DELTA, cid, viewer=None)
     assert report.actor == "alice" and report.to_dict()["actor"] == "alice"
     assert {e.actor for e in report.events} == {"alice"}
 
