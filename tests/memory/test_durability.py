@@ -84,12 +84,12 @@ def test_general_search_and_chunk_reads_leave_memories_out(tmp_path: Path) -> No
     svc = service_over(layers, tmp_path / "data")
     mine = svc.save("alice", "Layer precedence questions go to Dana", "fact", scope="project")
     ctx = ContextService(layers, HashEmbedder())
-    hits = ctx.search(SearchParams(query="layer precedence", k=50))["results"]
+    hits = ctx.search(SearchParams(query="layer precedence", k=50), None)["results"]
     assert hits and not any(h["kind"].startswith("memory.") for h in hits)
     with pytest.raises(ValidationError, match="private"):
-        ctx.search(SearchParams(query="x", k=5, filters={"kind": ["memory.fact.alice"]}))
+        ctx.search(SearchParams(query="x", k=5, filters={"kind": ["memory.fact.alice"]}), None)
     with pytest.raises(NotFoundError, match="memory"):
-        ctx.read_chunk(mine["chunk_id"])
+        ctx.read_chunk(mine["chunk_id"], None, None)
 
 
 def test_an_agents_global_save_becomes_global_when_a_human_accepts_it(tmp_path: Path) -> None:

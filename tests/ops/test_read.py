@@ -119,7 +119,7 @@ def test_the_source_filter(layers: LayerSet, value: str, paths: set[str]) -> Non
 
     def search(k: int) -> list[str]:
         out = service.search(parse(SearchOptions, {"query": "payments", "mode": "lexical",
-                                                   "k": k, "filters": {"source": value}}))
+                                                   "k": k, "filters": {"source": value}}), None)
         return [str(r["sources"][0]).rsplit(":", 1)[0] for r in out["results"]]
 
     assert set(search(10)) == paths

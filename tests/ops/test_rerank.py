@@ -61,8 +61,8 @@ def test_a_service_adds_its_own_reranker(tmp_path: Path) -> None:
         return rerank
 
     service = ContextService(ls, EMB, rerankers=(*STANDARD, last_first))
-    out = service.search(parse(SearchParams, {"query": QUERY, "k": 3}))
-    standard = ContextService(ls, EMB).search(parse(SearchParams, {"query": QUERY, "k": 3}))
+    out = service.search(parse(SearchParams, {"query": QUERY, "k": 3}), None)
+    standard = ContextService(ls, EMB).search(parse(SearchParams, {"query": QUERY, "k": 3}), None)
     assert seen and out["results"] != standard["results"]
 
 
@@ -75,7 +75,7 @@ def test_cli_and_mcp_rank_and_shape_alike(tmp_path: Path, sediment: Runner) -> N
                  "--json", env=dim)
     assert r.code == 0, r.err
     cli = r.json()
-    service = ContextService(ls, EMB).search(parse(SearchParams, {"query": QUERY, "k": 5}))
+    service = ContextService(ls, EMB).search(parse(SearchParams, {"query": QUERY, "k": 5}), None)
     assert set(cli) == set(service) == {"query", "layers", "results", "timings_ms"}
     assert [x["id"] for x in cli["results"]] == [x["id"] for x in service["results"]]
     assert cli["results"][0]["id"] == service["results"][0]["id"]

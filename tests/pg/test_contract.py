@@ -44,7 +44,7 @@ def service(store: LayerStore) -> ContextService:
 
 def search(store: LayerStore, query: str, **kw: Any) -> list[dict[str, Any]]:
     params = parse(SearchOptions, {"query": query, "k": 10, **kw})
-    return service(store).search(params)["results"]  # type: ignore[no-any-return]
+    return service(store).search(params, None)["results"]  # type: ignore[no-any-return]
 
 
 def write(store: LayerStore, text: str, scope: str = "local") -> int:
@@ -68,10 +68,10 @@ def test_present_layers_and_summaries(backend: LayerStore) -> None:
 
 
 def test_precedence_resolves_the_highest_layer(backend: LayerStore) -> None:
-    got = service(backend).read_chunk(2)
+    got = service(backend).read_chunk(2, None, None)
     assert got["layer"] == "user" and "sediment compile" in got["content"]
     assert [h["layer"] for h in got["hidden_versions"]] == ["base"]
-    assert service(backend).read_chunk(2, "base")["content"] == BASE_TEXTS[1]
+    assert service(backend).read_chunk(2, "base", None)["content"] == BASE_TEXTS[1]
     assert [n for n, _ in backend.versions(3)] == [LayerName.DELTA, LayerName.BASE]
 
 

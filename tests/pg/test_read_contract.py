@@ -39,5 +39,5 @@ def test_forgotten_chunks_leave_documents_and_sources(backend: LayerStore) -> No
 def test_the_source_filter(backend: LayerStore) -> None:
     params = parse(SearchOptions, {"query": "layer", "k": 10, "mode": "lexical",
                                    "filters": {"source": "docs"}})
-    hits = service(backend).search(params)["results"]
+    hits = service(backend).search(params, None)["results"]
     assert hits and all(str(h["sources"][0]).startswith("docs/a.md:") for h in hits)

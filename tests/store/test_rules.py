@@ -65,7 +65,7 @@ def test_a_project_memory_never_takes_a_compiled_id(tmp_path: Path) -> None:
     ls = _compile(root, "# Deploys\n\nDeploys run from the release branch.\n",
                   "# Binder\n\nThe blue binder holds the on-call rota.\n")
     svc = ContextService(ls, EMB, root=root, rerankers=())
-    results = svc.search(parse(SearchOptions, {"query": "blue binder", "k": 10}))["results"]
+    results = svc.search(parse(SearchOptions, {"query": "blue binder", "k": 10}), None)["results"]
     assert results, "the second document must be found"
     assert all("private note" not in r["content"] for r in results)
     assert any("on-call rota" in r["content"] for r in results)
@@ -127,11 +127,11 @@ def test_local_notes_are_readable_only_by_their_actor(tmp_path: Path) -> None:
     assert note in _ids(svc, "kafka broker flaky", "alice")
     assert note not in _ids(svc, "kafka broker flaky", "bob")
     assert note in _ids(svc, "kafka broker flaky", None)  # the machine's owner
-    assert svc.read_chunk(note, actor="alice")["id"] == note
+    assert svc.read_chunk(note, None, "alice")["id"] == note
     with pytest.raises(NotFoundError):
-        svc.read_chunk(note, actor="bob")
+        svc.read_chunk(note, None, "bob")
     with pytest.raises(NotFoundError):
-        svc.read_chunk(note, "local", actor="bob")
+        svc.read_chunk(note, "local", "bob")
     with pytest.raises(NotFoundError):
         propose(ls, note, actor="bob")
     assert private_ids(ls.events(), "bob") == {note}
@@ -148,7 +148,7 @@ def test_the_actor_is_recorded_beside_the_author(tmp_path: Path) -> None:
     propose(ls, cid, actor="alice")
     [view] = list_proposals(ls)
     assert view.actor == "alice" and view.to_dict()["actor"] == "alice"
-    report = inspect_stored(ls, LayerName.DELTA, cid)
+    report = inspect_stored(ls, LayerName.DELTA, cid, viewer=None)
     assert report.actor == "alice" and report.to_dict()["actor"] == "alice"
     assert {e.actor for e in report.events} == {"alice"}
 

@@ -101,7 +101,7 @@ def proposals_show(ctx: click.Context, /, proposal_id: int, root: Path | None, a
     holder = next((n for n in (LayerName.DELTA, LayerName.LOCAL)
                    if ls.chunk(n, view.context_id) is not None), None)
     cfg = get_config(ctx)
-    report = (inspect_stored(ls, holder, view.context_id,
+    report = (inspect_stored(ls, holder, view.context_id, viewer=None,
                              lines=source_lines(cfg, root or Path.cwd()))
               if holder is not None else None)
     if as_json:

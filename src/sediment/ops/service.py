@@ -76,7 +76,11 @@ class ContextService:
         self._warm = threading.Thread(target=load, name="sediment-warm-up", daemon=True)
         self._warm.start()
 
-    def search(self, params: SearchParams, actor: str | None = None) -> dict[str, Any]:
+    def search(self, params: SearchParams, actor: str | None) -> dict[str, Any]:
+        """Search as ``actor`` reads the store (``sediment.store.rules``). There is no
+        default: None reads every local note, as the machine's owner, and an adapter that
+        serves a signed-in actor must say so (the web page's search once forgot and showed
+        every actor's local notes)."""
         kinds = params.filters.kind if params.filters is not None else None
         if kinds and any(k.startswith(MEMORY_KIND_PREFIX) for k in kinds):
             raise ValidationError("filters.kind: memories are private to their actor; "
@@ -105,8 +109,8 @@ class ContextService:
             raise NotFoundError(f"the {layer_name.value} layer is absent")
         return summary.to_dict()
 
-    def read_chunk(self, chunk_id: int, layer: str | None = None,
-                   actor: str | None = None) -> dict[str, Any]:
+    def read_chunk(self, chunk_id: int, layer: str | None, actor: str | None
+                   ) -> dict[str, Any]:
         """A chunk as precedence resolves it (or one layer's version), if ``actor`` may
         read it (``sediment.store.rules``): a memory or another actor's local note reads
         as absent. Hidden versions another actor may not read are left out too."""
@@ -134,12 +138,12 @@ class ContextService:
         return {"layer": top_layer.value, **top.to_dict(),
                 "hidden_versions": [{"layer": n.value, **c.to_dict()} for n, c in versions[1:]]}
 
-    def get(self, request: GetRequest, actor: str | None = None) -> dict[str, Any]:
+    def get(self, request: GetRequest, actor: str | None) -> dict[str, Any]:
         """A chunk and its whole source document (``agents_get``, ``context.get``), as
         ``actor`` may read it."""
         return get_document(self.store, request.id, actor)
 
-    def sources(self, request: SourcesRequest, actor: str | None = None) -> dict[str, Any]:
+    def sources(self, request: SourcesRequest, actor: str | None) -> dict[str, Any]:
         """The layers and the documents they hold (``agents_sources``, ``context.sources``)."""
         del request
         return list_sources(self.store, actor)

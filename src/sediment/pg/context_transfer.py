@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from psycopg.types.json import Jsonb
 
 from sediment.context.files import ContextPart, is_context_event
+from sediment.context.state import ITEM_EVENT, USE_EVENT
 from sediment.context.store import ITEM_PREFIX
 from sediment.errors import PermissionDeniedError, SchemaMismatchError
 from sediment.format import Chunk
@@ -34,6 +36,56 @@ from sediment.pg.context import vector_array
 from sediment.pg.database import Conn, Database, bump, next_ids, rows
 from sediment.store.events import event_content
 from sediment.store.refs import rewrite_ids, rewrite_sources
+
+
+Row = tuple[str | None, Chunk, Any]
+"""A context row of a file store: its archive day (None: active), the chunk, its vector."""
+
+
+def _data(c: Chunk) -> dict[str, Any] | None:
+    try:
+        data = json.loads(c.content)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _ints(values: Sequence[Any]) -> set[int]:
+    return {v for v in values if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def actors_rows(chunks: Sequence[Row], actor: str) -> list[Row]:
+    """The rows of ``chunks`` that are ``actor``'s: the items whose store event names
+    ``actor``, and the events about those items only (a use event keeps its counts of
+    them). A file store holds the items of every actor who worked in the directory; a push
+    that moved them all as one actor's would hand the others' private items to that actor.
+    An item no store event claims is no one's, so it stays behind."""
+    owners: dict[int, str] = {}
+    for _, c, _ in chunks:
+        data = _data(c) if c.kind == ITEM_EVENT else None
+        if data is not None and isinstance(data.get("item"), int):
+            owners[data["item"]] = str(data.get("actor", ""))
+    mine = {c.id for _, c, _ in chunks
+            if c.kind.startswith(ITEM_PREFIX) and owners.get(c.id) == actor}
+    out: list[Row] = []
+    for day, c, vec in chunks:
+        if c.kind.startswith(ITEM_PREFIX):
+            if c.id in mine:
+                out.append((day, c, vec))
+            continue
+        data = _data(c)
+        subjects = _ints(c.sources)
+        if data is not None and c.kind == USE_EVENT and isinstance(data.get("uses"), dict):
+            uses = {k: v for k, v in data["uses"].items() if k.isdigit() and int(k) in mine}
+            if uses:
+                kept = tuple(s for s in c.sources if not isinstance(s, int) or s in mine)
+                out.append((day, replace(c, content=event_content(**{**data, "uses": uses}),
+                                         sources=kept), vec))
+            continue
+        if (subjects and subjects <= mine) or (
+                not subjects and data is not None and data.get("actor") == actor):
+            out.append((day, c, vec))
+    return out
 
 
 def refuse_if_present(conn: Conn, project: str, actor: str) -> None:
@@ -53,8 +105,9 @@ def push_context(db: Database, actor: str, parts: Sequence[ContextPart], dim: in
     context rows in ``db``'s project, in one transaction; return how many rows. Refused
     when the actor already has context there (a second push would duplicate it) or when
     the vectors' width is not the server's (``dim``, 0 when it has none yet)."""
-    chunks = [(p.day, c, p.vectors[i]) for p in parts for i, c in enumerate(p.chunks)
-              if c.kind.startswith(ITEM_PREFIX) or is_context_event(c.kind)]
+    chunks = actors_rows([(p.day, c, p.vectors[i]) for p in parts
+                          for i, c in enumerate(p.chunks)
+                          if c.kind.startswith(ITEM_PREFIX) or is_context_event(c.kind)], actor)
     if not chunks:
         return 0
     width = next((len(v) for _, c, v in chunks if c.kind.startswith(ITEM_PREFIX)), 0)

@@ -391,10 +391,13 @@ def inspect_chunk(path: str | os.PathLike[str], chunk_id: int, *,
 def inspect_stored(store: LayerStore, name: LayerName, chunk_id: int, *,
                    root: str | os.PathLike[str] | None = None,
                    depth: int = DEFAULT_DEPTH, lines: SourceLines | None = None,
-                   viewer: str | None = None, events: Sequence[Event] | None = None,
+                   viewer: str | None, events: Sequence[Event] | None = None,
                    states: Mapping[int, ProposalState] | None = None) -> ChunkReport:
     """:func:`inspect_chunk` for chunk ``chunk_id`` of layer ``name`` of any backend (the
     layer files or the team server): the same report, its ``path`` the layer's location.
+    ``viewer`` has no default: None (the machine's owner) reads every cited local note, so
+    a page shown to a signed-in actor must name them (the web page's proposal once did not
+    and showed a reviewer another actor's local note cited as a source).
     ``events`` and ``states`` are ``store.events()`` and ``store.proposals()`` when the
     caller has them already (the web page reads them once per change, not per view)."""
     chunk = store.chunk(name, chunk_id)

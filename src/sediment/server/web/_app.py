@@ -410,7 +410,7 @@ class WebUI:
                     "query": query, "k": k, "mode": mode,
                     "filters": {"kind": kinds} if kinds else None,
                     "layers": chosen or None, "explain": True})
-                result = await run_in_threadpool(self.service.search, params)
+                result = await run_in_threadpool(self.service.search, params, session.actor)
             except SedimentError as exc:
                 error = public_message(exc)
             else:

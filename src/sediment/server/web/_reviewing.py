@@ -121,7 +121,7 @@ class Reviewing:
                      if ls.present([n]) and ls.chunk(n, row.context_id) is not None), None)
         cached = view is None  # a pending proposal: the snapshot's events are current
         report = (inspect_stored(ls, name, row.context_id, lines=self.ui.sources,
-                                 events=snap.events if cached else None,
+                                 viewer=actor, events=snap.events if cached else None,
                                  states=snap.states if cached else None)
                   if name is not None else None)
         text = row.chunk.content if row.chunk else ""
