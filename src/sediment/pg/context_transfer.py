@@ -37,7 +37,6 @@ from sediment.pg.database import Conn, Database, bump, next_ids, rows
 from sediment.store.events import event_content
 from sediment.store.refs import rewrite_ids, rewrite_sources
 
-
 Row = tuple[str | None, Chunk, Any]
 """A context row of a file store: its archive day (None: active), the chunk, its vector."""
 
