@@ -51,7 +51,7 @@ from sediment.errors import SedimentError
 from sediment.format import LayerFile, encode_layer
 from sediment.ops import run_search
 from sediment.ops.query import unit_rows
-from sediment.pg import PgStore, parse_store_url, push
+from sediment.pg import PgStore, connect, parse_store_url, push
 from sediment.pg.search import index_name
 from sediment.search import SearchRequest
 from sediment.search.ann import ensure_index
@@ -107,6 +107,8 @@ class Before:
         self.store, self.module = store, module
         if "lex_tf ?|" in _source(module):
             _restore_terms_index(store)
+        if "JOIN postings" in _source(module):
+            _restore_postings(store)
 
     def search(self, request: SearchRequest, vec: F32 | None) -> list[int]:
         normalised = unit_rows(self.store, request.layers)
@@ -126,6 +128,27 @@ def _restore_terms_index(store: PgStore) -> None:
         cur.execute("SET statement_timeout = 0")
         cur.execute("CREATE INDEX IF NOT EXISTS chunks_terms ON chunks USING gin (lex_tf)")
     _log(f"the old modules' GIN index of lex_tf present after {time.perf_counter() - t:.0f} s")
+
+
+def _restore_postings(store: PgStore) -> None:
+    """The postings table (migration 0060) that search modules before migration 0074 read
+    BM25 from (0074 packed it into blocks and dropped it), filled from the chunks as 0060
+    filled it and vacuumed, so an older module's lexical side is the index-only scan it
+    was. Nothing keeps it current: it is for reading a loaded corpus."""
+    t = time.perf_counter()
+    with connect(store.url, statement_timeout_ms=0, autocommit=True) as conn:
+        if conn.execute("SELECT to_regclass('postings')").fetchone() != (None,):
+            return
+        conn.execute("SET work_mem = '256MB'")
+        conn.execute("CREATE TABLE postings (project text NOT NULL, layer text NOT NULL, "
+                     "term text NOT NULL, id bigint NOT NULL, tf integer NOT NULL, "
+                     "len integer NOT NULL, kind text NOT NULL, "
+                     "PRIMARY KEY (project, layer, term, id) INCLUDE (tf, len, kind))")
+        conn.execute("INSERT INTO postings SELECT c.project, c.layer, t.key, c.id, "
+                     "t.value::integer, c.lex_len, c.kind FROM chunks AS c, "
+                     "jsonb_each_text(c.lex_tf) AS t ORDER BY 1, 2, 3, 4")
+        conn.execute("VACUUM ANALYZE postings")
+    _log(f"the old modules' postings table present after {time.perf_counter() - t:.0f} s")
 
 
 def corpus(workload: str, rows: int, queries: int) -> tuple[F32, F32]:
