@@ -29,7 +29,7 @@ import hashlib
 import math
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -407,22 +407,100 @@ def _ids(cur: Cursor | None) -> list[int]:
     return [] if cur is None else [int(r[0]) for r in cur.fetchall()]
 
 
+class Plan:
+    """How a search walks each layer's vectors: per layer its dimension, whether through an
+    HNSW index (and the project's own), and the walk's breadth."""
+
+    __slots__ = ("approx", "dims", "ef", "own", "rows")
+
+    def __init__(self, layers: dict[LayerName, tuple[int, int]], request: SearchRequest,
+                 c: int, lookup: Callable[[int], str | None], own_name: Callable[[int], str]
+                 ) -> None:
+        self.rows = {n: r for n, (r, _) in layers.items()}
+        self.dims = {n: d for n, (_, d) in layers.items()}
+        walk = {n: lookup(d) if not request.exact and r >= ANN_MIN_ROWS else None
+                for n, (r, d) in layers.items()}
+        self.approx = {n: w is not None for n, w in walk.items()}
+        self.own = {n: w == own_name(self.dims[n]) for n, w in walk.items()}
+        self.ef = breadth(request, c, max([r for n, r in self.rows.items() if self.approx[n]],
+                                          default=0))
+
+    def key(self) -> tuple[Any, ...]:
+        """What the statements depend on (not the exact row counts)."""
+        ef = self.ef if any(self.approx.values()) else 0
+        return (tuple(sorted((n.value, self.dims[n], self.approx[n], self.own[n])
+                             for n in self.dims)), ef)
+
+    def send(self, store: PgStore, conn: psycopg.Connection[Any], q: F32, c: int, dot: bool,
+             kind_sql: sql.Composable, kind_args: list[Any]) -> dict[LayerName, Cursor | None]:
+        return {n: _send(conn, _vector_query(store, n, self.dims[n], q, c, dot,
+                                             self.ef if self.approx[n] else None, kind_sql,
+                                             kind_args, scoped=self.own[n]))
+                for n in self.dims}
+
+
+class _Unknown(Exception):
+    """A cached fact a guessed plan needs is missing."""
+
+
+def _known_index(store: PgStore, dim: int, dot: bool) -> str | None:
+    """:func:`_usable_index`'s answer from its cache alone (:class:`_Unknown` if none)."""
+    hit = _indexes.get(store, {}).get((dim, dot))
+    if hit is None or not (hit[0] == index_name(dim, dot, store.project)
+                           or hit[1] > time.monotonic()):
+        raise _Unknown
+    return hit[0]
+
+
+_layers_seen: weakref.WeakKeyDictionary[PgStore, dict[LayerName, tuple[int, int]]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _guess(store: PgStore, names: Sequence[LayerName], request: SearchRequest, q: F32 | None,
+           c: int, dot: bool) -> Plan | None:
+    """The vector plan the layers' counts of the store's last search give, so the vector
+    statements can go out in the first round trip (None when something is not known yet:
+    the first search of a store). :func:`run` keeps it only if the layers read in that
+    trip give the same plan."""
+    seen = _layers_seen.get(store)
+    if q is None or seen is None:
+        return None
+    layers = {n: seen[n] for n in names if n in seen and seen[n][0] and seen[n][1]}
+    if any(d != len(q) for _, d in layers.values()):
+        return None
+    try:
+        return Plan(layers, request, c, lambda d: _known_index(store, d, dot),
+                    lambda d: index_name(d, dot, store.project))
+    except _Unknown:
+        return None
+
+
 def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
         normalised: bool = False) -> SearchResult:
     """``request`` over ``store``'s project (see the module docstring).
 
-    Three round trips, whatever the number of layers: the layers' counts, the hidden ids
-    and the terms' frequencies, pipelined; every layer's candidates by both retrievers,
-    pipelined; the candidates' rows. An HNSW answer that the filters leave short costs one
-    more (the exact scan that replaces it)."""
+    Two round trips, whatever the number of layers: the layers' counts, the hidden ids,
+    the terms' frequencies and posting blocks, and (planned from the layers' counts of the
+    store's previous search) every layer's vector candidates, pipelined; then the
+    candidates' rows. When the counts read change the vector plan (the first search of a
+    store, a layer come or gone), the vector statements take a trip of their own, and an
+    HNSW answer that the filters leave short one more (the exact scan that replaces it)."""
     request.validate(query_vec is not None)
     t0 = time.perf_counter()
     names = request.layers if request.layers is not None else PRECEDENCE
     lex = _Lexical(request)
     kind_sql, kind_args = _kind_filter(request)
     timings: dict[str, float] = {}
+    q = None
+    if query_vec is not None and request.mode != "lexical":
+        q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
+    c = request.candidates or _default_candidates(request)
+    dot = normalised or request.metric == "dot"
+    guess = _guess(store, names, request, q, c, dot)
     with store.cursor() as cur:
         conn = cur.connection
+        if guess is not None and any(guess.approx.values()):
+            _set_breadth(cur, guess.ef)
         with conn.pipeline():
             cur.execute("SELECT layer, n_docs, total_len, dim FROM layers WHERE project = %s "
                         "AND layer = ANY(%s)", (store.project, [n.value for n in names]))
@@ -431,52 +509,51 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
             left_out = _send(conn, lex.excluded(store.project, names))
             blocks = _send(conn, lex.blocks(store.project, names, kind_sql, kind_args),
                            binary=True)
-        # Read after the block: its end is the one wait for every answer.
-        found = {LayerName(r[0]): r for r in cur.fetchall()}
-        hidden_rows = events.fetchall() if events is not None else []
-        df_rows = dfs.fetchall() if dfs is not None else []
-        out_rows = left_out.fetchall() if left_out is not None else []
-        block_rows = blocks.fetchall() if blocks is not None else []
-    layers = [n for n in PRECEDENCE if n in found]
+            early = ({} if guess is None or q is None else
+                     guess.send(store, conn, q, c, dot, kind_sql, kind_args))
+            # Read before the block's end, so the blocks are summed while the server
+            # walks the graph.
+            found = {LayerName(r[0]): r for r in cur.fetchall()}
+            hidden_rows = events.fetchall() if events is not None else []
+            df_rows = dfs.fetchall() if dfs is not None else []
+            out_rows = left_out.fetchall() if left_out is not None else []
+            block_rows = blocks.fetchall() if blocks is not None else []
+            layers = [n for n in PRECEDENCE if n in found]
+            lex.load([found[n] for n in layers], df_rows, out_rows)
+            searched = [n for n in layers if int(found[n][1])]
+            t = time.perf_counter()
+            scored = lex.score_blocks(block_rows)
+            top = {n: scored[n].top(c) if n in scored else [] for n in searched}
+            timings["bm25"] = (time.perf_counter() - t) * 1e3
+    seen = _layers_seen.setdefault(store, {})
+    for n in names:
+        seen.pop(n, None)
+    seen.update({n: (int(found[n][1]), int(found[n][3])) for n in layers})
     if len(layers) > 1:
         check_schema(store, names, request)
-    q = None
-    if query_vec is not None and request.mode != "lexical":
-        q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
+    if q is not None:
         for n in layers:
             if found[n][1] and found[n][3] != len(q):
                 raise ValidationError(f"query vector has {len(q)} dims but layer {n.value} "
                                       f"has {found[n][3]}")
-    lex.load([found[n] for n in layers], df_rows, out_rows)
-    c = request.candidates or _default_candidates(request)
-    dot = normalised or request.metric == "dot"
-    searched = [n for n in layers if int(found[n][1])]
-    vector = [n for n in searched if q is not None and int(found[n][3])]
     t = time.perf_counter()
     with store.cursor() as cur:
         conn = cur.connection
-        walk = {n: _usable_index(store, cur, int(found[n][3]), dot)
-                if not request.exact and int(found[n][1]) >= ANN_MIN_ROWS else None
-                for n in vector}
-        own = {n: walk[n] == index_name(int(found[n][3]), dot, store.project)
-               for n in vector}
-        approx = {n: walk[n] is not None for n in vector}
-        ef = breadth(request, c, max([int(found[n][1]) for n in vector if approx[n]],
-                                     default=0))
-        if any(approx.values()):
-            _set_breadth(cur, ef)
-        assert q is not None or not vector
-        with conn.pipeline():
-            near = {n: _send(conn, _vector_query(store, n, int(found[n][3]), q, c, dot,
-                                                 ef if approx[n] else None, kind_sql,
-                                                 kind_args, scoped=own[n]))
-                    for n in vector if q is not None}
-            # Summed while the server walks the graph: the block's end waits for its answer.
-            t_lex = time.perf_counter()
-            scored = lex.score_blocks(block_rows)
-            top = {n: scored[n].top(c) if n in scored else [] for n in searched}
-            timings["bm25"] = (time.perf_counter() - t_lex) * 1e3
-        got = {n: _ids(near[n]) for n in vector}
+        plan = Plan({n: (int(found[n][1]), int(found[n][3])) for n in searched
+                     if q is not None and int(found[n][3])}, request, c,
+                    lambda d: _usable_index(store, cur, d, dot),
+                    lambda d: index_name(d, dot, store.project))
+        if guess is not None and guess.key() == plan.key():
+            near = early
+        else:
+            if any(plan.approx.values()):
+                _set_breadth(cur, plan.ef)
+            assert q is not None or not plan.dims
+            with conn.pipeline():
+                near = {} if q is None else plan.send(store, conn, q, c, dot, kind_sql,
+                                                      kind_args)
+        got = {n: _ids(near[n]) for n in plan.dims}
+        approx = dict(plan.approx)
         timings["candidates"] = (time.perf_counter() - t) * 1e3
         picked: dict[tuple[LayerName, int], bool] = {}
         for n in searched:
