@@ -1,13 +1,14 @@
 """Hybrid search inside PostgreSQL, ranked as the file engine ranks (search/engine.py).
 
-Per layer, each retriever proposes its best ``c`` candidates in SQL: the vector side by
+Per layer, each retriever proposes its best ``c`` candidates: the vector side in SQL by
 pgvector, exactly (a scan ordered by distance) or through an HNSW index when the layer is
 large enough to have one (``ensure_vector_index``), falling back to exact when the index's
 answer, filtered after the index walk, comes up short; the lexical side by Okapi BM25
-computed in SQL from the postings of the query's terms (table ``postings``), with
-document frequencies, document count and average length summed over the layers searched
-(the ``lexicon`` and ``layers`` tables). Then, as in the engine, every candidate is
-scored by both retrievers (here in numpy, in float32, from the rows fetched), fused by the
+summed in numpy, as the file store sums it, from the posting blocks of the query's terms
+(table ``posting_blocks``, migration 0074), with document frequencies, document count and
+average length summed over the layers searched (the ``lexicon`` and ``layers`` tables).
+Then, as in the engine, every candidate is scored by both retrievers (in numpy, in
+float32: vectors from the rows fetched, BM25 from the blocks' sums), fused by the
 request's fusion, grouped by id with the highest layer's version winning, hidden
 (superseded, forgotten) ids dropped, filtered on the version shown, and re-ranked by the
 request's rerankers.
@@ -15,12 +16,13 @@ request's rerankers.
 The lexical side uses the default (``english``) analyzer, the one the rows are indexed
 with; asking for another is an error naming it.
 
-Cost: a search is three round trips whatever the number of layers (:func:`run`), each
-statement reads through an index (the HNSW graph, the postings' key, the events'
-partial index, the primary key), and the graph walk is as wide as the file store's
-(:func:`breadth`). ``hnsw.ef_search`` is set per session, once per connection, so a
-transaction-pooling proxy between the server and PostgreSQL would mix breadths between
-clients (results stay right, only their completeness varies).
+Cost: a search is two round trips whatever the number of layers (:func:`run`; three for
+a store's first search), each statement reads through an index (the HNSW graph, the
+blocks' key, the events' partial index, the primary key), the blocks are summed while the
+server walks the graph, and the walk is as wide as the file store's (:func:`breadth`).
+``hnsw.ef_search`` is set per session, once per connection, so a transaction-pooling
+proxy between the server and PostgreSQL would mix breadths between clients (results stay
+right, only their completeness varies).
 """
 
 from __future__ import annotations
@@ -509,8 +511,12 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
             left_out = _send(conn, lex.excluded(store.project, names))
             blocks = _send(conn, lex.blocks(store.project, names, kind_sql, kind_args),
                            binary=True)
-            early = ({} if guess is None or q is None else
-                     guess.send(store, conn, q, c, dot, kind_sql, kind_args))
+            early: dict[LayerName, Cursor | None] = {}
+            if guess is not None and q is not None:
+                # Without a flush the server would hold the answers above (a buffer's
+                # tail) until the walk below had ended.
+                conn.pgconn.send_flush_request()
+                early = guess.send(store, conn, q, c, dot, kind_sql, kind_args)
             # Read before the block's end, so the blocks are summed while the server
             # walks the graph.
             found = {LayerName(r[0]): r for r in cur.fetchall()}
@@ -543,7 +549,7 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
                      if q is not None and int(found[n][3])}, request, c,
                     lambda d: _usable_index(store, cur, d, dot),
                     lambda d: index_name(d, dot, store.project))
-        if guess is not None and guess.key() == plan.key():
+        if (guess is not None and guess.key() == plan.key()) or not plan.dims:
             near = early
         else:
             if any(plan.approx.values()):
