@@ -83,8 +83,16 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="also run PostgreSQL's approximate searches with the search module "
                         "(src/sediment/pg/search.py) of git revision REV, interleaved with "
                         "today's: a before/after comparison under the same load")
+    p.add_argument("--modes", default=",".join(MODES),
+                   help="the searches to run, of " + ", ".join(MODES) + " (all by default); "
+                        "with lexical alone no approximate index is built or needed")
     p.add_argument("--json", type=Path, default=None)
-    return p.parse_args(argv)
+    opts = p.parse_args(argv)
+    opts.modes = [m.strip() for m in opts.modes.split(",") if m.strip()]
+    unknown = sorted(set(opts.modes) - set(MODES))
+    if unknown:
+        p.error(f"--modes: unknown {', '.join(unknown)} (choose from {', '.join(MODES)})")
+    return opts
 
 
 def module_at(rev: str, path: str = "src/sediment/pg/search.py") -> types.ModuleType:
@@ -201,10 +209,11 @@ def _pg_rows(pg: PgStore) -> tuple[int, bool]:
         return (int(row[0]) if row else 0), cur.fetchone() is not None
 
 
-def build_pg(pg: PgStore, files: LayerSet, rows: int, timings: dict[str, float]) -> None:
+def build_pg(pg: PgStore, files: LayerSet, rows: int, timings: dict[str, float], *,
+             index: bool = True) -> None:
     have, indexed = _pg_rows(pg)
-    if have == rows and indexed:
-        _log("PostgreSQL project already loaded and indexed")
+    if have == rows and (indexed or not index):
+        _log(f"PostgreSQL project already loaded{' and indexed' if indexed else ''}")
         return
     t = time.perf_counter()
 
@@ -227,6 +236,7 @@ def _search(store: LayerStore | Before, request: SearchRequest, vec: F32 | None
     return [h.chunk.id for h in run_search(store, request, query_vec=vec).hits]
 
 
+MODES = ("vector-exact", "vector", "hybrid-exact", "hybrid", "lexical")
 REQUESTS = (("vector exact", SearchRequest(k=10, mode="vector", exact=True)),
             ("vector HNSW", SearchRequest(k=10, mode="vector")),
             ("hybrid exact", SearchRequest(k=10, mode="hybrid", exact=True)),
@@ -242,7 +252,9 @@ def measure(opts: argparse.Namespace, files: LayerSet, pg: PgStore, queries: F32
     if opts.before:
         stores.append((f"pg@{opts.before}", Before(pg, module_at(opts.before))))
     for name, store in stores:
-        for label, request in REQUESTS:
+        for (label, request), mode in zip(REQUESTS, MODES, strict=True):
+            if mode not in opts.modes:
+                continue
             if name != "files" and "exact" in label and not opts.pg_exact:
                 continue
             key = f"{name}: {label}"
@@ -295,15 +307,17 @@ def main(argv: list[str] | None = None) -> int:
         work = opts.workdir or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         files = build_files(work / LayerName.BASE.file_name, vectors, opts.rows, timings,
-                            index=opts.build_only != "pg")
+                            index=opts.build_only != "pg" and (
+                                opts.build_only is not None or set(opts.modes) != {"lexical"}))
         del vectors
         rows: list[dict[str, Any]] = []
+        approx = opts.build_only is not None or set(opts.modes) != {"lexical"}
         if opts.build_only != "files":
             url = pg_server.store_url(opts.store, pgdata=work / "pgdata" if opts.workdir and
                                       opts.store is None else None)
             project = f"bench-{opts.workload}-{opts.rows}"
             with PgStore(parse_store_url(url, project), statement_timeout_ms=0) as pg:
-                build_pg(pg, files, opts.rows, timings)
+                build_pg(pg, files, opts.rows, timings, index=approx)
                 if not opts.build_only:
                     rows = measure(opts, files, pg, queries, qtexts)
     machine.load_end = os.getloadavg()
