@@ -51,7 +51,7 @@ from sediment.errors import SedimentError
 from sediment.format import LayerFile, encode_layer
 from sediment.ops import run_search
 from sediment.ops.query import unit_rows
-from sediment.pg import PgStore, parse_store_url, push
+from sediment.pg import PgStore, connect, parse_store_url, push
 from sediment.pg.search import index_name
 from sediment.search import SearchRequest
 from sediment.search.ann import ensure_index
@@ -83,8 +83,16 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="also run PostgreSQL's approximate searches with the search module "
                         "(src/sediment/pg/search.py) of git revision REV, interleaved with "
                         "today's: a before/after comparison under the same load")
+    p.add_argument("--modes", default=",".join(MODES),
+                   help="the searches to run, of " + ", ".join(MODES) + " (all by default); "
+                        "with lexical alone no approximate index is built or needed")
     p.add_argument("--json", type=Path, default=None)
-    return p.parse_args(argv)
+    opts = p.parse_args(argv)
+    opts.modes = [m.strip() for m in opts.modes.split(",") if m.strip()]
+    unknown = sorted(set(opts.modes) - set(MODES))
+    if unknown:
+        p.error(f"--modes: unknown {', '.join(unknown)} (choose from {', '.join(MODES)})")
+    return opts
 
 
 def module_at(rev: str, path: str = "src/sediment/pg/search.py") -> types.ModuleType:
@@ -107,6 +115,8 @@ class Before:
         self.store, self.module = store, module
         if "lex_tf ?|" in _source(module):
             _restore_terms_index(store)
+        if "JOIN postings" in _source(module):
+            _restore_postings(store)
 
     def search(self, request: SearchRequest, vec: F32 | None) -> list[int]:
         normalised = unit_rows(self.store, request.layers)
@@ -126,6 +136,27 @@ def _restore_terms_index(store: PgStore) -> None:
         cur.execute("SET statement_timeout = 0")
         cur.execute("CREATE INDEX IF NOT EXISTS chunks_terms ON chunks USING gin (lex_tf)")
     _log(f"the old modules' GIN index of lex_tf present after {time.perf_counter() - t:.0f} s")
+
+
+def _restore_postings(store: PgStore) -> None:
+    """The postings table (migration 0060) that search modules before migration 0074 read
+    BM25 from (0074 packed it into blocks and dropped it), filled from the chunks as 0060
+    filled it and vacuumed, so an older module's lexical side is the index-only scan it
+    was. Nothing keeps it current: it is for reading a loaded corpus."""
+    t = time.perf_counter()
+    with connect(store.url, statement_timeout_ms=0, autocommit=True) as conn:
+        if conn.execute("SELECT to_regclass('postings')").fetchone() != (None,):
+            return
+        conn.execute("SET work_mem = '256MB'")
+        conn.execute("CREATE TABLE postings (project text NOT NULL, layer text NOT NULL, "
+                     "term text NOT NULL, id bigint NOT NULL, tf integer NOT NULL, "
+                     "len integer NOT NULL, kind text NOT NULL, "
+                     "PRIMARY KEY (project, layer, term, id) INCLUDE (tf, len, kind))")
+        conn.execute("INSERT INTO postings SELECT c.project, c.layer, t.key, c.id, "
+                     "t.value::integer, c.lex_len, c.kind FROM chunks AS c, "
+                     "jsonb_each_text(c.lex_tf) AS t ORDER BY 1, 2, 3, 4")
+        conn.execute("VACUUM ANALYZE postings")
+    _log(f"the old modules' postings table present after {time.perf_counter() - t:.0f} s")
 
 
 def corpus(workload: str, rows: int, queries: int) -> tuple[F32, F32]:
@@ -178,10 +209,11 @@ def _pg_rows(pg: PgStore) -> tuple[int, bool]:
         return (int(row[0]) if row else 0), cur.fetchone() is not None
 
 
-def build_pg(pg: PgStore, files: LayerSet, rows: int, timings: dict[str, float]) -> None:
+def build_pg(pg: PgStore, files: LayerSet, rows: int, timings: dict[str, float], *,
+             index: bool = True) -> None:
     have, indexed = _pg_rows(pg)
-    if have == rows and indexed:
-        _log("PostgreSQL project already loaded and indexed")
+    if have == rows and (indexed or not index):
+        _log(f"PostgreSQL project already loaded{' and indexed' if indexed else ''}")
         return
     t = time.perf_counter()
 
@@ -204,6 +236,7 @@ def _search(store: LayerStore | Before, request: SearchRequest, vec: F32 | None
     return [h.chunk.id for h in run_search(store, request, query_vec=vec).hits]
 
 
+MODES = ("vector-exact", "vector", "hybrid-exact", "hybrid", "lexical")
 REQUESTS = (("vector exact", SearchRequest(k=10, mode="vector", exact=True)),
             ("vector HNSW", SearchRequest(k=10, mode="vector")),
             ("hybrid exact", SearchRequest(k=10, mode="hybrid", exact=True)),
@@ -219,7 +252,9 @@ def measure(opts: argparse.Namespace, files: LayerSet, pg: PgStore, queries: F32
     if opts.before:
         stores.append((f"pg@{opts.before}", Before(pg, module_at(opts.before))))
     for name, store in stores:
-        for label, request in REQUESTS:
+        for (label, request), mode in zip(REQUESTS, MODES, strict=True):
+            if mode not in opts.modes:
+                continue
             if name != "files" and "exact" in label and not opts.pg_exact:
                 continue
             key = f"{name}: {label}"
@@ -272,15 +307,17 @@ def main(argv: list[str] | None = None) -> int:
         work = opts.workdir or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         files = build_files(work / LayerName.BASE.file_name, vectors, opts.rows, timings,
-                            index=opts.build_only != "pg")
+                            index=opts.build_only != "pg" and (
+                                opts.build_only is not None or set(opts.modes) != {"lexical"}))
         del vectors
         rows: list[dict[str, Any]] = []
+        approx = opts.build_only is not None or set(opts.modes) != {"lexical"}
         if opts.build_only != "files":
             url = pg_server.store_url(opts.store, pgdata=work / "pgdata" if opts.workdir and
                                       opts.store is None else None)
             project = f"bench-{opts.workload}-{opts.rows}"
             with PgStore(parse_store_url(url, project), statement_timeout_ms=0) as pg:
-                build_pg(pg, files, opts.rows, timings)
+                build_pg(pg, files, opts.rows, timings, index=approx)
                 if not opts.build_only:
                     rows = measure(opts, files, pg, queries, qtexts)
     machine.load_end = os.getloadavg()

@@ -188,7 +188,8 @@ def test_0070_moves_global_memories_and_proposals_into_the_layers(pg_empty_url: 
         migrate(conn)
         left = conn.execute("SELECT id FROM memories ORDER BY id").fetchall()
         moved = conn.execute("SELECT layer, id, lex_len FROM chunks ORDER BY id").fetchall()
-        terms = conn.execute("SELECT term FROM postings WHERE id = 10 ORDER BY term").fetchall()
+        terms = conn.execute("SELECT b.term FROM posting_blocks b, sediment_block_postings("
+                             "b.data) p WHERE p.id = 10 ORDER BY b.term").fetchall()
     assert left == [(13,)]
     assert [(la, i) for la, i, _ in moved] == [("user", 10), ("delta", 11), ("delta", 12)]
     assert all(n > 0 for _, i, n in moved if i != 12)  # 12 was there before

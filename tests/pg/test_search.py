@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import psycopg
 import pytest
 
 from sediment.format import Chunk, encode_layer
@@ -197,3 +199,30 @@ def test_a_small_project_beside_a_large_one_walks_its_own_graph(
     finally:
         big.close()
         small.close()
+
+
+def test_a_search_after_the_first_sends_its_vector_query_in_the_first_trip(
+        store: PgStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The layers' counts of the previous search plan the vector statements, which go out
+    with the first trip's; a layer that appears since changes the plan, and the vector
+    statements then take a trip of their own (and find the new layer's chunk)."""
+    trips: list[int] = []
+    pipeline = psycopg.Connection.pipeline
+
+    def counted(self: psycopg.Connection[Any]) -> Any:
+        trips.append(1)
+        return pipeline(self)
+
+    monkeypatch.setattr(psycopg.Connection, "pipeline", counted)
+    q = _unit(1, 6)[0]
+    request = SearchRequest(k=10, mode="hybrid", text="note about topic3")
+    first = [h.chunk.id for h in store.search(request, q, normalised=True).hits]
+    assert len(trips) == 2
+    trips.clear()
+    again = [h.chunk.id for h in store.search(request, q, normalised=True).hits]
+    assert again == first and len(trips) == 1
+    (new,) = store.append(LayerName.LOCAL, [NewChunk("note", "note about topic3", "human",
+                                                     1.0)], q[None, :], profile=PROFILE)
+    trips.clear()
+    hits = store.search(request, q, normalised=True).hits
+    assert hits[0].chunk.id == new and len(trips) == 2

@@ -22,15 +22,23 @@ from sediment.store import PRECEDENCE, LayerName, LayerStore, LayerSummary
 
 
 def _summaries(layerset: LayerStore, names: Sequence[object] | None) -> list[LayerSummary]:
-    found = (layerset.summary(n, max_ids=0) for n in layerset.present(names))  # type: ignore[arg-type]
+    """The searched layers that hold chunks; one read when the store reads them together
+    (``summaries``: a database's layers table), not one per layer and one more."""
+    many = getattr(layerset, "summaries", None)
+    found = (many(names) if many is not None else
+             (layerset.summary(n, max_ids=0) for n in layerset.present(names)))  # type: ignore[arg-type]
     return [s for s in found if s is not None and s.chunks]
 
 
 def check_profile(layerset: LayerStore, embedder: Embedder, names: Sequence[object] | None
                   ) -> None:
     """A text query needs the embedder that made the layers' vectors (RFC 8.4.8)."""
+    _check_profile(_summaries(layerset, names), embedder)
+
+
+def _check_profile(summaries: Sequence[LayerSummary], embedder: Embedder) -> None:
     active = embedder.profile.to_dict()
-    for layer in _summaries(layerset, names):
+    for layer in summaries:
         recorded = layer.profile
         where = f"layer {layer.name.value} ({layer.location})"
         if recorded is None:
@@ -48,16 +56,11 @@ def check_profile(layerset: LayerStore, embedder: Embedder, names: Sequence[obje
 
 def unit_rows(layerset: LayerStore, names: Sequence[object] | None) -> bool:
     """True when every searched layer records L2-normalised vectors (cosine = dot)."""
-    layers = _summaries(layerset, names)
+    return _unit_rows(_summaries(layerset, names))
+
+
+def _unit_rows(layers: Sequence[LayerSummary]) -> bool:
     return bool(layers) and all((la.profile or {}).get("output_norm") == "l2" for la in layers)
-
-
-def embed_query(layerset: LayerStore, embedder: Embedder, text: str,
-                names: Sequence[object] | None) -> npt.NDArray[np.float32]:
-    """The query's vector, once the embedder is known to match the layers searched."""
-    check_profile(layerset, embedder, names)
-    vec: npt.NDArray[np.float32] = embedder.embed([text])[0]
-    return vec
 
 
 def run_search(layerset: LayerStore, request: SearchRequest, *,
@@ -70,6 +73,7 @@ def run_search(layerset: LayerStore, request: SearchRequest, *,
     ranks like ``search.search()`` given the same vector.
     """
     names = request.layers if request.layers is not None else PRECEDENCE
+    layers = _summaries(layerset, names)
     vec: npt.NDArray[np.float32] | None = None
     if query_vec is not None:
         vec = np.asarray(query_vec, dtype=np.float32).reshape(-1)
@@ -77,8 +81,9 @@ def run_search(layerset: LayerStore, request: SearchRequest, *,
         if embedder is None:
             raise ValidationError("a text search needs an embedder (or use --mode lexical)")
         assert request.text is not None
-        vec = embed_query(layerset, embedder, request.text, names)
-    return search_store(layerset, request, vec, normalised=unit_rows(layerset, names))
+        _check_profile(layers, embedder)  # the query's vector needs the layers' embedder
+        vec = np.asarray(embedder.embed([request.text])[0], dtype=np.float32)
+    return search_store(layerset, request, vec, normalised=_unit_rows(layers))
 
 
 def engine_request(params: SearchParams, actor: str | None = None) -> SearchRequest:

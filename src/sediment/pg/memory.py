@@ -397,10 +397,23 @@ _PURGE_LAYERED = """
 WITH gone AS (
     DELETE FROM chunks WHERE project = %(project)s AND layer IN ('user', 'delta')
         AND id = ANY(%(ids)s) AND kind = ANY(%(kinds)s)
-    RETURNING layer, id, lex_tf, lex_len),
-terms AS (
-    DELETE FROM postings AS p USING gone AS g
-    WHERE p.project = %(project)s AND p.layer = g.layer AND p.id = g.id),
+    RETURNING layer, id, kind, lex_tf, lex_len),
+touched AS (
+    SELECT g.layer, g.kind, t.term, array_agg(g.id) AS ids
+    FROM gone AS g, jsonb_object_keys(g.lex_tf) AS t (term) GROUP BY g.layer, g.kind, t.term),
+blocks AS (
+    SELECT b.layer, b.term, b.kind, b.block, sediment_block_without(b.data, t.ids) AS data
+    FROM posting_blocks AS b JOIN touched AS t ON b.project = %(project)s
+        AND b.layer = t.layer AND b.term = t.term AND b.kind = t.kind),
+kept AS (
+    UPDATE posting_blocks AS p SET data = k.data FROM blocks AS k
+    WHERE p.project = %(project)s AND p.layer = k.layer AND p.term = k.term
+        AND p.kind = k.kind AND p.block = k.block AND k.data <> ''::bytea
+        AND k.data <> p.data),
+emptied AS (
+    DELETE FROM posting_blocks AS p USING blocks AS k
+    WHERE p.project = %(project)s AND p.layer = k.layer AND p.term = k.term
+        AND p.kind = k.kind AND p.block = k.block AND k.data = ''::bytea),
 df AS (
     UPDATE lexicon AS x SET df = x.df - s.n
     FROM (SELECT g.layer, t.term, count(*) AS n FROM gone AS g,

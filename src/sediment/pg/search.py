@@ -1,13 +1,14 @@
 """Hybrid search inside PostgreSQL, ranked as the file engine ranks (search/engine.py).
 
-Per layer, each retriever proposes its best ``c`` candidates in SQL: the vector side by
+Per layer, each retriever proposes its best ``c`` candidates: the vector side in SQL by
 pgvector, exactly (a scan ordered by distance) or through an HNSW index when the layer is
 large enough to have one (``ensure_vector_index``), falling back to exact when the index's
 answer, filtered after the index walk, comes up short; the lexical side by Okapi BM25
-computed in SQL from the postings of the query's terms (table ``postings``), with
-document frequencies, document count and average length summed over the layers searched
-(the ``lexicon`` and ``layers`` tables). Then, as in the engine, every candidate is
-scored by both retrievers (here in numpy, in float32, from the rows fetched), fused by the
+summed in numpy, as the file store sums it, from the posting blocks of the query's terms
+(table ``posting_blocks``, migration 0074), with document frequencies, document count and
+average length summed over the layers searched (the ``lexicon`` and ``layers`` tables).
+Then, as in the engine, every candidate is scored by both retrievers (in numpy, in
+float32: vectors from the rows fetched, BM25 from the blocks' sums), fused by the
 request's fusion, grouped by id with the highest layer's version winning, hidden
 (superseded, forgotten) ids dropped, filtered on the version shown, and re-ranked by the
 request's rerankers.
@@ -15,12 +16,13 @@ request's rerankers.
 The lexical side uses the default (``english``) analyzer, the one the rows are indexed
 with; asking for another is an error naming it.
 
-Cost: a search is three round trips whatever the number of layers (:func:`run`), each
-statement reads through an index (the HNSW graph, the postings' key, the events'
-partial index, the primary key), and the graph walk is as wide as the file store's
-(:func:`breadth`). ``hnsw.ef_search`` is set per session, once per connection, so a
-transaction-pooling proxy between the server and PostgreSQL would mix breadths between
-clients (results stay right, only their completeness varies).
+Cost: a search is two round trips whatever the number of layers (:func:`run`; three for
+a store's first search), each statement reads through an index (the HNSW graph, the
+blocks' key, the events' partial index, the primary key), the blocks are summed while the
+server walks the graph, and the walk is as wide as the file store's (:func:`breadth`).
+``hnsw.ef_search`` is set per session, once per connection, so a transaction-pooling
+proxy between the server and PostgreSQL would mix breadths between clients (results stay
+right, only their completeness varies).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import hashlib
 import math
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -229,37 +231,102 @@ class _Lexical:
         self.idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
         self.avg_len = total / n
 
-    def scores(self, tfs: Sequence[dict[str, int]], lengths: Sequence[int]) -> F32:
-        """BM25 of the given documents, in float32 as ``Postings.scores`` computes it."""
-        out = np.zeros(len(tfs), dtype=np.float32)
-        if not self.terms or self.avg_len <= 0:
-            return out
-        doc_len = np.asarray(lengths, dtype=np.float32)
-        norm = np.float32(self.k1) * (np.float32(1.0 - self.b)
-                                      + np.float32(self.b / self.avg_len) * doc_len)
-        for term, idf in zip(self.terms, self.idf.tolist(), strict=True):
-            tf = np.asarray([d.get(term, 0) for d in tfs], dtype=np.float32)
-            has = tf > 0
-            out[has] += (np.float32(idf) * tf[has] * np.float32(self.k1 + 1.0)
-                         / (tf[has] + norm[has]))
-        return out
-
-    def top(self, project: str, layer: LayerName, c: int, kind_sql: sql.Composable,
-            kind_args: list[Any]) -> Query | None:
-        """The statement for the ``c`` best ids of one layer by BM25, computed in SQL from
-        the ``postings`` of the query's terms (migration 0060): an index-only scan of one
-        key range per term, never the chunk rows themselves."""
-        if not self.terms:
+    def blocks(self, project: str, names: Sequence[LayerName], kind_sql: sql.Composable,
+               kind_args: list[Any]) -> Query | None:
+        """The statement reading the posting blocks of the query's terms in the layers
+        searched, of the kinds searched (migration 0074): a few hundred rows for a term
+        held by a fifth of a million chunks, read through the blocks' key. Sent in binary,
+        so each block arrives as its bytes."""
+        if not self.wanted:
             return None
-        query = sql.SQL(
-            "SELECT c.id FROM unnest(%s::text[], %s::float8[]) AS q(term, idf) "
-            "JOIN postings c ON c.project = %s AND c.layer = %s AND c.term = q.term "
-            "WHERE {} GROUP BY c.id "
-            "ORDER BY sum(q.idf * c.tf * %s / (c.tf + %s * (%s + %s * c.len))) DESC, c.id "
-            "LIMIT %s").format(kind_sql)
-        return query, [self.terms, [float(x) for x in self.idf], project, layer.value,
-                       *kind_args, self.k1 + 1.0, self.k1, 1.0 - self.b,
-                       self.b / self.avg_len, c]
+        return (sql.SQL("SELECT c.layer, c.term, c.data FROM posting_blocks c "
+                        "WHERE c.project = %s AND c.layer = ANY(%s) AND c.term = ANY(%s) "
+                        "AND {}").format(kind_sql),
+                [project, [x.value for x in names], list(set(self.wanted)), *kind_args])
+
+    def score_blocks(self, rows: Sequence[tuple[Any, ...]]) -> dict[LayerName, Scored]:
+        """Every layer's BM25 scores from the blocks :meth:`blocks` read: the documents
+        holding a query term, by id, scored in float32 term by term as
+        ``Postings.scores`` scores them (so both stores rank alike, ties included)."""
+        parts: dict[LayerName, dict[str, list[bytes]]] = {}
+        for layer, term, data in rows:
+            parts.setdefault(LayerName(layer), {}).setdefault(str(term), []).append(
+                bytes(data))
+        return {n: self._score_layer(by_term) for n, by_term in parts.items()}
+
+    def _score_layer(self, by_term: dict[str, list[bytes]]) -> Scored:
+        if not self.terms or self.avg_len <= 0:
+            return Scored.empty()
+        postings = {t: np.frombuffer(b"".join(p), dtype=POSTING) for t, p in by_term.items()}
+        ids = np.concatenate([p["id"] for p in postings.values()]).astype(np.int64)
+        if not len(ids):
+            return Scored.empty()
+        lo, hi = int(ids.min()), int(ids.max())
+        dense = hi - lo < max(DENSE_SPAN, 8 * len(ids))
+        if dense:  # ids in a compact range (a pushed base's): sum into an array over it
+            acc = np.zeros(hi - lo + 1, dtype=np.float32)
+            slots = {t: p["id"].astype(np.int64) - lo for t, p in postings.items()}
+            keys = np.zeros(0, dtype=np.int64)
+        else:
+            keys, inverse = np.unique(ids, return_inverse=True)
+            acc = np.zeros(len(keys), dtype=np.float32)
+            slots, start = {}, 0
+            for t, p in postings.items():
+                slots[t] = inverse[start:start + len(p)]
+                start += len(p)
+        k1, b = np.float32(self.k1), np.float32(self.b / self.avg_len)
+        for term, idf in zip(self.terms, self.idf.tolist(), strict=True):
+            held = postings.get(term)
+            if held is None or not len(held):
+                continue
+            tf = held["tf"].astype(np.float32)
+            norm = k1 * (np.float32(1.0 - self.b) + b * held["len"].astype(np.float32))
+            acc[slots[term]] += np.float32(idf) * tf * np.float32(self.k1 + 1.0) / (tf + norm)
+        if dense:
+            at = np.flatnonzero(acc)
+            return Scored(at + lo, acc[at])
+        return Scored(keys, acc)
+
+
+POSTING = np.dtype([("id", ">u4"), ("tf", ">i4"), ("len", ">i4")])
+"""One posting in a block of ``posting_blocks`` (migration 0074's ``sediment_posting``)."""
+DENSE_SPAN = 1 << 21
+"""Ids spanning fewer values than this (or than eight per posting) are summed in an array
+over their range; others through their sorted distinct values."""
+
+
+class Scored:
+    """One layer's BM25 scores: the documents holding a query term, by increasing id."""
+
+    __slots__ = ("ids", "scores")
+
+    def __init__(self, ids: I64, scores: F32) -> None:
+        self.ids, self.scores = ids, scores
+
+    @classmethod
+    def empty(cls) -> Scored:
+        return cls(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+
+    def top(self, c: int) -> list[int]:
+        """The ``c`` best ids, by score, then by id (the order of the SQL before)."""
+        if c <= 0:
+            return []
+        if len(self.ids) > c:
+            cut = self.scores[np.argpartition(-self.scores, c - 1)[:c]].min()
+            at = np.flatnonzero(self.scores >= cut)
+        else:
+            at = np.arange(len(self.ids))
+        order = np.lexsort((self.ids[at], -self.scores[at]))[:c]
+        return [int(i) for i in self.ids[at][order]]
+
+    def of(self, ids: I64) -> F32:
+        """The scores of ``ids`` (0 for an id holding no query term)."""
+        out = np.zeros(len(ids), dtype=np.float32)
+        if len(self.ids):
+            at = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
+            found = self.ids[at] == ids
+            out[found] = self.scores[at[found]]
+        return out
 
 
 MAX_BREADTH = 1000
@@ -328,12 +395,13 @@ def _hidden(rows: Sequence[tuple[Any, ...]], actor: str | None) -> set[int]:
     return hidden_ids(events) | private_ids(events, actor)
 
 
-def _send(conn: psycopg.Connection[Any], query: Query | None) -> Cursor | None:
+def _send(conn: psycopg.Connection[Any], query: Query | None, *, binary: bool = False
+          ) -> Cursor | None:
     """``query`` queued on a cursor of its own (in a pipeline: sent with the others)."""
     if query is None:
         return None
     cur = conn.cursor()
-    cur.execute(query[0], query[1])
+    cur.execute(query[0], query[1], binary=binary)
     return cur
 
 
@@ -341,71 +409,157 @@ def _ids(cur: Cursor | None) -> list[int]:
     return [] if cur is None else [int(r[0]) for r in cur.fetchall()]
 
 
+class Plan:
+    """How a search walks each layer's vectors: per layer its dimension, whether through an
+    HNSW index (and the project's own), and the walk's breadth."""
+
+    __slots__ = ("approx", "dims", "ef", "own", "rows")
+
+    def __init__(self, layers: dict[LayerName, tuple[int, int]], request: SearchRequest,
+                 c: int, lookup: Callable[[int], str | None], own_name: Callable[[int], str]
+                 ) -> None:
+        self.rows = {n: r for n, (r, _) in layers.items()}
+        self.dims = {n: d for n, (_, d) in layers.items()}
+        walk = {n: lookup(d) if not request.exact and r >= ANN_MIN_ROWS else None
+                for n, (r, d) in layers.items()}
+        self.approx = {n: w is not None for n, w in walk.items()}
+        self.own = {n: w == own_name(self.dims[n]) for n, w in walk.items()}
+        self.ef = breadth(request, c, max([r for n, r in self.rows.items() if self.approx[n]],
+                                          default=0))
+
+    def key(self) -> tuple[Any, ...]:
+        """What the statements depend on (not the exact row counts)."""
+        ef = self.ef if any(self.approx.values()) else 0
+        return (tuple(sorted((n.value, self.dims[n], self.approx[n], self.own[n])
+                             for n in self.dims)), ef)
+
+    def send(self, store: PgStore, conn: psycopg.Connection[Any], q: F32, c: int, dot: bool,
+             kind_sql: sql.Composable, kind_args: list[Any]) -> dict[LayerName, Cursor | None]:
+        return {n: _send(conn, _vector_query(store, n, self.dims[n], q, c, dot,
+                                             self.ef if self.approx[n] else None, kind_sql,
+                                             kind_args, scoped=self.own[n]))
+                for n in self.dims}
+
+
+class _Unknown(Exception):
+    """A cached fact a guessed plan needs is missing."""
+
+
+def _known_index(store: PgStore, dim: int, dot: bool) -> str | None:
+    """:func:`_usable_index`'s answer from its cache alone (:class:`_Unknown` if none)."""
+    hit = _indexes.get(store, {}).get((dim, dot))
+    if hit is None or not (hit[0] == index_name(dim, dot, store.project)
+                           or hit[1] > time.monotonic()):
+        raise _Unknown
+    return hit[0]
+
+
+_layers_seen: weakref.WeakKeyDictionary[PgStore, dict[LayerName, tuple[int, int]]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _guess(store: PgStore, names: Sequence[LayerName], request: SearchRequest, q: F32 | None,
+           c: int, dot: bool) -> Plan | None:
+    """The vector plan the layers' counts of the store's last search give, so the vector
+    statements can go out in the first round trip (None when something is not known yet:
+    the first search of a store). :func:`run` keeps it only if the layers read in that
+    trip give the same plan."""
+    seen = _layers_seen.get(store)
+    if q is None or seen is None:
+        return None
+    layers = {n: seen[n] for n in names if n in seen and seen[n][0] and seen[n][1]}
+    if any(d != len(q) for _, d in layers.values()):
+        return None
+    try:
+        return Plan(layers, request, c, lambda d: _known_index(store, d, dot),
+                    lambda d: index_name(d, dot, store.project))
+    except _Unknown:
+        return None
+
+
 def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
         normalised: bool = False) -> SearchResult:
     """``request`` over ``store``'s project (see the module docstring).
 
-    Three round trips, whatever the number of layers: the layers' counts, the hidden ids
-    and the terms' frequencies, pipelined; every layer's candidates by both retrievers,
-    pipelined; the candidates' rows. An HNSW answer that the filters leave short costs one
-    more (the exact scan that replaces it)."""
+    Two round trips, whatever the number of layers: the layers' counts, the hidden ids,
+    the terms' frequencies and posting blocks, and (planned from the layers' counts of the
+    store's previous search) every layer's vector candidates, pipelined; then the
+    candidates' rows. When the counts read change the vector plan (the first search of a
+    store, a layer come or gone), the vector statements take a trip of their own, and an
+    HNSW answer that the filters leave short one more (the exact scan that replaces it)."""
     request.validate(query_vec is not None)
     t0 = time.perf_counter()
     names = request.layers if request.layers is not None else PRECEDENCE
     lex = _Lexical(request)
+    kind_sql, kind_args = _kind_filter(request)
     timings: dict[str, float] = {}
+    q = None
+    if query_vec is not None and request.mode != "lexical":
+        q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
+    c = request.candidates or _default_candidates(request)
+    dot = normalised or request.metric == "dot"
+    guess = _guess(store, names, request, q, c, dot)
     with store.cursor() as cur:
         conn = cur.connection
+        if guess is not None and any(guess.approx.values()):
+            _set_breadth(cur, guess.ef)
         with conn.pipeline():
             cur.execute("SELECT layer, n_docs, total_len, dim FROM layers WHERE project = %s "
                         "AND layer = ANY(%s)", (store.project, [n.value for n in names]))
             events = _send(conn, _hidden_query(store.project, names))
             dfs = _send(conn, lex.query(store.project, names))
             left_out = _send(conn, lex.excluded(store.project, names))
-        # Read after the block: its end is the one wait for every answer.
-        found = {LayerName(r[0]): r for r in cur.fetchall()}
-        hidden_rows = events.fetchall() if events is not None else []
-        df_rows = dfs.fetchall() if dfs is not None else []
-        out_rows = left_out.fetchall() if left_out is not None else []
-    layers = [n for n in PRECEDENCE if n in found]
+            blocks = _send(conn, lex.blocks(store.project, names, kind_sql, kind_args),
+                           binary=True)
+            early: dict[LayerName, Cursor | None] = {}
+            if guess is not None and q is not None:
+                # Without a flush the server would hold the answers above (a buffer's
+                # tail) until the walk below had ended.
+                conn.pgconn.send_flush_request()
+                early = guess.send(store, conn, q, c, dot, kind_sql, kind_args)
+            # Read before the block's end, so the blocks are summed while the server
+            # walks the graph.
+            found = {LayerName(r[0]): r for r in cur.fetchall()}
+            hidden_rows = events.fetchall() if events is not None else []
+            df_rows = dfs.fetchall() if dfs is not None else []
+            out_rows = left_out.fetchall() if left_out is not None else []
+            block_rows = blocks.fetchall() if blocks is not None else []
+            layers = [n for n in PRECEDENCE if n in found]
+            lex.load([found[n] for n in layers], df_rows, out_rows)
+            searched = [n for n in layers if int(found[n][1])]
+            t = time.perf_counter()
+            scored = lex.score_blocks(block_rows)
+            top = {n: scored[n].top(c) if n in scored else [] for n in searched}
+            timings["bm25"] = (time.perf_counter() - t) * 1e3
+    seen = _layers_seen.setdefault(store, {})
+    for n in names:
+        seen.pop(n, None)
+    seen.update({n: (int(found[n][1]), int(found[n][3])) for n in layers})
     if len(layers) > 1:
         check_schema(store, names, request)
-    q = None
-    if query_vec is not None and request.mode != "lexical":
-        q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
+    if q is not None:
         for n in layers:
             if found[n][1] and found[n][3] != len(q):
                 raise ValidationError(f"query vector has {len(q)} dims but layer {n.value} "
                                       f"has {found[n][3]}")
-    lex.load([found[n] for n in layers], df_rows, out_rows)
-    c = request.candidates or _default_candidates(request)
-    dot = normalised or request.metric == "dot"
-    kind_sql, kind_args = _kind_filter(request)
-    searched = [n for n in layers if int(found[n][1])]
-    vector = [n for n in searched if q is not None and int(found[n][3])]
     t = time.perf_counter()
     with store.cursor() as cur:
         conn = cur.connection
-        walk = {n: _usable_index(store, cur, int(found[n][3]), dot)
-                if not request.exact and int(found[n][1]) >= ANN_MIN_ROWS else None
-                for n in vector}
-        own = {n: walk[n] == index_name(int(found[n][3]), dot, store.project)
-               for n in vector}
-        approx = {n: walk[n] is not None for n in vector}
-        ef = breadth(request, c, max([int(found[n][1]) for n in vector if approx[n]],
-                                     default=0))
-        if any(approx.values()):
-            _set_breadth(cur, ef)
-        assert q is not None or not vector
-        with conn.pipeline():
-            near = {n: _send(conn, _vector_query(store, n, int(found[n][3]), q, c, dot,
-                                                 ef if approx[n] else None, kind_sql,
-                                                 kind_args, scoped=own[n]))
-                    for n in vector if q is not None}
-            best = {n: _send(conn, lex.top(store.project, n, c, kind_sql, kind_args))
-                    for n in searched}
-        got = {n: _ids(near[n]) for n in vector}
-        top = {n: _ids(best[n]) for n in searched}
+        plan = Plan({n: (int(found[n][1]), int(found[n][3])) for n in searched
+                     if q is not None and int(found[n][3])}, request, c,
+                    lambda d: _usable_index(store, cur, d, dot),
+                    lambda d: index_name(d, dot, store.project))
+        if (guess is not None and guess.key() == plan.key()) or not plan.dims:
+            near = early
+        else:
+            if any(plan.approx.values()):
+                _set_breadth(cur, plan.ef)
+            assert q is not None or not plan.dims
+            with conn.pipeline():
+                near = {} if q is None else plan.send(store, conn, q, c, dot, kind_sql,
+                                                      kind_args)
+        got = {n: _ids(near[n]) for n in plan.dims}
+        approx = dict(plan.approx)
         timings["candidates"] = (time.perf_counter() - t) * 1e3
         picked: dict[tuple[LayerName, int], bool] = {}
         for n in searched:
@@ -422,7 +576,7 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
             for i in top[n]:
                 picked.setdefault((n, i), False)
         t = time.perf_counter()
-        hits = _resolve(store, cur, layers, picked, lex, q, request, normalised,
+        hits = _resolve(store, cur, layers, picked, scored, q, request, normalised,
                         _hidden(hidden_rows, request.actor))
     for rerank in request.rerankers:
         hits = rerank(hits)
@@ -435,18 +589,16 @@ FETCH_COLS = "layer, id, kind, content, author, confidence::text, created_at_ms,
 """``CHUNK_COLS`` for a binary fetch: a ``real`` read in binary is the float32 value
 (0.699999988 for 0.7), its text the shortest decimal that reads back as it, which is what
 the text protocol gives every other read of a chunk."""
-ROW_NO, DIM, EMBEDDING, LEX_TF, LEX_LEN = range(8, 13)
+ROW_NO, DIM, EMBEDDING = range(8, 11)
 """Positions, after ``FETCH_COLS``, of the columns :func:`_fetch` adds."""
 
 
 def _fetch(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
-           picked: dict[tuple[LayerName, int], bool], *, with_lexical: bool
+           picked: dict[tuple[LayerName, int], bool]
            ) -> tuple[list[tuple[Any, ...]], dict[int, dict[LayerName, tuple[Any, ...]]]]:
     """The picked candidates' rows (what scoring reads), and every version of their ids in
-    the layers searched (what precedence reads), by one indexed query. The analysed terms
-    are fetched only when a lexical side scores them."""
-    lexical = "lex_tf, lex_len" if with_lexical else "NULL::jsonb, 0"
-    cur.execute(f"SELECT {FETCH_COLS}, row_no, dim, embedding, {lexical} FROM chunks "
+    the layers searched (what precedence reads), by one indexed query."""
+    cur.execute(f"SELECT {FETCH_COLS}, row_no, dim, embedding FROM chunks "
                 "WHERE project = %s AND id = ANY(%s) AND layer = ANY(%s)",
                 (store.project, sorted({i for _, i in picked}), [x.value for x in layers]),
                 binary=True)
@@ -458,12 +610,13 @@ def _fetch(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
 
 
 def _resolve(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
-             picked: dict[tuple[LayerName, int], bool], lex: _Lexical, q: F32 | None,
-             request: SearchRequest, normalised: bool, hidden: set[int]) -> list[Hit]:
+             picked: dict[tuple[LayerName, int], bool], scored: dict[LayerName, Scored],
+             q: F32 | None, request: SearchRequest, normalised: bool, hidden: set[int]
+             ) -> list[Hit]:
     """Score the pool by both retrievers, fuse, and resolve precedence (engine semantics)."""
     if not picked:
         return []
-    rows, versions = _fetch(store, cur, layers, picked, with_lexical=bool(lex.terms))
+    rows, versions = _fetch(store, cur, layers, picked)
     if not rows:
         return []
     layer_of = np.asarray([LayerName(r[0]).rank for r in rows], dtype=np.int64)
@@ -475,7 +628,10 @@ def _resolve(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
         vec = _vector_scores(mat, q, request.metric, normalised)
     else:
         vec = np.full(len(rows), np.nan, dtype=np.float32)
-    lexs = lex.scores([r[LEX_TF] or {} for r in rows], [int(r[LEX_LEN]) for r in rows])
+    lexs = np.zeros(len(rows), dtype=np.float32)
+    for n, got in scored.items():
+        mine = layer_of == n.rank
+        lexs[mine] = got.of(ids[mine])
     f = fuse_pool(ids, layer_of, pos, vec, lexs, mode=request.mode, fusion=request.fusion,
                   has_vector=q is not None)
     best, fused, vrank, lrank = f.best, f.fused, f.vector_rank, f.lexical_rank

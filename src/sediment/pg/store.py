@@ -175,6 +175,13 @@ class PgStore:
     def present(self, names: Iterable[LayerName] | None = None) -> list[LayerName]:
         return [LayerName(r[0]) for r in self._layer_rows(names)]
 
+    def summaries(self, names: Iterable[LayerName] | None = None) -> list[LayerSummary]:
+        """The summaries (without ids) of the present layers among ``names``, in precedence
+        order, by one read: what a search checks before it runs."""
+        return [LayerSummary(LayerName(layer), self.location(LayerName(layer)), int(n),
+                             int(dim), etype, (metadata or {}).get("embedding_profile"), ())
+                for layer, n, dim, etype, metadata, _ in self._layer_rows(names)]
+
     def summary(self, name: LayerName, *, max_ids: int = 1000) -> LayerSummary | None:
         rows = self._layer_rows([name])
         if not rows:

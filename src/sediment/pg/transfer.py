@@ -156,7 +156,8 @@ def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
             actor, own = actor_files
             out.memories["user"] = push_actor(store, actor, actor_rows(actor, own))
     with store.cursor() as cur:
-        cur.execute("ANALYZE chunks, postings")  # the planner's row counts, for every query after
+        # the planner's row counts, for every query after
+        cur.execute("ANALYZE chunks, posting_blocks")
     schema = store.schema()
     if schema is not None and schema.dim:
         ensure_vector_index(store, schema.dim,
