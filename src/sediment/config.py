@@ -119,13 +119,11 @@ class Environment(BaseSettings):
     @classmethod
     def settings_customise_sources(
             cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-            env_settings: PydanticBaseSettingsSource,
-            dotenv_settings: PydanticBaseSettingsSource,
-            file_secret_settings: PydanticBaseSettingsSource,
+            *others: PydanticBaseSettingsSource, **named: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Only the values :meth:`read` gives: no ``.env`` or secrets files, and never
-        ``os.environ`` behind the mapping ``read`` was handed."""
-        del env_settings, dotenv_settings, file_secret_settings
+        ``os.environ`` behind the mapping ``read`` was handed (the other sources, passed
+        by name, are dropped)."""
         return (init_settings,)
 
     @classmethod
