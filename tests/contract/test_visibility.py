@@ -13,7 +13,6 @@ tests only read, so they cannot disturb each other, and the suite stays fast.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import re
@@ -26,7 +25,6 @@ from typing import Any
 
 import anyio
 import httpx
-import psycopg
 import pytest
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -34,7 +32,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 import sediment
 from mcp import Client
 from tests.conftest import SEDIMENT, Run
-from tests.pg.conftest import TEMPLATE, _with_database
+from tests.pg.conftest import fresh_database
 from tests.pg.team import TeamServer, serve_http
 
 pytestmark = pytest.mark.timeout(600)
@@ -82,7 +80,6 @@ function agent.resolve(args, config, context)
 end
 return agent
 """
-_databases = itertools.count(1)
 
 
 def answer(obj: Any) -> str:
@@ -152,14 +149,8 @@ def _env(home: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def pg_module_url(pg_server: str) -> Iterator[str]:
     """A fresh, migrated database for the whole module."""
-    name = f"vis_{os.getpid()}_{next(_databases)}"
-    with psycopg.connect(pg_server, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
-    try:
-        yield _with_database(pg_server, name)
-    finally:
-        with psycopg.connect(pg_server, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with fresh_database(pg_server, "vis") as url:
+        yield url
 
 
 def _compile(w: World, docs: dict[str, str], first: bool) -> None:

@@ -13,6 +13,7 @@ import shutil
 import tempfile
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +59,10 @@ def pg_server() -> Iterator[str]:
         shutil.rmtree(pgdata, ignore_errors=True)
 
 
-@pytest.fixture
-def pg_url(pg_server: str) -> Iterator[str]:
-    """A fresh, migrated, empty database for one test (project ``default``)."""
-    name = f"t_{os.getpid()}_{next(_numbers)}"
+@contextmanager
+def fresh_database(pg_server: str, prefix: str = "t") -> Iterator[str]:
+    """The URL of a fresh, migrated, empty database (project ``default``), dropped after."""
+    name = f"{prefix}_{os.getpid()}_{next(_numbers)}"
     with psycopg.connect(pg_server, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
     try:
@@ -69,6 +70,13 @@ def pg_url(pg_server: str) -> Iterator[str]:
     finally:
         with psycopg.connect(pg_server, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def pg_url(pg_server: str) -> Iterator[str]:
+    """A fresh, migrated, empty database for one test (project ``default``)."""
+    with fresh_database(pg_server) as url:
+        yield url
 
 
 @pytest.fixture
