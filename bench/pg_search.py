@@ -52,7 +52,7 @@ from sediment.format import LayerFile, encode_layer
 from sediment.ops import run_search
 from sediment.ops.query import unit_rows
 from sediment.pg import PgStore, connect, parse_store_url, push
-from sediment.pg.search import index_name
+from sediment.pg.search import ensure_vector_index, index_name
 from sediment.search import SearchRequest
 from sediment.search.ann import ensure_index
 from sediment.store import LayerName, LayerSet, LayerStore
@@ -214,6 +214,13 @@ def build_pg(pg: PgStore, files: LayerSet, rows: int, timings: dict[str, float],
     have, indexed = _pg_rows(pg)
     if have == rows and (indexed or not index):
         _log(f"PostgreSQL project already loaded{' and indexed' if indexed else ''}")
+        return
+    if have == rows:  # loaded by an earlier run whose index build was stopped: build only that
+        _log("PostgreSQL project already loaded; building its HNSW index")
+        t = time.perf_counter()
+        ensure_vector_index(pg, data.DIM)
+        timings["pg_hnsw_build_s"] = time.perf_counter() - t
+        _log(f"PostgreSQL indexed in {timings['pg_hnsw_build_s']:.0f} s")
         return
     t = time.perf_counter()
 
