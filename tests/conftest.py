@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests import zygote
 from tests.pg.conftest import pg_server, pg_url  # noqa: F401  (every backend's tests)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -94,8 +94,33 @@ class Run:
 Runner = Callable[..., Run]
 
 
+def run_sediment(*args: str, cwd: Path, env: dict[str, str], timeout: float = 120) -> Run:
+    """One ``sediment ARGS`` command in ``cwd`` with exactly the environment ``env``, stdin
+    from /dev/null, its stdout and stderr captured: a real process running the console
+    script's entry point, forked from an interpreter that has already imported it (see
+    tests/zygote.py: what that covers and what not, and ``SEDIMENT_TEST_FORK=0`` in ``env``
+    or the environment for the installed script itself)."""
+    code, out, err = zygote.run([str(SEDIMENT), *args], cwd=cwd, env=env, timeout=timeout)
+    return Run(code, out, err)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _zygote() -> Iterator[None]:
+    """Stop this worker's ``sediment`` zygote, if a test started it, when the session ends."""
+    yield
+    zygote.stop()
+
+
 @pytest.fixture
 def sediment(tmp_path: Path) -> Runner:
+    """Run ``sediment ARGS`` as a user would (``cwd`` defaults to the test's tmp_path, the
+    environment to the test's, with the hash embedder unless ``env`` names another).
+
+    Each command is its own process running the console script's entry point with its own
+    argv, cwd, environment, stdin, stdout, stderr and exit code, forked from a process that
+    has already imported Sediment instead of starting Python (tests/zygote.py says why that
+    is still the real command and what it leaves out: interpreter start-up, which the tests
+    that pass ``env={"SEDIMENT_TEST_FORK": "0"}`` and tests/docs keep covering)."""
     if not SEDIMENT.exists():
         pytest.fail(f"{SEDIMENT} not found: install the package (pip install -e .)")
 
@@ -104,9 +129,6 @@ def sediment(tmp_path: Path) -> Runner:
         full_env = dict(os.environ)
         full_env.setdefault("SEDIMENT_EMBEDDER", "hash")
         full_env.update(env or {})
-        p = subprocess.run([str(SEDIMENT), *args], cwd=cwd or tmp_path, env=full_env,
-                           capture_output=True, text=True, timeout=timeout,
-                           stdin=subprocess.DEVNULL)
-        return Run(p.returncode, p.stdout, p.stderr)
+        return run_sediment(*args, cwd=cwd or tmp_path, env=full_env, timeout=timeout)
 
     return run

@@ -1,0 +1,106 @@
+"""The ``sediment`` fixture's commands, forked from a zygote (tests/zygote.py), behave as
+the installed console script does: same output and exit code, their own environment,
+cwd and process, run concurrently, and killed on a timeout."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests import zygote
+from tests.conftest import SEDIMENT, Run, run_sediment
+
+REAL = {zygote.OPT_OUT: "0"}
+
+
+def _env(**extra: str) -> dict[str, str]:
+    """The test's environment, forked even when the whole run opts out."""
+    env = {k: v for k, v in os.environ.items() if k != zygote.OPT_OUT}
+    return {**env, "SEDIMENT_EMBEDDER": "hash", **extra}
+
+
+@pytest.mark.parametrize("args", [
+    ("--version",),
+    ("no-such-command",),
+    ("memory", "list", "--json"),
+])
+def test_a_forked_command_matches_the_console_script(args: tuple[str, ...],
+                                                     tmp_path: Path) -> None:
+    forked = run_sediment(*args, cwd=tmp_path, env=_env())
+    real = run_sediment(*args, cwd=tmp_path, env=_env(**REAL))
+    assert forked == real
+
+
+def test_an_uncaught_exception_prints_its_traceback_and_exits_1(tmp_path: Path) -> None:
+    args = ("--debug", "search", "x", "--dir", str(tmp_path / "missing"))
+    forked = run_sediment(*args, cwd=tmp_path, env=_env())
+    real = run_sediment(*args, cwd=tmp_path, env=_env(**REAL))
+    assert forked.code == real.code == 1
+    assert forked.err.startswith("Traceback (most recent call last):\n")
+    assert forked.err.splitlines()[-1] == real.err.splitlines()[-1] == (
+        f"sediment.errors.NotFoundError: --dir {tmp_path / 'missing'}: no such directory")
+
+
+def test_each_command_has_its_own_environment(tmp_path: Path) -> None:
+    """The zygote starts with the first command's environment; the next command sees only
+    its own (a variable the first had and it has not is gone)."""
+    zygote.stop()
+    bad = run_sediment("memory", "list", "--json", cwd=tmp_path,
+                       env=_env(SEDIMENT_EMBED_DIM="abc"))
+    assert bad.code == 1 and "SEDIMENT_EMBED_DIM='abc'" in bad.err
+    good = run_sediment("memory", "list", "--json", cwd=tmp_path, env=_env())
+    assert good.code == 0, good.err
+    assert good.json()["total"] == 0
+
+
+def test_a_relative_path_is_read_from_the_commands_own_cwd(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        r = run_sediment("search", "x", "--dir", "missing", cwd=tmp_path / name, env=_env())
+        assert r.code == 1 and "--dir missing: no such directory" in r.err
+
+
+def test_commands_run_concurrently_from_threads(tmp_path: Path) -> None:
+    results: list[Run] = []
+
+    def one() -> None:
+        results.append(run_sediment("--version", cwd=tmp_path, env=_env()))
+
+    threads = [threading.Thread(target=one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [(r.code, r.err) for r in results] == [(0, "")] * 4
+    assert {r.out for r in results} == {results[0].out}
+
+
+def test_a_command_past_its_timeout_is_killed(tmp_path: Path) -> None:
+    """As ``subprocess.run``: TimeoutExpired, and nothing of the command left running."""
+    where = tmp_path / "serving"
+    where.mkdir()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_sediment("serve", "--transport", "http", "--port", "0", "--dir", str(tmp_path),
+                     cwd=where, env=_env(), timeout=3)
+    left = [pid for pid in os.listdir("/proc") if pid.isdigit() and _cwd(pid) == where]
+    assert left == []
+
+
+def _cwd(pid: str) -> Path | None:
+    try:
+        return Path(os.readlink(f"/proc/{pid}/cwd"))
+    except OSError:
+        return None
+
+
+def test_startup_variables_and_the_opt_out_use_the_real_script(tmp_path: Path) -> None:
+    run_sediment("--version", cwd=tmp_path, env=_env())
+    assert zygote._forkable(_env(), str(tmp_path))
+    assert not zygote._forkable(_env(**REAL), str(tmp_path))
+    assert not zygote._forkable(_env(PYTHONPATH=str(tmp_path)), str(tmp_path))
+    assert not zygote._forkable(_env(PYTHONWARNINGS="error::UserWarning:zygote"), str(tmp_path))
+    assert SEDIMENT.exists()

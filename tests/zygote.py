@@ -1,0 +1,319 @@
+"""Run the ``sediment`` console script's entry point in a fresh process forked from a
+process that has already imported it (a "zygote"), instead of starting Python each time.
+
+The suite starts thousands of one-shot ``sediment`` commands; each paid half a second or
+more of interpreter start-up and imports before doing any work. :func:`run` gives the same
+result as ``subprocess.run([SEDIMENT, *args], cwd=..., env=..., capture_output=True,
+text=True, timeout=..., stdin=DEVNULL)``, and every command still is the real command:
+
+- the same entry point (``sediment.cli:main``, what ``[project.scripts]`` names), called
+  the way the console script calls it (``sys.exit(main())`` at the top level of
+  ``__main__``), so exit codes, uncaught exceptions, thread joins, ``atexit`` handlers and
+  the flushing of stdout and stderr are the interpreter's own shutdown;
+- its own OS process (a session of its own), with its own argv, cwd and environment
+  (``os.environ`` replaced wholesale), stdin from /dev/null, stdout and stderr pipes and
+  exit status; the zygote only imports modules and never calls into Sediment, so no
+  config, cache or state is shared between commands.
+
+What it does not cover is the interpreter's start-up: the console script file, ``site``,
+and anything read from the environment when Python starts or a module is first imported.
+So a request whose environment differs from the zygote's in a variable that acts then
+(``PYTHON*``, locale, loader and BLAS/OpenMP variables) runs as a plain subprocess, and so
+does every request when ``SEDIMENT_TEST_FORK=0`` is in the environment (the whole run, or
+one command's ``env``): the tests of the installed script itself (tests/cli/test_zygote.py,
+tests/docs, which run ``sediment`` through the shell) keep covering it. Also shared: the
+hash seed of ``str`` (one per zygote, as ``PYTHONHASHSEED`` would fix it).
+
+One zygote per test process (so per xdist worker), started on first use with the test
+process's interpreter and stopped by :func:`stop` (a session fixture in tests/conftest.py).
+Run as a script, this file is the zygote: it listens on a Unix socket, and forks a handler
+per connection, which forks the command and reports its pid and then its exit status, so
+the zygote never waits on a command and commands can run concurrently.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+
+PRELOAD = ("sediment.cli", "sediment.cli._options", "sediment.cli._workspace",
+           "sediment.config", "sediment.ops.embedding", "sediment.ops.query",
+           "sediment.server.principals", "sediment.memory", "sediment.ingest",
+           "numpy", "pydantic", "pydantic_settings", "rich.console", "click")
+"""What most commands import (measured with ``python -X importtime``); none of these reads
+the environment or the terminal when imported, and none starts a thread."""
+
+STARTUP_PREFIXES = ("PYTHON", "LC_", "LD_", "OPENBLAS", "OMP_", "MKL_", "GOTO", "MALLOC_")
+STARTUP_NAMES = frozenset({"LANG", "LANGUAGE", "TZ"})
+"""Variables that act when the interpreter starts or a preloaded module is imported: a
+request that changes one runs as a plain subprocess."""
+
+OPT_OUT = "SEDIMENT_TEST_FORK"
+_HEADER = struct.Struct("!I")
+
+
+# -- the zygote and its handlers (this file run as a script) ----------------------------
+def _serve(path: str) -> dict[str, object]:
+    """Listen on ``path`` until the parent dies. Returns only in a forked command, set up
+    as its request asks and ready to run the console script."""
+    import gc
+    import importlib
+    import select
+
+    for module in PRELOAD:
+        importlib.import_module(module)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    parent = os.getppid()
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+    gc.freeze()  # what the commands share stays shared: no copy-on-write by the collector
+    while True:
+        ready, _, _ = select.select([listener], [], [], 1.0)
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+        if os.getppid() != parent:
+            os._exit(0)
+        if not ready:
+            continue
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            continue
+        if os.fork() == 0:
+            listener.close()
+            return _handle(conn)
+        conn.close()
+
+
+def _recv_exactly(conn: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        if not chunk:
+            raise EOFError("the client hung up")
+        data += chunk
+    return data
+
+
+def _handle(conn: socket.socket) -> dict[str, object]:
+    """One connection, in a process of its own: receive the request and its two fds,
+    fork the command, send its pid, wait for it, send its wait status."""
+    try:
+        head, fds, _, _ = socket.recv_fds(conn, _HEADER.size, 2)
+        head += _recv_exactly(conn, _HEADER.size - len(head))
+        request = json.loads(_recv_exactly(conn, _HEADER.unpack(head)[0]))
+        pid = os.fork()
+        if pid == 0:
+            conn.close()
+            return _become_command(request, fds)
+        for fd in fds:
+            os.close(fd)
+        conn.sendall(f"{pid}\n".encode())
+        _, status = os.waitpid(pid, 0)
+        conn.sendall(f"{status}\n".encode())
+    except (OSError, EOFError, ValueError):
+        pass
+    os._exit(0)
+
+
+def _become_command(request: dict[str, object], fds: list[int]) -> dict[str, object]:
+    try:
+        os.setsid()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for sig in (signal.SIGTERM, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        env = request["env"]
+        assert isinstance(env, dict)
+        os.environ.clear()
+        os.environ.update(env)
+        import time
+        time.tzset()
+        os.chdir(str(request["cwd"]))
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        out, err = fds
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        for fd in (null, out, err):
+            os.close(fd)
+        return request
+    except BaseException as exc:  # nothing of the command ran: say why, like exec would
+        os.write(2, f"zygote: cannot start the command: {exc!r}\n".encode())
+        os._exit(127)
+
+
+# -- the test side -----------------------------------------------------------------------
+class _Zygote:
+    def __init__(self, env: dict[str, str]) -> None:
+        import subprocess
+        import tempfile
+
+        self.dir = tempfile.mkdtemp(prefix="sediment-zygote-")
+        self.path = os.path.join(self.dir, "socket")
+        self.env = dict(env)
+        self.log = os.path.join(self.dir, "log")
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, __file__, self.path], env=self.env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=log, start_new_session=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        self.proc.stdout.close()
+        if line != b"ready\n":
+            self.stop()
+            with open(self.log, encoding="utf-8", errors="replace") as f:
+                raise RuntimeError(f"the sediment zygote did not start:\n{f.read()}")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        import shutil
+
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_zygote: _Zygote | None = None
+
+
+def stop() -> None:
+    """Stop this process's zygote, if it started one."""
+    global _zygote
+    if _zygote is not None:
+        _zygote.stop()
+        _zygote = None
+
+
+def _forkable(env: dict[str, str], cwd: str) -> bool:
+    if env.get(OPT_OUT) == "0" or not os.path.isdir(cwd):
+        return False
+    if _zygote is None:
+        return True
+    base = _zygote.env
+    return all(env.get(k) == base.get(k) for k in {*env, *base}
+               if k.startswith(STARTUP_PREFIXES) or k in STARTUP_NAMES)
+
+
+def run(argv: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str],
+        timeout: float) -> tuple[int, str, str]:
+    """``(returncode, stdout, stderr)`` of the command ``argv`` (the ``sediment`` script
+    and its arguments), as ``subprocess.run(argv, capture_output=True, text=True,
+    stdin=DEVNULL, ...)`` gives them; raises ``subprocess.TimeoutExpired`` likewise."""
+    import subprocess
+
+    global _zygote
+    cwd = os.fspath(cwd)
+    if not _forkable(env, cwd):
+        p = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
+                           timeout=timeout, stdin=subprocess.DEVNULL)
+        return p.returncode, p.stdout, p.stderr
+    if _zygote is None or not _zygote.alive():
+        stop()
+        _zygote = _Zygote(env)
+    return _run_forked(_zygote.path, argv, cwd, env, timeout)
+
+
+def _run_forked(path: str, argv: list[str], cwd: str, env: dict[str, str],
+                timeout: float) -> tuple[int, str, str]:
+    import selectors
+    import subprocess
+    import time
+
+    deadline = time.monotonic() + timeout
+    body = json.dumps({"argv": argv, "cwd": cwd, "env": env}).encode()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+    reply = b""
+    killed = expired = False
+    try:
+        conn.connect(path)
+        socket.send_fds(conn, [_HEADER.pack(len(body))], [out_w, err_w])
+        conn.sendall(body)
+        os.close(out_w)
+        os.close(err_w)
+        out_w = err_w = -1
+        with selectors.DefaultSelector() as sel:
+            for fd in (out_r, err_r, conn.fileno()):
+                sel.register(fd, selectors.EVENT_READ)
+            pid: int | None = None
+            while sel.get_map():
+                left = deadline - time.monotonic()
+                events = sel.select(left) if left > 0 else []
+                if not events:
+                    if killed or pid is None:
+                        expired = True
+                        break
+                    _kill_group(pid)  # then collect what it wrote and its end, as run() does
+                    killed = True
+                    deadline = time.monotonic() + 10
+                for key, _ in events:
+                    fd = int(key.fd)
+                    data = os.read(fd, 65536)
+                    if not data:
+                        sel.unregister(fd)
+                    elif fd == conn.fileno():
+                        reply += data
+                        if pid is None and b"\n" in reply:
+                            pid = int(reply.split(b"\n")[0])
+                    else:
+                        chunks[fd].append(data)
+    finally:
+        for fd in (out_r, err_r, out_w, err_w):
+            if fd >= 0:
+                os.close(fd)
+        conn.close()
+    lines = reply.split(b"\n")
+    if killed or expired:
+        raise subprocess.TimeoutExpired(argv, timeout, _text(chunks[out_r]),
+                                        _text(chunks[err_r]))
+    if len(lines) < 3:
+        raise RuntimeError(f"the sediment zygote failed to run {argv}: {reply!r}")
+    code = os.waitstatus_to_exitcode(int(lines[1]))
+    return code, _text(chunks[out_r]), _text(chunks[err_r])
+
+
+def _text(chunks: list[bytes]) -> str:
+    """What ``text=True`` makes of the bytes: the locale's encoding, universal newlines."""
+    import locale
+
+    data = b"".join(chunks).decode(locale.getpreferredencoding(False))
+    return data.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _kill_group(pid: int) -> None:
+    import contextlib
+
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    sys.path[0] = os.path.dirname(sys.executable)  # the console script's own directory
+    _request = _serve(sys.argv[1])
+    sys.argv = [str(a) for a in _request["argv"]]  # type: ignore[attr-defined]
+    sys.orig_argv = [sys.executable, *sys.argv]
+    del _request
+    from sediment.cli import main
+
+    sys.argv[0] = sys.argv[0].removesuffix(".exe")
+    sys.exit(main())  # type: ignore[func-returns-value]
