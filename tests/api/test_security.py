@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.mcp.conftest import SEDIMENT, HttpServer, make_store, start_http, stop
+from tests.conftest import run_sediment
+from tests.mcp.conftest import HttpServer, make_store, start_http, stop
 
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -21,10 +21,9 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
 
 
 def sediment(*args: str) -> str:
-    p = subprocess.run([SEDIMENT, *args], capture_output=True, text=True, timeout=60,
-                       stdin=subprocess.DEVNULL)
-    assert p.returncode == 0, p.stderr
-    return p.stdout
+    p = run_sediment(*args, cwd=Path.cwd(), env=dict(os.environ), timeout=60)
+    assert p.code == 0, p.err
+    return p.out
 
 
 def create_token(actor: str, role: str) -> tuple[str, str]:

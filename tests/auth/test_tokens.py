@@ -14,14 +14,16 @@ import pytest
 from sediment.auth import TokenStore
 from sediment.server.principals import token_path
 from sediment.server.web._auth import Sessions
+from tests.conftest import run_sediment
 from tests.mcp.conftest import SEDIMENT, free_port, make_store, stop
 
 SHARED = "shared-token-0123456789abcdef"
 
 
 def sediment(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SEDIMENT, *args], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL, env=env)
+    r = run_sediment(*args, cwd=Path.cwd(), env=dict(os.environ) if env is None else env,
+                     timeout=60)
+    return subprocess.CompletedProcess([SEDIMENT, *args], r.code, r.out, r.err)
 
 
 def test_a_token_stops_working_when_it_expires(tmp_path: Path) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 import sediment
 from mcp import Client
-from tests.conftest import SEDIMENT, Run
+from tests.conftest import Run, run_sediment
 from tests.pg.conftest import fresh_database
 from tests.pg.team import TeamServer, serve_http
 
@@ -115,10 +114,8 @@ class World:
         return ["--store", self.url] if self.url else ["--dir", str(self.root)]
 
     def run(self, *args: str, env: dict[str, str] | None = None) -> Run:
-        p = subprocess.run([str(SEDIMENT), *args], cwd=self.root, env={**self.env, **(env or {})},
-                           capture_output=True, text=True, timeout=TIMEOUT,
-                           stdin=subprocess.DEVNULL)
-        return Run(p.returncode, p.stdout, p.stderr)
+        return run_sediment(*args, cwd=self.root, env={**self.env, **(env or {})},
+                            timeout=TIMEOUT)
 
     def cli(self, *args: str, env: dict[str, str] | None = None) -> Run:
         r = self.run(*args, env=env)

@@ -3,6 +3,7 @@ answers and the web page; readers see no connection details at all (issue 26 ite
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import psycopg
 import pytest
 
 from sediment.pg.connection import parse_store_url, redact_url, scrub
-from tests.conftest import SEDIMENT
+from tests.conftest import SEDIMENT, run_sediment
 from tests.pg.team import mint, seed_project, team_server
 from tests.web.conftest import _close_clients, sign_in
 
@@ -31,8 +32,8 @@ def with_passwords(url: str) -> list[str]:
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([SEDIMENT, *args], capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL, cwd=cwd)
+    r = run_sediment(*args, cwd=cwd or Path.cwd(), env=dict(os.environ), timeout=120)
+    return subprocess.CompletedProcess([SEDIMENT, *args], r.code, r.out, r.err)
 
 
 @pytest.mark.parametrize("url", [
