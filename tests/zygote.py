@@ -205,9 +205,7 @@ def stop() -> None:
 def _forkable(env: dict[str, str], cwd: str) -> bool:
     if env.get(OPT_OUT) == "0" or not os.path.isdir(cwd):
         return False
-    if _zygote is None:
-        return True
-    base = _zygote.env
+    base = os.environ if _zygote is None else _zygote.env
     return all(env.get(k) == base.get(k) for k in {*env, *base}
                if k.startswith(STARTUP_PREFIXES) or k in STARTUP_NAMES)
 
@@ -227,7 +225,7 @@ def run(argv: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str],
         return p.returncode, p.stdout, p.stderr
     if _zygote is None or not _zygote.alive():
         stop()
-        _zygote = _Zygote(env)
+        _zygote = _Zygote(dict(os.environ))
     return _run_forked(_zygote.path, argv, cwd, env, timeout)
 
 

@@ -45,16 +45,21 @@ def test_an_uncaught_exception_prints_its_traceback_and_exits_1(tmp_path: Path) 
         f"sediment.errors.NotFoundError: --dir {tmp_path / 'missing'}: no such directory")
 
 
-def test_each_command_has_its_own_environment(tmp_path: Path) -> None:
-    """The zygote starts with the first command's environment; the next command sees only
-    its own (a variable the first had and it has not is gone)."""
+def test_each_command_has_its_own_environment(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither the zygote's environment (the test process's when it started) nor an earlier
+    command's reaches a command: it sees its own only."""
     zygote.stop()
-    bad = run_sediment("memory", "list", "--json", cwd=tmp_path,
-                       env=_env(SEDIMENT_EMBED_DIM="abc"))
-    assert bad.code == 1 and "SEDIMENT_EMBED_DIM='abc'" in bad.err
-    good = run_sediment("memory", "list", "--json", cwd=tmp_path, env=_env())
-    assert good.code == 0, good.err
-    assert good.json()["total"] == 0
+    monkeypatch.setenv("SEDIMENT_EMBED_DIM", "abc")
+    try:
+        bad = run_sediment("memory", "list", "--json", cwd=tmp_path, env=_env())
+        assert bad.code == 1 and "SEDIMENT_EMBED_DIM='abc'" in bad.err
+        env = {k: v for k, v in _env().items() if k != "SEDIMENT_EMBED_DIM"}
+        good = run_sediment("memory", "list", "--json", cwd=tmp_path, env=env)
+        assert good.code == 0, good.err
+        assert good.json()["total"] == 0
+    finally:
+        zygote.stop()
 
 
 def test_a_relative_path_is_read_from_the_commands_own_cwd(tmp_path: Path) -> None:
