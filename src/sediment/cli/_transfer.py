@@ -9,14 +9,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sediment.cli._app import cli
-from sediment.cli._options import get_config, json_option, store_option
+from sediment.cli._options import get_config, json_option, own_actor, store_option
 from sediment.cli._output import emit_json, visible
-from sediment.config import store_url
+from sediment.config import data_dir, store_url
 from sediment.errors import ConfigError, NotFoundError, PermissionDeniedError
 from sediment.pg import PgStore, Transfer, parse_store_url, pull, push
 from sediment.pg.memory_transfer import USER_LAYERS, pull_actor
 from sediment.pg.staging import Staging
-from sediment.server.principals import data_dir, default_actor
 from sediment.store import LayerSet
 
 if TYPE_CHECKING:
@@ -43,8 +42,9 @@ def _actor_files(actor: str | None) -> tuple[str, LayerSet]:
     """The actor (``--actor``, SEDIMENT_ACTOR, the OS user) and their own memory files."""
     from sediment.memory import FileMemoryStore
 
-    who = actor or default_actor()
-    files = FileMemoryStore(LayerSet({}), data_dir(), profile=None, dim=0)
+    who = actor or own_actor()
+    where = data_dir(get_config(click.get_current_context()).env)
+    files = FileMemoryStore(LayerSet({}), where, profile=None, dim=0)
     return who, files.actor_set(who)
 
 
@@ -71,7 +71,7 @@ def _context_store(directory: Path, profile: dict[str, Any] | None, dim: int
 
     cfg = get_config(click.get_current_context())
     settings, _ = resolve(cfg.context)
-    where = context_dir(settings, directory, data_dir(), cfg.env.context_session)
+    where = context_dir(settings, directory, data_dir(cfg.env), cfg.env.context_session)
     return FileContextStore(where, profile=profile, dim=dim)
 
 
@@ -165,7 +165,7 @@ def push_cmd(store: str | None, project: str | None, layer_dir: Path | None,
     refused); its base is replaced only with --replace-base."""
     directory = _directory(layer_dir)
     own = _actor_files(actor) if user_memories else None
-    who = actor or default_actor()
+    who = actor or own_actor()
     with _store(store, project) as target:
         if with_context:
             _push_context(target, directory, who, check_only=True)
@@ -206,7 +206,7 @@ def pull_cmd(store: str | None, project: str | None, layer_dir: Path, force: boo
     directory = _directory(layer_dir)
     with _store(store, project) as source, Staging() as staging:
         source.require_project()
-        write_context = _pull_context(source, directory, actor or default_actor(), force) \
+        write_context = _pull_context(source, directory, actor or own_actor(), force) \
             if with_context else None
         done = pull(source, directory, force=force, staging=staging)
         if user_memories:
@@ -226,7 +226,7 @@ def pull_cmd(store: str | None, project: str | None, layer_dir: Path, force: boo
         return
     for path, (layer, n) in zip(done.files, done.layers.items(), strict=True):
         click.echo(f"{layer:<6} {n} chunks -> {visible(path)}")
-    _memories(done, (actor or default_actor()) if user_memories else None)
+    _memories(done, (actor or own_actor()) if user_memories else None)
     if with_context:
-        click.echo(f"context rows: {done.context} of {visible(actor or default_actor())}")
+        click.echo(f"context rows: {done.context} of {visible(actor or own_actor())}")
     click.echo(f"pulled project {visible(name)}")
