@@ -76,10 +76,10 @@ def _context_store(directory: Path, profile: dict[str, Any] | None, dim: int
 
 
 def _push_context(target: PgStore, directory: Path, actor: str, *, check_only: bool) -> int:
-    """Check (``check_only``) or push the directory's context store as ``actor``'s."""
+    """Check (``check_only``) or push the directory's context store as ``actor``'s, over
+    the store's own pool (one per process, as every other path)."""
     from sediment.format.profile import check_compatible
     from sediment.pg.context_transfer import push_context, refuse_if_present
-    from sediment.pg.database import Database
 
     probe = _context_store(directory, None, 0)
     stored = probe.stored_schema()
@@ -93,15 +93,11 @@ def _push_context(target: PgStore, directory: Path, actor: str, *, check_only: b
                          consequence="its items could not be searched with the server's "
                                      "embedder")
     files = _context_store(directory, profile, dim)
-    db = Database(target.url, size=1, statement_timeout_ms=0)
-    try:
-        if check_only:
-            with db.connection() as conn:
-                refuse_if_present(conn, target.project, actor)
-            return 0
-        return push_context(db, actor, files.parts(), schema.dim if schema else 0)
-    finally:
-        db.close()
+    if check_only:
+        with target.db.connection() as conn:
+            refuse_if_present(conn, target.project, actor)
+        return 0
+    return push_context(target.db, actor, files.parts(), schema.dim if schema else 0)
 
 
 def _pull_context(source: PgStore, directory: Path, actor: str, force: bool
@@ -109,7 +105,6 @@ def _pull_context(source: PgStore, directory: Path, actor: str, force: bool
     """Read ``actor``'s context from the server (refusing an existing store unless
     ``force``); the returned step writes it into the directory's store."""
     from sediment.pg.context_transfer import pull_context
-    from sediment.pg.database import Database
 
     schema = source.schema()
     if schema is None or not schema.dim:
@@ -119,11 +114,7 @@ def _pull_context(source: PgStore, directory: Path, actor: str, force: bool
     if not files.is_empty() and not force:
         raise PermissionDeniedError(f"{files.directory} already holds a context store; "
                                     "pass --force to replace it")
-    db = Database(source.url, size=1, statement_timeout_ms=0)
-    try:
-        parts = pull_context(db, actor, schema.dim)
-    finally:
-        db.close()
+    parts = pull_context(source.db, actor, schema.dim)
 
     def write() -> int:
         files.replace(parts)
