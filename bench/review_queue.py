@@ -35,14 +35,15 @@ from starlette.testclient import TestClient
 from bench import pg_server, synthetic
 from bench.machine import describe
 from bench.timing import Stats, interleaved
+from sediment.config import Environment, places
 from sediment.embed import HashEmbedder
 from sediment.format import Chunk, encode_layer
-from sediment.ops.service import ContextService
 from sediment.pg import PgStore, parse_store_url, push
 from sediment.server.web import WebUI
 from sediment.store import LayerName, LayerSet, LayerStore
 from sediment.store.events import WRITE, event_content, proposal_event
 from sediment.store.rules import write_event_data
+from sediment.workspace import Workspace
 
 TOKEN = "bench-review-token-0123456789abcdef"
 HOST = "http://127.0.0.1:8000"
@@ -113,8 +114,8 @@ class Reviewer:
 
     def __init__(self, store: LayerStore, root: Path) -> None:
         dim = store.schema().dim
-        ui = WebUI(ContextService(store, HashEmbedder(dim)), token=TOKEN, root=root,
-                   host="127.0.0.1")
+        ui = WebUI(Workspace(store, HashEmbedder(dim), places(Environment.read())),
+                   token=TOKEN, root=root, host="127.0.0.1")
         self.http = TestClient(ui, base_url=HOST, follow_redirects=False)
         # One event loop for the client's life: its worker threads (each holding a
         # PostgreSQL connection) are reused, as a server's are, not one set per request.

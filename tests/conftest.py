@@ -6,14 +6,18 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests import zygote
 from tests.pg.conftest import pg_server, pg_url  # noqa: F401  (every backend's tests)
+
+if TYPE_CHECKING:
+    from sediment.store import LayerSet
+    from sediment.workspace import Places, Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SEDIMENT_SHARED", REPO.parent / "shared"))
@@ -37,6 +41,28 @@ def shared(*parts: str) -> Path:
             pytest.fail(f"{reason}; CI must have it", pytrace=False)
         pytest.skip(reason, allow_module_level=True)
     return path
+
+
+def env_places(actor: str | None = None) -> Places:
+    """What an adapter hands a workspace from this test's environment (the isolated one
+    below, with whatever the test set), as ``sediment.config.places``; ``actor`` names the
+    server's own actor instead of ``SEDIMENT_ACTOR``."""
+    from sediment.config import Environment, places
+
+    got = places(Environment.read())
+    return got if actor is None else replace(got, actor=actor)
+
+
+def files_workspace(store: Path | LayerSet, actor: str | None = None, *,
+                    root: Path | None = None) -> Workspace:
+    """A workspace over a directory's layers with the hash embedder and
+    :func:`env_places`, as ``sediment serve --dir`` builds one (in process)."""
+    from sediment.embed import HashEmbedder
+    from sediment.store import LayerSet
+    from sediment.workspace import Workspace
+
+    layers = store if isinstance(store, LayerSet) else LayerSet.from_directory(store)
+    return Workspace.over_files(layers, HashEmbedder(), env_places(actor), root=root)
 
 
 @pytest.fixture(scope="session", autouse=True)

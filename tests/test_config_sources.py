@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import sediment
-from sediment.config import Environment, load_config
+from sediment.config import Environment, load_config, places, process_actor, tokens_file
 from sediment.errors import ConfigError
 from tests.conftest import Runner
 
@@ -21,11 +21,6 @@ ALLOWED: dict[str, str] = {
                        "for the merge it is running, like MERGE_HEAD, not a user's setting",
     "ingest/connectors.py": "builds a git child process's environment (the caller's, with "
                             "prompts turned off): passed on to git, never read as a setting",
-    "server/principals.py": "SEDIMENT_ACTOR, SEDIMENT_DATA_DIR, SEDIMENT_TOKENS_FILE and "
-                            "SEDIMENT_MEMORY_DEDUP are still the defaults of the in-process "
-                            "server and Python API (build_server, sediment.open) that every "
-                            "caller relies on; handing them down needs each server "
-                            "constructor to take them (issue 25, left open)",
 }
 
 
@@ -54,6 +49,7 @@ def test_only_the_configuration_module_reads_the_environment() -> None:
     ({"SEDIMENT_PERSONA_WORKERS": "two"}, "SEDIMENT_PERSONA_WORKERS='two' is not an integer"),
     ({"SEDIMENT_PERSONA_WORKERS": "0"}, "SEDIMENT_PERSONA_WORKERS='0' is not valid"),
     ({"SOURCE_DATE_EPOCH": "yesterday"}, "SOURCE_DATE_EPOCH='yesterday' is not an integer"),
+    ({"SEDIMENT_MEMORY_DEDUP": "x"}, "SEDIMENT_MEMORY_DEDUP='x' is not a number"),
 ])
 def test_a_wrong_value_names_the_variable(env: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -80,3 +76,22 @@ def test_the_command_names_the_variable_without_a_traceback(sediment: Runner,
     assert r.code == ConfigError.exit_code
     assert "environment variable SEDIMENT_EMBED_DIM='lots' is not an integer" in r.err
     assert "Traceback" not in r.err
+
+
+def test_what_a_workspace_is_handed_comes_from_the_environment(tmp_path: Path) -> None:
+    got = places(Environment.read({
+        "SEDIMENT_ACTOR": "ada", "SEDIMENT_TOKENS_FILE": str(tmp_path / "t.json"),
+        "SEDIMENT_DATA_DIR": str(tmp_path / "data"), "SEDIMENT_MEMORY_DEDUP": "0.8"}),
+        session="s1")
+    assert (got.actor, got.tokens_file, got.data_dir, got.dedup_threshold, got.session) == \
+        ("ada", tmp_path / "t.json", tmp_path / "data", 0.8, "s1")
+    beside = Environment.read({"SEDIMENT_USER_CONFIG": str(tmp_path / "u" / "config.toml")})
+    assert tokens_file(beside) == tmp_path / "u" / "tokens.json"
+
+
+def test_the_default_actor_is_the_os_user_made_a_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("getpass.getuser", lambda: ".Jo Doe/admin")
+    assert process_actor(Environment.read({})) == "Jo-Doe-admin"
+    assert process_actor(Environment.read({"SEDIMENT_ACTOR": "ada"})) == "ada"
+    monkeypatch.setattr("getpass.getuser", lambda: "...")
+    assert process_actor(Environment.read({})) == "user"

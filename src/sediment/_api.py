@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
+from sediment.config import Environment, places, process_actor
 from sediment.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
 from sediment.errors import NotFoundError
 from sediment.format import Chunk
@@ -33,7 +35,6 @@ from sediment.ops.requests import SearchOptions, WriteRequest, parse
 from sediment.ops.rerank import STANDARD
 from sediment.ops.write import write_context
 from sediment.search import Hit
-from sediment.server.principals import default_actor, places
 from sediment.store import AGENT_WRITABLE, HUMAN_WRITABLE, LayerName, LayerSet, LayerStore
 from sediment.store.rules import Reader
 from sediment.workspace import Workspace
@@ -64,7 +65,8 @@ class Store:
                  embedder: str | Embedder | None = None,
                  cache_path: str | os.PathLike[str] | None = None,
                  actor: str | None = None) -> None:
-        self.actor = check_actor(actor or default_actor())
+        self._env = Environment.read()  # read once: the API is an adapter, like the CLI
+        self.actor = check_actor(actor or process_actor(self._env))
         self._reader = None if actor is None else self.actor
         text = os.fspath(location)
         self.url: str | None = None
@@ -152,13 +154,14 @@ class Store:
     def workspace(self) -> Workspace:
         """The services over this store, as the CLI and the servers build them."""
         if self._workspace is None:
+            own = replace(places(self._env), actor=self.actor)
             if self._database is not None:
                 self._workspace = Workspace.over_database(
-                    self._database, self.embedder, places(), store=self.layerset)
+                    self._database, self.embedder, own, store=self.layerset)
             else:
                 files = self.layerset.layer_files()
                 assert files is not None
-                self._workspace = Workspace.over_files(files, self.embedder, places(),
+                self._workspace = Workspace.over_files(files, self.embedder, own,
                                                        root=self.directory)
         return self._workspace
 

@@ -30,17 +30,21 @@ it), ``SEDIMENT_CONFIG`` (an explicit project config file), ``SEDIMENT_USER_CONF
 explicit user config file), and the process settings the adapters hand down:
 ``SEDIMENT_CONTEXT_SESSION``, ``SEDIMENT_PROGRESS_SECONDS``,
 ``SEDIMENT_OIDC_WEB_CLIENT_SECRET``, ``SEDIMENT_MEMORY_FLUSH_SECONDS``,
-``SEDIMENT_PERSONA_WORKERS`` (docs/configuration.md lists them all).
+``SEDIMENT_PERSONA_WORKERS``, and what :func:`places` hands a workspace:
+``SEDIMENT_ACTOR``, ``SEDIMENT_TOKENS_FILE``, ``SEDIMENT_DATA_DIR``,
+``SEDIMENT_MEMORY_DEDUP`` (docs/configuration.md lists them all).
 """
 
 from __future__ import annotations
 
+import getpass
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import platformdirs
 from pydantic import Field
@@ -53,6 +57,10 @@ from pydantic_settings import (
 )
 
 from sediment.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sediment.context import ContextSettings
+    from sediment.workspace import Places
 
 PROJECT_FILE = "sediment.toml"
 USER_CONFIG_HINT = "~/.config/sediment/config.toml on Linux, or the file SEDIMENT_USER_CONFIG names"
@@ -115,6 +123,14 @@ class Environment(BaseSettings):
     source_date_epoch: int | None = Field(default=None, validation_alias="SOURCE_DATE_EPOCH")
     """The reproducible-builds convention, not ours: the time compile gives a file git
     does not date."""
+    actor: str | None = None
+    """Whom this process acts as (:func:`process_actor`)."""
+    tokens_file: str | None = None
+    """The actor tokens of a server over layer files (:func:`tokens_file`)."""
+    data_dir: str | None = None
+    """Where actors' own stores live (:func:`data_dir`)."""
+    memory_dedup: float | None = None
+    """The similarity at which a saved memory restates an earlier one."""
 
     @classmethod
     def settings_customise_sources(
@@ -484,3 +500,54 @@ def load_config(cwd: Path | None = None, env: Mapping[str, str] | None = None) -
     elif cfg.cache_dir is None:
         cfg.cache_dir = Path(platformdirs.user_cache_dir("sediment"))
     return cfg
+
+
+_NOT_IN_A_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def process_actor(env: Environment) -> str:
+    """Whom this process acts as (the CLI, ``sediment.open``, and a server's callers
+    without a token): ``SEDIMENT_ACTOR``, else the OS user with the characters an actor
+    name cannot hold turned into ``-``."""
+    if env.actor:
+        return env.actor
+    try:
+        user = getpass.getuser()
+    except (OSError, KeyError):
+        user = "user"
+    name = _NOT_IN_A_NAME.sub("-", user).lstrip("._-")[:40]
+    return name or "user"
+
+
+def tokens_file(env: Environment) -> Path:
+    """The token file (``sediment token``): ``SEDIMENT_TOKENS_FILE``, else ``tokens.json``
+    beside the user config file (``SEDIMENT_USER_CONFIG``, else the platform's)."""
+    if env.tokens_file:
+        return Path(env.tokens_file)
+    if env.user_config:
+        return Path(env.user_config).parent / "tokens.json"
+    return Path(platformdirs.user_config_dir("sediment")) / "tokens.json"
+
+
+def data_dir(env: Environment) -> Path:
+    """Where actors' own stores live: ``SEDIMENT_DATA_DIR``, else the platform data dir."""
+    if env.data_dir:
+        return Path(env.data_dir)
+    return Path(platformdirs.user_data_dir("sediment"))
+
+
+def places(env: Environment, context: ContextSettings | None = None,
+           session: str | None = None) -> Places:
+    """What a workspace is handed from the environment: where actors' own data lives, the
+    memory dedup threshold, whom the process acts as and its token file; ``context`` is
+    the ``[context]`` settings, ``session`` the context session (default: the pid)."""
+    from sediment.context import ContextSettings
+    from sediment.workspace import Places
+
+    given: dict[str, Any] = {"context": context or ContextSettings()}
+    if env.memory_dedup is not None:
+        given["dedup_threshold"] = env.memory_dedup
+    if session is not None:
+        given["session"] = session
+    return Places(data_dir(env), actor=process_actor(env), tokens_file=tokens_file(env),
+                  **given)

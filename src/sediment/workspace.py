@@ -5,8 +5,9 @@ embedder for it, and the memory, progressive-context and search services over th
 CLI, the MCP server, the HTTP API, the web page and the Python API (``sediment.open``) all
 take their services from a workspace, so a rule about how a service is wired (where an
 actor's memories live, which store a context loop reads, what a memory may relate to) is
-written once. The adapters read the configuration and hand it over as :class:`Places`;
-nothing here reads the environment.
+written once. The adapters read the configuration and hand it over as :class:`Places`
+(with the process's own actor and token file, which the servers take from here); nothing
+here reads the environment.
 
 The address chooses the backend, not the type of an object: :meth:`Workspace.over_files`
 for a directory's layers, :meth:`Workspace.over_database` for a ``postgresql://`` URL.
@@ -15,7 +16,7 @@ for a directory's layers, :meth:`Workspace.over_database` for a ``postgresql://`
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from sediment.memory import DEFAULT_DEDUP_THRESHOLD, FileMemoryStore, MemoryServ
 from sediment.store import LayerSet, LayerStore
 
 if TYPE_CHECKING:
+    from sediment.auth import TokenStore
     from sediment.ops.service import ContextService
     from sediment.pg.database import Database
     from sediment.pg.memory import PgMemoryStore
@@ -38,7 +40,11 @@ __all__ = ["Places", "Workspace"]
 
 @dataclass(frozen=True, slots=True)
 class Places:
-    """What the configuration says about where a workspace's own data lives."""
+    """What the configuration says about a workspace's own data and its process: where
+    actors' data lives, and whom the process acts as with which token file. The adapters
+    make one from the environment (``sediment.config.places``); the servers and services
+    take these values from the workspace instead of reading the environment, so the one
+    configuration an adapter loaded is the only one in force."""
 
     data_dir: Path
     """Actors' own stores (user-scope memories, global context)."""
@@ -46,6 +52,12 @@ class Places:
     context: ContextSettings = field(default_factory=ContextSettings)
     session: str = field(default_factory=lambda: str(os.getpid()))
     """The context session of this process, for ``persistence = "session"``."""
+    _: KW_ONLY
+    actor: str
+    """Whom the process acts as: the CLI's default actor, and a server's caller without a
+    bearer token (stdio, or HTTP on a server without tokens)."""
+    tokens_file: Path
+    """The actor tokens of a server over layer files (``sediment token``)."""
 
 
 class Workspace:
@@ -100,12 +112,19 @@ class Workspace:
         """The team database, or None over layer files."""
         return self._database
 
+    @property
+    def actor(self) -> str:
+        """Whom this process acts as (:attr:`Places.actor`)."""
+        return self.places.actor
+
     @cached_property
-    def tokens(self) -> PgTokenStore | None:
-        """The team database's tokens; None over layer files, whose server reads the
-        token file (``sediment token``)."""
+    def tokens(self) -> TokenStore | PgTokenStore:
+        """The actor tokens a server over this workspace checks: the team database's, or
+        over layer files the token file (``sediment token``)."""
         if self._database is None:
-            return None
+            from sediment.auth import TokenStore
+
+            return TokenStore(self.places.tokens_file)
         from sediment.pg.tokens import PgTokenStore
 
         return PgTokenStore(self._database)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -24,6 +25,7 @@ from sediment.server import build_server
 from sediment.server.prompts import SYSTEM_HEADER, serve_personas
 from sediment.store import LayerSet
 from tests.agents.project import SEDIMENT, env, write_project
+from tests.conftest import files_workspace
 from tests.mcp.conftest import TOKEN, start_http, stop
 
 TIMEOUT = 60
@@ -66,9 +68,9 @@ async def _check_prompts(client: Client) -> None:
 
 
 def test_prompts_in_memory(project: Path) -> None:
-    service = ContextService(LayerSet.from_directory(project), HashEmbedder(), root=project)
-    server = build_server(service)
-    serve_personas(server, service, load_config(project, env={}).agents.values())
+    ws = files_workspace(project, root=project)
+    server = build_server(ws)
+    serve_personas(server, ws, load_config(project, env={}).agents.values())
 
     async def main() -> None:
         with anyio.fail_after(TIMEOUT):
@@ -217,9 +219,7 @@ end
 '''
 
 
-def test_a_persona_reads_as_the_actor_it_is_rendered_for(tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch
-                                                          ) -> None:
+def test_a_persona_reads_as_the_actor_it_is_rendered_for(tmp_path: Path) -> None:
     """Another actor's local note stays out of a persona's search, as out of their own."""
     root = write_project(tmp_path / "acme")
     (root / "agents" / "lister.lua").write_text(LISTER)
@@ -228,16 +228,19 @@ def test_a_persona_reads_as_the_actor_it_is_rendered_for(tmp_path: Path,
     service = ContextService(LayerSet.from_directory(root), HashEmbedder(), root=root)
     service.write(WriteRequest(content="Alice's private plan: rotate the payments keys.",
                                kind="note", confidence=0.9), actor="alice")
-    server = build_server(service)
-    serve_personas(server, service, load_config(root, env={}).agents.values())
 
-    async def render(actor: str) -> str:
-        monkeypatch.setenv("SEDIMENT_ACTOR", actor)
+    def server_of(actor: str) -> Any:
+        ws = files_workspace(root, actor, root=root)  # the server's own actor, no token
+        server = build_server(ws)
+        serve_personas(server, ws, load_config(root, env={}).agents.values())
+        return server
+
+    async def render(server: Any) -> str:
         with anyio.fail_after(TIMEOUT):
             async with Client(server) as client:
                 got = await client.get_prompt("lister", {"topic": "payments keys plan"})
         return got.messages[0].content.text  # type: ignore[union-attr]
 
-    assert "Alice's private plan" in anyio.run(render, "alice")
-    bob = anyio.run(render, "bob")
+    assert "Alice's private plan" in anyio.run(render, server_of("alice"))
+    bob = anyio.run(render, server_of("bob"))
     assert bob.startswith(SYSTEM_HEADER + "found:") and "Alice's private plan" not in bob

@@ -16,6 +16,7 @@ from sediment.ops.service import ContextService
 from sediment.server import build_server
 from sediment.server.prompts import ServiceContext, add_prompts
 from sediment.store import LayerSet
+from tests.conftest import files_workspace
 from tests.mcp.conftest import make_store
 
 TOOLS = frozenset({"agents_search"})
@@ -231,8 +232,8 @@ def test_the_server_keeps_serving_after_bad_scripts(tmp_path: Path,
         "fails": persona(tmp_path, "error('boom')", name="fails"),
     }
     good = persona(tmp_path, "return { system = 'fine' }", name="good")
-    server = build_server(context.service)
-    add_prompts(server, Registry([*bad.values(), good]), context)
+    server = build_server(files_workspace(context.service.layerset))
+    add_prompts(server, Registry([*bad.values(), good]), context, "tester")
 
     async def main() -> None:
         with anyio.fail_after(120):

@@ -84,3 +84,23 @@ def test_memories_and_context_through_the_python_api(project: Path,
         assert note not in [h.id for h in bob.search("Alice's own note on the deploy")]
     owner = sediment_pkg.open(project)  # no actor: reads as the machine's owner, as the CLI
     assert owner.get(note) is not None
+
+
+def test_the_environment_reaches_the_python_api(project: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sediment.open`` is an adapter: it reads the environment once, as the CLI does,
+    and hands its workspace the actor, the data directory and the dedup threshold."""
+    monkeypatch.setenv("SEDIMENT_ACTOR", "ada")
+    monkeypatch.setenv("SEDIMENT_DATA_DIR", str(project / "mine"))
+    monkeypatch.setenv("SEDIMENT_MEMORY_DEDUP", "0.5")
+    with sediment_pkg.open(project) as store:
+        assert (store.actor, store.workspace.actor) == ("ada", "ada")
+        assert store.workspace.memory.dedup_threshold == 0.5
+        saved = store.save_memory("The user prefers tabs over spaces.", "preference",
+                                  scope="user")
+        assert saved["status"] == "created", saved
+        assert list((project / "mine").rglob("*.db")), "the user memory is not in the data dir"
+    monkeypatch.setenv("SEDIMENT_MEMORY_DEDUP", "most")
+    with pytest.raises(sediment_pkg.ConfigError,
+                       match="SEDIMENT_MEMORY_DEDUP='most' is not a number"):
+        sediment_pkg.open(project)

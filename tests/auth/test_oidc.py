@@ -232,7 +232,7 @@ def test_the_app_behind_never_sees_the_token_and_a_write_needs_its_scope(
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"{}"})
 
-    auth = ActorAuth(app, FailClosed(TokenStore(tmp_path / "tokens.json")),
+    auth = ActorAuth(app, FailClosed(TokenStore(tmp_path / "tokens.json")), actor="server",
                      oauth=ResourceServer(JwtVerifier(settings(provider)), "/mcp"))
     reader = provider.token("reader", RESOURCE)
 

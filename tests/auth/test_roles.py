@@ -28,13 +28,10 @@ from sediment.auth.roles import (
     allowed,
     tool_permission,
 )
-from sediment.embed import HashEmbedder
 from sediment.errors import PermissionDeniedError
-from sediment.ops.service import ContextService
 from sediment.server import build_server
 from sediment.server.tools import LEGACY_TOOL_NAMES
-from sediment.store import LayerSet
-from tests.conftest import Runner
+from tests.conftest import Runner, files_workspace
 from tests.mcp.conftest import HttpServer, make_store, start_http, stop
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,8 +92,7 @@ def test_roles_grow_by_inclusion_and_unknown_roles_hold_nothing() -> None:
 
 
 def test_every_tool_the_server_has_is_in_the_table(tmp_path: Path) -> None:
-    server = build_server(ContextService(LayerSet.from_directory(make_store(tmp_path / "s")),
-                                         HashEmbedder()))
+    server = build_server(files_workspace(make_store(tmp_path / "s")))
 
     async def main() -> set[str]:
         return {t.name for t in await server.list_tools()}

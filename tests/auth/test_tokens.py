@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from sediment.auth import TokenStore
-from sediment.server.principals import token_path
+from sediment.config import Environment, tokens_file
 from sediment.server.web._auth import Sessions
 from tests.conftest import run_sediment
 from tests.mcp.conftest import SEDIMENT, free_port, make_store, stop
@@ -59,7 +59,7 @@ def test_token_create_takes_an_expiry() -> None:
     assert "expires " in listed.splitlines()[1] and "bob" in listed.splitlines()[1]
     while time.time() * 1000 < out["expires_at_ms"] + 100:
         time.sleep(0.1)
-    assert TokenStore(token_path()).verify(out["token"]) is None
+    assert TokenStore(tokens_file(Environment.read())).verify(out["token"]) is None
     assert "expired " in sediment("token", "list").stdout.splitlines()[0]
     for bad in ("0d", "soon", "-1h", "1y", "9999999d"):
         p = sediment("token", "create", "--actor", "alice", "--expires", bad)

@@ -12,12 +12,10 @@ import pytest
 from mcp import Client
 from sediment.context import count_tokens
 from sediment.embed import HashEmbedder
-from sediment.ops.service import ContextService
 from sediment.pg.database import Database
 from sediment.server import build_server
-from sediment.server.principals import places
-from sediment.store import LayerSet
 from sediment.workspace import Workspace
+from tests.conftest import env_places, files_workspace
 from tests.context.conftest import BACKENDS
 from tests.context.test_query_feedback import (
     DISTRACTORS,
@@ -45,15 +43,13 @@ def server(request: pytest.FixtureRequest, tmp_path: Path,
     """The server with the context (and memory) services of each backend."""
     monkeypatch.setenv("SEDIMENT_ACTOR", "ralph")
     monkeypatch.setenv("SEDIMENT_DATA_DIR", str(tmp_path / "data"))
-    service = ContextService(LayerSet.from_directory(make_store(tmp_path / "store")),
-                             HashEmbedder())
     if request.param == "files":
-        yield build_server(service)
+        yield build_server(files_workspace(make_store(tmp_path / "store")))
         return
     team = Workspace.over_database(Database(request.getfixturevalue("pg_url")),
-                                   HashEmbedder(), places())
+                                   HashEmbedder(), env_places())
     try:
-        yield build_server(service, memory=team.memory, context=team.context)
+        yield build_server(team)
     finally:
         team.close()
 

@@ -19,13 +19,10 @@ from mcp import Client
 from sediment.credentials import MAX_METADATA_DEPTH, check_metadata
 from sediment.embed import HashEmbedder
 from sediment.errors import ValidationError
-from sediment.ops.service import ContextService
 from sediment.pg.database import Database
 from sediment.server import build_server
-from sediment.server.principals import places
-from sediment.store import LayerSet
 from sediment.workspace import Workspace
-from tests.conftest import Runner
+from tests.conftest import Runner, env_places, files_workspace
 from tests.context.conftest import BACKENDS
 from tests.mcp.conftest import make_store
 
@@ -46,15 +43,13 @@ def server(request: pytest.FixtureRequest, tmp_path: Path,
            monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.setenv("SEDIMENT_ACTOR", "ralph")
     monkeypatch.setenv("SEDIMENT_DATA_DIR", str(tmp_path / "data"))
-    service = ContextService(LayerSet.from_directory(make_store(tmp_path / "store")),
-                             HashEmbedder())
     if request.param == "files":
-        yield build_server(service)
+        yield build_server(files_workspace(make_store(tmp_path / "store")))
         return
     team = Workspace.over_database(Database(request.getfixturevalue("pg_url")),
-                                   HashEmbedder(), places())
+                                   HashEmbedder(), env_places())
     try:
-        yield build_server(service, memory=team.memory, context=team.context)
+        yield build_server(team)
     finally:
         team.close()
 

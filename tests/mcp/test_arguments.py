@@ -10,16 +10,13 @@ import anyio
 import pytest
 
 from mcp import Client
-from sediment.embed import HashEmbedder
-from sediment.ops.service import ContextService
 from sediment.server import build_server
-from sediment.store import LayerSet
+from tests.conftest import files_workspace
 from tests.mcp.conftest import make_store
 
 
 def _call(tmp_path: Path, arguments: dict[str, Any]) -> tuple[bool, str]:
-    server = build_server(ContextService(LayerSet.from_directory(make_store(tmp_path / "s")),
-                                         HashEmbedder()))
+    server = build_server(files_workspace(make_store(tmp_path / "s")))
 
     async def main() -> tuple[bool, str]:
         async with Client(server) as client:

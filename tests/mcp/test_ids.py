@@ -14,17 +14,15 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from mcp import Client
-from sediment.embed import HashEmbedder
-from sediment.ops.service import ContextService
 from sediment.server import build_server
-from sediment.store import LayerSet
+from tests.conftest import files_workspace
 
 BAD_TEXT = ["²", "٣", "9" * 5000, "0", "-1", " 1", "1 ", "1_0"]
 BAD_NUMBERS = [0, -1, 2**32, 10**5000]
 
 
 def test_bad_ids_in_sources_resources_and_proposals(store: Path) -> None:
-    server = build_server(ContextService(LayerSet.from_directory(store), HashEmbedder()))
+    server = build_server(files_workspace(store))
     write = {"content": "c", "kind": "note", "confidence": 0.5}
 
     async def main() -> None:

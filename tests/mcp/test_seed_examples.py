@@ -22,11 +22,8 @@ import pytest
 import yaml
 
 from mcp import Client
-from sediment.embed import HashEmbedder
-from sediment.ops.service import ContextService
 from sediment.server import build_server
-from sediment.store import LayerSet
-from tests.conftest import Runner, shared
+from tests.conftest import Runner, files_workspace, shared
 from tests.mcp.conftest import make_store
 
 SEEDS = shared("seeds")
@@ -59,8 +56,7 @@ def tool_schemas(store: Path) -> dict[str, dict[str, Any]]:
 
 
 def server(store: Path) -> Any:
-    return build_server(ContextService(LayerSet.from_directory(store), HashEmbedder(),
-                                       root=store))
+    return build_server(files_workspace(store, root=store))
 
 
 def json_types(prop: dict[str, Any]) -> set[str]:

@@ -14,13 +14,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from mcp import Client
-from sediment.embed import HashEmbedder
+from sediment.auth import TokenStore
 from sediment.errors import ConfigError
 from sediment.format import LayerFile
-from sediment.ops.service import ContextService
 from sediment.server import build_server, check_binding, is_loopback
 from sediment.server.hosts import loopback_names
-from sediment.store import LayerSet
+from tests.conftest import files_workspace
 from tests.mcp.conftest import SEDIMENT, TOKEN, HttpServer, start_http, stop
 from tests.mcp.flow import run_flow
 
@@ -34,7 +33,7 @@ def stdio_params(store: Path, *extra: str) -> StdioServerParameters:
 
 
 def test_in_memory(store: Path) -> None:
-    server = build_server(ContextService(LayerSet.from_directory(store), HashEmbedder()))
+    server = build_server(files_workspace(store))
 
     async def main() -> None:
         with anyio.fail_after(TIMEOUT):
@@ -111,17 +110,18 @@ def test_http_checks_host_and_origin_on_every_loopback_bind(store: Path, host: s
     ("0:0:0:0:0:0:0:1", True), ("localhost", True), ("0.0.0.0", False), ("::", False),
     ("10.1.2.3", False), ("LOCALHOST", False), ("localhost.", False),
     ("127.0.0.1.example.org", False), ("::ffff:127.0.0.1", False), ("", False)])
-def test_which_binds_need_a_token(host: str, loopback: bool) -> None:
+def test_which_binds_need_a_token(host: str, loopback: bool, tmp_path: Path) -> None:
     assert is_loopback(host) is loopback
+    none = TokenStore(tmp_path / "tokens.json")
     if loopback:
-        check_binding(host, None)
+        check_binding(host, None, none)
         hosts = loopback_names(host)
         assert {"127.0.0.1", "localhost", "[::1]"} <= set(hosts)
         assert all("evil" not in h for h in hosts)
     else:
         with pytest.raises(ConfigError, match="needs a bearer token"):
-            check_binding(host, None)
-        check_binding(host, TOKEN)
+            check_binding(host, None, none)
+        check_binding(host, TOKEN, none)
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "127.0.0.1.example.org"])

@@ -15,13 +15,11 @@ from mcp import Client
 from sediment.embed import HashEmbedder
 from sediment.format import LayerFile
 from sediment.memory import FileMemoryStore, MemoryService
-from sediment.ops.service import ContextService
 from sediment.pg.database import Database
 from sediment.server import build_server
-from sediment.server.principals import places
 from sediment.store import LayerSet
 from sediment.workspace import Workspace
-from tests.conftest import Runner
+from tests.conftest import Runner, env_places, files_workspace
 from tests.mcp.conftest import SEDIMENT, make_store
 from tests.memory.conftest import BACKENDS
 from tests.pg.team import seed_project
@@ -33,11 +31,10 @@ def text_of(result: Any) -> str:
     return "\n".join(getattr(c, "text", "") for c in result.content)
 
 
-def server_for(store: Path, actor: str, monkeypatch: pytest.MonkeyPatch,
-               memory: MemoryService | None = None) -> Any:
-    monkeypatch.setenv("SEDIMENT_ACTOR", actor)
-    return build_server(ContextService(LayerSet.from_directory(store), HashEmbedder()),
-                        memory=memory)
+def server_for(store: Path, actor: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The server over ``store``'s layers whose own actor (a caller without a token) is
+    ``actor``."""
+    return build_server(files_workspace(store, actor))
 
 
 def files_of(root: Path) -> dict[str, bytes]:
@@ -129,14 +126,15 @@ def test_bad_input_is_an_error_naming_the_field_and_writes_nothing(
 def test_another_actors_memory_is_not_found(store: Path, monkeypatch: pytest.MonkeyPatch,
                                             backend: str,
                                             request: pytest.FixtureRequest) -> None:
-    memory = None
-    if backend == "postgres":
+    def server(actor: str) -> Any:
+        if backend != "postgres":
+            return server_for(store, actor, monkeypatch)
         team = Workspace.over_database(Database(request.getfixturevalue("pg_url")),
-                                       HashEmbedder(), places())
+                                       HashEmbedder(), env_places(actor))
         request.addfinalizer(team.close)
-        memory = team.memory
-    alice = server_for(store, "alice", monkeypatch, memory)
-    bob = server_for(store, "bob", monkeypatch, memory)
+        return build_server(team)
+
+    alice, bob = server("alice"), server("bob")
 
     async def main() -> None:
         with anyio.fail_after(TIMEOUT):

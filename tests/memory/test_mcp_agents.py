@@ -10,10 +10,8 @@ import anyio
 import pytest
 
 from mcp import Client
-from sediment.embed import HashEmbedder
-from sediment.ops.service import ContextService
 from sediment.server import build_server
-from sediment.store import LayerSet
+from tests.conftest import files_workspace
 from tests.mcp.conftest import make_store
 
 TIMEOUT = 60
@@ -24,8 +22,7 @@ def text_of(result: Any) -> str:
 
 
 def server_for(store: Path, actor: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("SEDIMENT_ACTOR", actor)
-    return build_server(ContextService(LayerSet.from_directory(store), HashEmbedder()))
+    return build_server(files_workspace(store, actor))
 
 
 async def _call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:

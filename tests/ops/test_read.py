@@ -23,6 +23,7 @@ from sediment.ops.service import ContextService
 from sediment.server import build_server
 from sediment.server.prompts import ServiceContext
 from sediment.store import LayerName, LayerSet, NewChunk
+from tests.conftest import files_workspace
 
 BASE = [
     (1, "canonical", "# Payments runbook\n\nWhen payments fail, look here.", "runbooks/pay.md:1"),
@@ -127,7 +128,7 @@ def test_the_source_filter(layers: LayerSet, value: str, paths: set[str]) -> Non
 
 
 def test_the_tools_over_mcp(layers: LayerSet) -> None:
-    server = build_server(ContextService(layers, HashEmbedder()))
+    server = build_server(files_workspace(layers))
 
     async def main() -> None:
         async with Client(server) as client:

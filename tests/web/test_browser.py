@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from sediment.server.principals import default_actor
+from sediment.config import Environment, process_actor
 from tests.conftest import Runner
 from tests.mcp.conftest import TOKEN
 from tests.web.browser import axe_violations, launch, page_width
@@ -149,8 +149,8 @@ def test_forget_a_memory_and_hostile_memories_never_run(browser: Any, site: Site
         page.get_by_role("button", name=f"Forget memory {target}").click()
     expect(page.get_by_text(f"Forgot memory {target}.")).to_be_visible()
     assert page.locator(f"#m-{target}").count() == 0 and page.locator(f"#m-{kept}").count() == 1
-    listed = sediment("memory", "list", "--actor", default_actor(), "--dir", str(site.store),
-                      "--json").json()
+    listed = sediment("memory", "list", "--actor", process_actor(Environment.read()),
+                      "--dir", str(site.store), "--json").json()
     ids = {m["id"] for m in listed["memories"]}
     assert target not in ids and kept in ids
     page.goto(f"{site.base}/ui/memories/{hostile}")

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sediment.config import Environment, process_actor
 from sediment.embed import HashEmbedder
 from sediment.ops.propose import propose
 from sediment.ops.requests import WriteRequest, parse
 from sediment.ops.write import write_context
-from sediment.server.principals import default_actor
 from sediment.store import LayerSet
 from tests.conftest import Runner
 from tests.mcp.conftest import make_store
@@ -47,7 +47,7 @@ def test_cli_decisions_name_the_reviewer(sediment: Runner, tmp_path: Path) -> No
              env={"SEDIMENT_ACTOR": "erin"})
     assert _reviewer(sediment, store, third) == "erin"
     sediment("proposals", "accept", str(fourth), "--dir", str(store))
-    assert _reviewer(sediment, store, fourth) == default_actor({}) != ""
+    assert _reviewer(sediment, store, fourth) == process_actor(Environment.read({})) != ""
 
 
 def test_a_blank_reviewer_is_refused(sediment: Runner, tmp_path: Path) -> None:

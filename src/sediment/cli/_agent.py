@@ -27,17 +27,17 @@ if TYPE_CHECKING:
 def _personas(ctx: click.Context, embedder_name: str | None, layer_dir: Path | None,
               **paths: Path | None) -> tuple[Registry, ServiceContext]:
     from sediment.agents.workers import size_default_pool
+    from sediment.config import places
     from sediment.server import build_server
-    from sediment.server.principals import places
     from sediment.server.prompts import serve_personas
     from sediment.workspace import Workspace
 
     cfg = get_config(ctx)
     size_default_pool(cfg.env.persona_workers)
     ws = Workspace.over_files(open_layerset(cfg, layer_dir, **paths),
-                              build_embedder(cfg, embedder_name), places(),
+                              build_embedder(cfg, embedder_name), places(cfg.env),
                               root=layer_dir or cfg.root)
-    return serve_personas(build_server(ws.service), ws.service, cfg.agents.values())
+    return serve_personas(build_server(ws), ws, cfg.agents.values())
 
 
 @cli.group()

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from sediment.cli._app import cli
-from sediment.cli._options import get_config, json_option, store_option
+from sediment.cli._options import get_config, json_option, own_actor, store_option
 from sediment.cli._output import emit_json, visible
 from sediment.cli._workspace import open_workspace
 from sediment.context import CONTEXT_TYPES, ContextLoop, resolve
@@ -26,7 +26,6 @@ from sediment.context.skills import (
 )
 from sediment.context.tokens import SAFETY_MARGIN, tokenizer_name
 from sediment.errors import ValidationError
-from sediment.server.principals import default_actor
 
 
 def _loop(ctx: click.Context, store: str | None, layer_dir: Path | None,
@@ -35,7 +34,7 @@ def _loop(ctx: click.Context, store: str | None, layer_dir: Path | None,
     actor's rows of the PostgreSQL store (cli/_team.py); pending access counts are written
     when the command ends."""
     ws = ctx.with_resource(open_workspace(get_config(ctx), store, layer_dir, embedder_name))
-    return ws.context.of(actor or default_actor())
+    return ws.context.of(actor or own_actor())
 
 
 def _common(f: Any) -> Any:
@@ -89,7 +88,7 @@ def relevant_cmd(ctx: click.Context, /, query: str, max_items: int, types: tuple
                  store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """The items most relevant to QUERY, each with its four ranking factors."""
     out = _loop(ctx, store, layer_dir, embedder_name, actor).get_relevant_context(
-        actor or default_actor(), query, max_items, list(types) or None, min_score,
+        actor or own_actor(), query, max_items, list(types) or None, min_score,
         None, run_id, archived, across)
     if as_json:
         emit_json(out)
@@ -119,7 +118,7 @@ def inject_cmd(ctx: click.Context, /, query: str, max_tokens: int | None,
     loop = _loop(ctx, store, layer_dir, embedder_name, actor)
     s = loop.settings
     out = loop.get_relevant_context(
-        actor or default_actor(), query, max_items or s.max_items_per_query,
+        actor or own_actor(), query, max_items or s.max_items_per_query,
         list(types) or list(s.context_types), s.min_relevance_score if min_score is None
         else min_score, max_tokens or s.max_context_tokens, run_id, False, across)
     if as_json:
@@ -150,7 +149,7 @@ def store_cmd(ctx: click.Context, /, content: str, context_type: str, tags: tupl
         if not isinstance(meta, dict):
             raise ValidationError("--metadata: must be a JSON object")
     out = _loop(ctx, store, layer_dir, embedder_name, actor).store_context(
-        actor or default_actor(), content, context_type, tags, meta, run_id)
+        actor or own_actor(), content, context_type, tags, meta, run_id)
     if as_json:
         emit_json(out)
     else:
@@ -173,7 +172,7 @@ def iteration_cmd(ctx: click.Context, /, iteration: int, summary: str, failed: b
                   store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """Record the result of ITERATION."""
     out = _loop(ctx, store, layer_dir, embedder_name, actor).store_iteration_result(
-        actor or default_actor(), iteration, summary, not failed, duration_ms, tokens_used,
+        actor or own_actor(), iteration, summary, not failed, duration_ms, tokens_used,
         cost, (), (), error, run_id)
     if as_json:
         emit_json(out)
@@ -190,7 +189,7 @@ def history_cmd(ctx: click.Context, /, last_n: int, run_id: str, actor: str | No
                 store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """The last iterations of a run."""
     out = _loop(ctx, store, layer_dir, embedder_name, actor).get_iteration_history(
-        actor or default_actor(), last_n, run_id)
+        actor or own_actor(), last_n, run_id)
     if as_json:
         emit_json(out)
     else:
@@ -208,7 +207,7 @@ def skills_cmd(ctx: click.Context, /, tags: tuple[str, ...], min_score: float,
                as_json: bool) -> None:
     """Skills, most useful first."""
     out = _loop(ctx, store, layer_dir, embedder_name, actor).get_skills(
-        actor or default_actor(), list(tags) or None, min_score)
+        actor or own_actor(), list(tags) or None, min_score)
     if as_json:
         emit_json(out)
     else:
@@ -226,7 +225,7 @@ def mark_cmd(ctx: click.Context, /, item_id: str, helpful: bool, reason: str | N
              as_json: bool) -> None:
     """Record whether ITEM_ID helped."""
     out = _loop(ctx, store, layer_dir, embedder_name, actor).mark_useful(
-        actor or default_actor(), item_id, helpful, reason)
+        actor or own_actor(), item_id, helpful, reason)
     if as_json:
         emit_json(out)
     else:
@@ -242,7 +241,7 @@ def summarize_cmd(ctx: click.Context, /, older: int, run_id: str | None, actor: 
                   store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """Summarize items older than N iterations and archive the oldest."""
     out = _loop(ctx, store, layer_dir, embedder_name, actor).summarize_old_context(
-        actor or default_actor(), older, run_id)
+        actor or own_actor(), older, run_id)
     if as_json:
         emit_json(out)
     else:
@@ -262,7 +261,7 @@ def prune_cmd(ctx: click.Context, /, min_score: float, actor: str | None,
     prune_after_iterations and never marked helpful.
     """
     loop = _loop(ctx, store, layer_dir, embedder_name, actor)
-    out = loop.prune(actor or default_actor(), min_score)
+    out = loop.prune(actor or own_actor(), min_score)
     if as_json:
         emit_json(out)
         return
@@ -276,7 +275,7 @@ def prune_cmd(ctx: click.Context, /, min_score: float, actor: str | None,
 def stats_cmd(ctx: click.Context, /, actor: str | None, embedder_name: str | None,
               store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """Counts by type and lifecycle state, feedback, runs and size."""
-    out = _loop(ctx, store, layer_dir, embedder_name, actor).stats(actor or default_actor())
+    out = _loop(ctx, store, layer_dir, embedder_name, actor).stats(actor or own_actor())
     if as_json:
         emit_json(out)
         return
@@ -322,7 +321,7 @@ def import_cmd(ctx: click.Context, /, source: Path, actor: str | None,
     """Import an ACE skillbook (a .json file) or an Agent Skills folder (*/SKILL.md)."""
     skills = read_agent_skills(source) if source.is_dir() else read_ace(source)
     loop = _loop(ctx, store, layer_dir, embedder_name, actor)
-    out = loop.import_skills(actor or default_actor(), skills)
+    out = loop.import_skills(actor or own_actor(), skills)
     if as_json:
         emit_json(out)
     else:
@@ -338,7 +337,7 @@ def export_cmd(ctx: click.Context, /, target: Path, fmt: str, actor: str | None,
                embedder_name: str | None,
                store: str | None, layer_dir: Path | None, as_json: bool) -> None:
     """Export your skills as an ACE skillbook file or an Agent Skills folder."""
-    rows = _loop(ctx, store, layer_dir, embedder_name, actor).get_skills(actor or default_actor(),
+    rows = _loop(ctx, store, layer_dir, embedder_name, actor).get_skills(actor or own_actor(),
                                                             None, 0.0)["skills"]
     n = write_ace(target, rows) if fmt == "ace" else write_agent_skills(target, rows)
     if as_json:

@@ -176,9 +176,9 @@ def _import_format(ctx: click.Context, fmt: str, source: Path, scope: str | None
                    layer_dir: Path | None, dry_run: bool, actor: str | None,
                    store: str | None, embedder_name: str | None, as_json: bool) -> None:
     from sediment.cli._memory import _service
+    from sediment.cli._options import own_actor
     from sediment.interop import FORMATS as KNOWN
     from sediment.interop import run_import
-    from sediment.server.principals import default_actor
 
     if not source.exists():
         raise click.BadParameter(f"{source} does not exist", param_hint="SOURCE")
@@ -197,7 +197,7 @@ def _import_format(ctx: click.Context, fmt: str, source: Path, scope: str | None
                        f"{visible(row['content'])}")
 
     with _service(ctx, store, layer_dir, embedder_name, {}) as svc:
-        report = run_import(svc, fmt, spec.read, source, actor=actor or default_actor(),
+        report = run_import(svc, fmt, spec.read, source, actor=actor or own_actor(),
                             scope=where, dry_run=dry_run, on_item=show)
     if as_json:
         out = report.to_dict()
@@ -207,7 +207,7 @@ def _import_format(ctx: click.Context, fmt: str, source: Path, scope: str | None
         return
     for remark in report.notes:
         note(f"note: {remark}")
-    who = ", ".join(sorted(report.actors)) or (actor or default_actor())
+    who = ", ".join(sorted(report.actors)) or (actor or own_actor())
     if dry_run:
         click.echo(f"dry run: would save {_memories(report.new)} ({report.existing} "
                    f"already stored) as {visible(who)} in {where} scope; nothing was written")
@@ -224,12 +224,12 @@ def _export_format(ctx: click.Context, fmt: str, out: Path, scope: str | None,
                    category: str | None, layer_dir: Path | None, actor: str | None,
                    store: str | None, embedder_name: str | None, as_json: bool) -> None:
     from sediment.cli._memory import _service
+    from sediment.cli._options import own_actor
     from sediment.interop import FORMATS as KNOWN
     from sediment.interop import gather, write_tree
-    from sediment.server.principals import default_actor
 
     spec = KNOWN[fmt]
-    actors = [a.strip() for a in (actor or default_actor()).split(",") if a.strip()]
+    actors = [a.strip() for a in (actor or own_actor()).split(",") if a.strip()]
     chosen = None if scope == "all" else (scope or spec.default_scope)
     with _service(ctx, store, layer_dir, embedder_name, {}) as svc:
         memories = gather(svc, actors, chosen, category)

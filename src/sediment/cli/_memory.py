@@ -19,12 +19,12 @@ from sediment.cli._app import cli
 from sediment.cli._options import (
     get_config,
     json_option,
+    own_actor,
     store_layer_options,
 )
 from sediment.cli._output import emit_json, visible
 from sediment.cli._workspace import open_workspace
 from sediment.memory import CATEGORIES, MAX_LIMIT, MemoryService
-from sediment.server.principals import default_actor
 
 SCOPES = ("user", "project", "global")
 
@@ -103,7 +103,7 @@ def save_cmd(ctx: click.Context, /, content: str, category: str, source: str, sc
              **paths: Path | None) -> None:
     """Save a memory (a near-duplicate of one of yours in the scope is superseded)."""
     with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        out = svc.save(actor or default_actor(), content, category, source, scope,
+        out = svc.save(actor or own_actor(), content, category, source, scope,
                        context_name, list(related) or None, human=True)
     if as_json:
         emit_json(out)
@@ -133,7 +133,7 @@ def recall_cmd(ctx: click.Context, /, query: str, category: str | None, scope: s
                **paths: Path | None) -> None:
     """Find your memories relevant to QUERY (counts a use of each one shown)."""
     with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        out = svc.recall(actor or default_actor(), query, category, scope, limit, min_score)
+        out = svc.recall(actor or own_actor(), query, category, scope, limit, min_score)
     if as_json:
         emit_json(out)
         return
@@ -153,7 +153,7 @@ def list_cmd(ctx: click.Context, /, category: str | None, scope: str | None, lim
              layer_dir: Path | None, as_json: bool, **paths: Path | None) -> None:
     """List your active memories, most used first, then newest."""
     with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        out = svc.list_memories(actor or default_actor(), category, limit, scope)
+        out = svc.list_memories(actor or own_actor(), category, limit, scope)
     if as_json:
         emit_json(out)
         return
@@ -172,7 +172,7 @@ def show_cmd(ctx: click.Context, /, memory_id: str, actor: str | None,
     """Show a memory, its versions (the supersession chain), context, relationships and
     use history."""
     with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        out = svc.show(actor or default_actor(), memory_id)
+        out = svc.show(actor or own_actor(), memory_id)
     if as_json:
         emit_json(out)
         return
@@ -212,7 +212,7 @@ def update_cmd(ctx: click.Context, /, memory_id: str, content: str | None,
     updates = {k: v for k, v in (("content", content), ("category", category),
                                  ("confidence", confidence)) if v is not None}
     with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        out = svc.update(actor or default_actor(), memory_id, updates, human=True)
+        out = svc.update(actor or own_actor(), memory_id, updates, human=True)
     if as_json:
         emit_json(out)
     else:
@@ -228,7 +228,7 @@ def forget_cmd(ctx: click.Context, /, memory_id: str, actor: str | None,
     """Forget a memory: gone from recall, lists and search at once (purge removes the
     text from disk)."""
     with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        out = svc.delete(actor or default_actor(), memory_id, human=True)
+        out = svc.delete(actor or own_actor(), memory_id, human=True)
     if as_json:
         emit_json(out)
     else:
@@ -246,7 +246,7 @@ def forget_all_cmd(ctx: click.Context, /, confirm: bool, scope: str | None, purg
                    layer_dir: Path | None, as_json: bool, **paths: Path | None) -> None:
     """Forget all your memories (user and project scope here); needs --yes."""
     with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        out = svc.forget_all(actor or default_actor(), confirm, scope, human=True,
+        out = svc.forget_all(actor or own_actor(), confirm, scope, human=True,
                              purge=purge)
     if as_json:
         emit_json(out)
@@ -269,7 +269,7 @@ def contexts_cmd(ctx: click.Context, /, name: str | None, description: str | Non
                  as_json: bool,
                  **paths: Path | None) -> None:
     """List your memory contexts; with NAME and options, describe or re-prioritise one."""
-    who = actor or default_actor()
+    who = actor or own_actor()
     with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
         if name is not None:
             svc.set_context(who, name, scope, description, priority)
@@ -292,7 +292,7 @@ def purge_cmd(ctx: click.Context, /, actor: str | None, embedder_name: str | Non
     """Remove your forgotten memories' text (and the versions they replaced) from disk,
     by rewriting the layers that hold them."""
     with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        out = svc.purge(actor or default_actor())
+        out = svc.purge(actor or own_actor())
     if as_json:
         emit_json(out)
     else:

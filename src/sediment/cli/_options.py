@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from sediment.cli._output import detail
-from sediment.config import Config, load_config, store_url
+from sediment.config import Config, load_config, process_actor, store_url
 from sediment.embed import DEFAULT_EMBEDDER, Embedder, make_configured
 from sediment.errors import ConfigError, NotFoundError
 from sediment.ingest import selector
@@ -30,6 +30,12 @@ def get_config(ctx: click.Context) -> Config:
         obj["config"] = load_config()
     cfg: Config = obj["config"]
     return cfg
+
+
+def own_actor() -> str:
+    """Whom the running command acts as without ``--actor``: ``SEDIMENT_ACTOR``, else the
+    OS user (:func:`sediment.config.process_actor` over the loaded configuration)."""
+    return process_actor(get_config(click.get_current_context()).env)
 
 
 def source_lines(cfg: Config, root: Path) -> SourceLines:

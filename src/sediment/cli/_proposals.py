@@ -35,10 +35,10 @@ def reviewer_option(f: Any) -> Any:
 def reviewer_name(given: str | None) -> str:
     """The reviewer a CLI decision records: ``--reviewer``, else the actor the other
     commands act as (``SEDIMENT_ACTOR``, else the OS user). Declared, not proven."""
-    from sediment.server.principals import default_actor
+    from sediment.cli._options import own_actor
     from sediment.server.web import clean_name
 
-    name = clean_name(given) if given is not None else default_actor()
+    name = clean_name(given) if given is not None else own_actor()
     if name is None:
         raise ValidationError(f"--reviewer {given!r}: give 1 to 64 printable characters")
     return name

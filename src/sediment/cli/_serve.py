@@ -11,6 +11,7 @@ import anyio
 import click
 
 from sediment.agents.workers import close_workers, size_default_pool
+from sediment.auth import TokenStore
 from sediment.cli._app import cli
 from sediment.cli._oidc import oidc_options, oidc_settings
 from sediment.cli._options import (
@@ -25,7 +26,7 @@ from sediment.cli._options import (
 from sediment.cli._output import note, visible
 from sediment.cli._team import team_url
 from sediment.cli._workspace import open_served
-from sediment.config import Config
+from sediment.config import Config, tokens_file
 from sediment.errors import NotFoundError
 from sediment.format.mapguard import enable as enable_map_guard
 from sediment.server.lifecycle import on_shutdown
@@ -101,7 +102,8 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
                           loopback=is_loopback(host))
         if team_url(cfg, store, layer_dir, paths) is None:  # a team store requires tokens
             open_store(cfg, store, layer_dir, paths).close()  # the files exist, else an error
-            check_binding(host, token, oauth=bool(oidc_issuer))
+            check_binding(host, token, TokenStore(tokens_file(cfg.env)),
+                          oauth=bool(oidc_issuer))
         sock = bind_socket(host, port)
         oidc = oidc_settings(oidc_params, host=host, port=sock.getsockname()[1],
                              path=http_path, loopback=is_loopback(host))
@@ -137,11 +139,10 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
              f"for {', '.join(FILE_NAMES.values())}); serving an empty store that agents can "
              "write to")
     service = ws.service
-    server = build_server(service, memory=ws.memory, context=ws.context,
-                          flush_seconds=cfg.env.memory_flush_seconds)
+    server = build_server(ws, flush_seconds=cfg.env.memory_flush_seconds)
     on_shutdown(ws.close)  # after the memory tools' own flush, registered just now
     size_default_pool(cfg.env.persona_workers)
-    registry, context = serve_personas(server, service, cfg.agents.values(), agent=agent)
+    registry, context = serve_personas(server, ws, cfg.agents.values(), agent=agent)
     for line in registry.warnings():
         note(f"sediment: {line}")
     for broken in registry.broken():
@@ -169,7 +170,7 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     assert sock is not None
     from sediment.server.web import WebUI
 
-    mount_api(server, registry, context, host=host)
+    mount_api(server, registry, context, host=host, actor=ws.actor)
     oauth = web_sign_in = None
     if oidc is not None:
         from sediment.auth.oidc import JwtVerifier
@@ -184,12 +185,10 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
         click.echo(f"sediment: accepting access tokens from {visible(oidc.issuer)} for "
                    f"{visible(oidc.resource)} (metadata: {visible(oauth.metadata_url)})",
                    err=True)
-    ui = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host,
-               sources=source_lines(cfg, root or layer_dir or cfg.root),
-               context=ws.context, memory=ws.memory,
-               tokens=ws.tokens, oidc=web_sign_in)
+    ui = WebUI(ws, token=token, root=root or layer_dir or cfg.root, host=host,
+               sources=source_lines(cfg, root or layer_dir or cfg.root), oidc=web_sign_in)
     app = build_http_app(server, host=host, token=token, path=http_path, ui=ui,
-                         tokens=ws.tokens, oauth=oauth)
+                         tokens=ws.tokens, actor=ws.actor, oauth=oauth)
     from sediment.server.serving import serve_http
 
     if not no_warm_up:

@@ -15,18 +15,18 @@ import click
 
 from sediment.auth import ROLES, TokenStore
 from sediment.cli._app import cli
-from sediment.cli._options import get_config, json_option, store_option
+from sediment.cli._options import get_config, json_option, own_actor, store_option
 from sediment.cli._output import emit_json
-from sediment.config import store_url
-from sediment.server.principals import default_actor, token_path
+from sediment.config import store_url, tokens_file
 
 
 @contextmanager
 def _tokens(store: str | None) -> Iterator[Any]:
     """The token file, or the database token store of the store URL that resolves."""
-    url = store_url(get_config(click.get_current_context()), store)
+    cfg = get_config(click.get_current_context())
+    url = store_url(cfg, store)
     if url is None:
-        yield TokenStore(token_path())
+        yield TokenStore(tokens_file(cfg.env))
         return
     from sediment.pg.database import Database
     from sediment.pg.tokens import PgTokenStore
@@ -91,7 +91,7 @@ def create_cmd(actor: str, role: str, expires: str | None, project: str | None,
         else:
             if project is not None:
                 _existing_project(tokens, project)
-            secret, info = tokens.create(actor, role, until, created_by=default_actor(),
+            secret, info = tokens.create(actor, role, until, created_by=own_actor(),
                                          project=project)
     if as_json:
         emit_json({**info.to_dict(), "token": secret})

@@ -9,14 +9,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sediment.cli._app import cli
-from sediment.cli._options import get_config, json_option, store_option
+from sediment.cli._options import get_config, json_option, own_actor, store_option
 from sediment.cli._output import emit_json, visible
-from sediment.config import store_url
+from sediment.config import data_dir, store_url
 from sediment.errors import ConfigError, NotFoundError, PermissionDeniedError
 from sediment.pg import PgStore, Transfer, parse_store_url, pull, push
 from sediment.pg.memory_transfer import USER_LAYERS, pull_actor
 from sediment.pg.staging import Staging
-from sediment.server.principals import data_dir, default_actor
 from sediment.store import LayerSet
 
 if TYPE_CHECKING:
@@ -43,8 +42,9 @@ def _actor_files(actor: str | None) -> tuple[str, LayerSet]:
     """The actor (``--actor``, SEDIMENT_ACTOR, the OS user) and their own memory files."""
     from sediment.memory import FileMemoryStore
 
-    who = actor or default_actor()
-    files = FileMemoryStore(LayerSet({}), data_dir(), profile=None, dim=0)
+    who = actor or own_actor()
+    where = data_dir(get_config(click.get_current_context()).env)
+    files = FileMemoryStore(LayerSet({}), where, profile=None, dim=0)
     return who, files.actor_set(who)
 
 
@@ -71,15 +71,15 @@ def _context_store(directory: Path, profile: dict[str, Any] | None, dim: int
 
     cfg = get_config(click.get_current_context())
     settings, _ = resolve(cfg.context)
-    where = context_dir(settings, directory, data_dir(), cfg.env.context_session)
+    where = context_dir(settings, directory, data_dir(cfg.env), cfg.env.context_session)
     return FileContextStore(where, profile=profile, dim=dim)
 
 
 def _push_context(target: PgStore, directory: Path, actor: str, *, check_only: bool) -> int:
-    """Check (``check_only``) or push the directory's context store as ``actor``'s."""
+    """Check (``check_only``) or push the directory's context store as ``actor``'s, over
+    the store's own pool (one per process, as every other path)."""
     from sediment.format.profile import check_compatible
     from sediment.pg.context_transfer import push_context, refuse_if_present
-    from sediment.pg.database import Database
 
     probe = _context_store(directory, None, 0)
     stored = probe.stored_schema()
@@ -93,15 +93,11 @@ def _push_context(target: PgStore, directory: Path, actor: str, *, check_only: b
                          consequence="its items could not be searched with the server's "
                                      "embedder")
     files = _context_store(directory, profile, dim)
-    db = Database(target.url, size=1, statement_timeout_ms=0)
-    try:
-        if check_only:
-            with db.connection() as conn:
-                refuse_if_present(conn, target.project, actor)
-            return 0
-        return push_context(db, actor, files.parts(), schema.dim if schema else 0)
-    finally:
-        db.close()
+    if check_only:
+        with target.db.connection() as conn:
+            refuse_if_present(conn, target.project, actor)
+        return 0
+    return push_context(target.db, actor, files.parts(), schema.dim if schema else 0)
 
 
 def _pull_context(source: PgStore, directory: Path, actor: str, force: bool
@@ -109,7 +105,6 @@ def _pull_context(source: PgStore, directory: Path, actor: str, force: bool
     """Read ``actor``'s context from the server (refusing an existing store unless
     ``force``); the returned step writes it into the directory's store."""
     from sediment.pg.context_transfer import pull_context
-    from sediment.pg.database import Database
 
     schema = source.schema()
     if schema is None or not schema.dim:
@@ -119,11 +114,7 @@ def _pull_context(source: PgStore, directory: Path, actor: str, force: bool
     if not files.is_empty() and not force:
         raise PermissionDeniedError(f"{files.directory} already holds a context store; "
                                     "pass --force to replace it")
-    db = Database(source.url, size=1, statement_timeout_ms=0)
-    try:
-        parts = pull_context(db, actor, schema.dim)
-    finally:
-        db.close()
+    parts = pull_context(source.db, actor, schema.dim)
 
     def write() -> int:
         files.replace(parts)
@@ -165,7 +156,7 @@ def push_cmd(store: str | None, project: str | None, layer_dir: Path | None,
     refused); its base is replaced only with --replace-base."""
     directory = _directory(layer_dir)
     own = _actor_files(actor) if user_memories else None
-    who = actor or default_actor()
+    who = actor or own_actor()
     with _store(store, project) as target:
         if with_context:
             _push_context(target, directory, who, check_only=True)
@@ -206,7 +197,7 @@ def pull_cmd(store: str | None, project: str | None, layer_dir: Path, force: boo
     directory = _directory(layer_dir)
     with _store(store, project) as source, Staging() as staging:
         source.require_project()
-        write_context = _pull_context(source, directory, actor or default_actor(), force) \
+        write_context = _pull_context(source, directory, actor or own_actor(), force) \
             if with_context else None
         done = pull(source, directory, force=force, staging=staging)
         if user_memories:
@@ -226,7 +217,7 @@ def pull_cmd(store: str | None, project: str | None, layer_dir: Path, force: boo
         return
     for path, (layer, n) in zip(done.files, done.layers.items(), strict=True):
         click.echo(f"{layer:<6} {n} chunks -> {visible(path)}")
-    _memories(done, (actor or default_actor()) if user_memories else None)
+    _memories(done, (actor or own_actor()) if user_memories else None)
     if with_context:
-        click.echo(f"context rows: {done.context} of {visible(actor or default_actor())}")
+        click.echo(f"context rows: {done.context} of {visible(actor or own_actor())}")
     click.echo(f"pulled project {visible(name)}")

@@ -20,10 +20,10 @@ from sediment.cli._options import (
 )
 from sediment.cli._proposals import reviewer_name
 from sediment.cli._workspace import open_served
+from sediment.config import process_actor
 from sediment.errors import ConfigError
 from sediment.memory.model import check_actor
 from sediment.server.lifecycle import on_shutdown
-from sediment.server.principals import default_actor
 
 
 @cli.command()
@@ -67,7 +67,6 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None,
 
     enable_map_guard()
 
-    from sediment.context import resolve
     from sediment.server import build_http_app, build_server, is_loopback
     from sediment.server.serving import serve_http
     from sediment.server.web import WebUI
@@ -77,21 +76,18 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None,
                           "use `sediment serve --transport http --token ...`")
     token = shared_token(ctx, token, token_file) or secrets.token_urlsafe(24)
     cfg = get_config(ctx)
-    name = check_actor(actor) if actor is not None else default_actor()
+    name = check_actor(actor) if actor is not None else process_actor(cfg.env)
     ws = open_served(cfg, store, layer_dir, paths, embedder_name, root)
     team = ws.database is not None
     if team and pubkey is not None:
         raise click.UsageError("--verify-with checks layer files' signatures; a team store has "
                          "none (signatures are file-only)")
     service = ws.service
-    page = WebUI(service, token=token, root=root or layer_dir or cfg.root, host=host,
+    page = WebUI(ws, token=token, root=root or layer_dir or cfg.root, host=host,
                  sources=source_lines(cfg, root or layer_dir or cfg.root),
-                 pubkey=pubkey, context_settings=resolve(cfg.context)[0], actor=name,
-                 memory=ws.memory, context=ws.context,
-                 tokens=ws.tokens)
-    app = build_http_app(build_server(service, memory=ws.memory, context=ws.context,
-                                      flush_seconds=cfg.env.memory_flush_seconds),
-                         host=host, token=token, ui=page, tokens=ws.tokens)
+                 pubkey=pubkey, actor=name)
+    app = build_http_app(build_server(ws, flush_seconds=cfg.env.memory_flush_seconds),
+                         host=host, token=token, ui=page, tokens=ws.tokens, actor=ws.actor)
     on_shutdown(ws.close)  # after the memory tools' own flush, registered just now
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)

@@ -10,9 +10,8 @@ from pathlib import Path
 
 from sediment.cli._options import build_embedder, open_layerset, open_store
 from sediment.cli._team import open_database, open_team, team_url
-from sediment.config import Config
+from sediment.config import Config, places
 from sediment.context import resolve
-from sediment.server.principals import places
 from sediment.workspace import Workspace
 
 
@@ -29,7 +28,7 @@ def open_workspace(cfg: Config, store: str | None, layer_dir: Path | None,
     if url is not None:
         with open_team(cfg, url, embedder_name) as team:
             ws = Workspace.over_database(team.database, team.embedder,
-                                         places(context=settings))
+                                         places(cfg.env, settings))
             try:
                 yield ws
             finally:
@@ -38,7 +37,7 @@ def open_workspace(cfg: Config, store: str | None, layer_dir: Path | None,
     layerset = open_layerset(cfg, layer_dir, **paths)
     session = cfg.env.context_session
     ws = Workspace.over_files(layerset, build_embedder(cfg, embedder_name),
-                              places(context=settings, session=session),
+                              places(cfg.env, settings, session),
                               root=layer_dir or cfg.layer_dir)
     try:
         yield ws
@@ -53,7 +52,7 @@ def open_served(cfg: Config, store: str | None, layer_dir: Path | None,
     name, its embedder, and (over a team database) the database's memories, context and
     tokens. The caller closes it at shutdown (``on_shutdown(ws.close)`` once the server is
     built, so the memory tools flush their use counts before the database closes)."""
-    settings = places(context=resolve(cfg.context)[0])
+    settings = places(cfg.env, resolve(cfg.context)[0])
     url = team_url(cfg, store, layer_dir, paths)
     if url is None:
         opened = open_store(cfg, store, layer_dir, paths)

@@ -15,6 +15,7 @@ from sediment.cli._options import (
     get_config,
     json_option,
     open_store,
+    own_actor,
     store_layer_options,
 )
 from sediment.cli._output import emit_json, visible
@@ -23,7 +24,6 @@ from sediment.ops.forget import forget
 from sediment.ops.propose import propose
 from sediment.ops.requests import WriteRequest, parse
 from sediment.ops.write import write_context
-from sediment.server.principals import default_actor
 from sediment.store import AGENT_WRITABLE, HUMAN_WRITABLE, LayerName
 
 
@@ -56,7 +56,7 @@ def write(ctx: click.Context, /, scope: str, kind: str, content: str, confidence
                            parse(WriteRequest, {"content": content, "kind": kind,
                                                 "confidence": confidence,
                                                 "sources": list(sources), "scope": scope}),
-                           actor=check_actor(actor or default_actor()), author=author)
+                           actor=check_actor(actor or own_actor()), author=author)
     path = layerset.location(LayerName(scope))
     if as_json:
         emit_json({"id": new_id, "layer": scope, "path": str(path)})
@@ -76,7 +76,7 @@ def propose_cmd(ctx: click.Context, /, chunk_id: int, actor: str | None, as_json
     MCP tool agents_context_propose does; a person decides with `sediment proposals`."""
     layerset = open_store(get_config(ctx), store, layer_dir, paths,
                           writes=(LayerName.DELTA,))
-    p = propose(layerset, chunk_id, actor=check_actor(actor or default_actor()))
+    p = propose(layerset, chunk_id, actor=check_actor(actor or own_actor()))
     if as_json:
         emit_json({"proposal_id": p.proposal_id, "context_id": p.context_id,
                    "from_layer": p.from_layer.value, "copied_to_delta": p.copied_to_delta,

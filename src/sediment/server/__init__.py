@@ -1,8 +1,8 @@
 """Adapters that serve the store to agents: MCP over stdio and streamable HTTP.
 
-The names below are imported on first use: commands that only need
-:mod:`sediment.server.principals` (``sediment memory``, ``context``, ``token``) do not load
-the MCP SDK and the HTTP stack.
+The names below are imported on first use, so importing this package does not load the
+MCP SDK and the HTTP stack. Nothing here reads the configuration: the adapters hand the
+servers a :class:`~sediment.workspace.Workspace` (its services, tokens and own actor).
 """
 
 from __future__ import annotations

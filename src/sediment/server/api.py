@@ -33,7 +33,7 @@ from sediment.server.disclosure import public_message
 from sediment.server.hosts import HostPolicy, policy_for
 from sediment.server.http import is_loopback
 from sediment.server.openapi import openapi_document
-from sediment.server.principals import CALLER, default_actor, request_principal
+from sediment.server.principals import CALLER, request_principal
 from sediment.server.prompts import ServiceContext, resolve_off_loop
 from sediment.server.tools import LEGACY_TOOL_NAMES
 
@@ -89,11 +89,13 @@ def _classify(exc: BaseException) -> ApiError:
 
 class Api:
     def __init__(self, server: MCPServer, registry: Registry, context: ServiceContext,
-                 hosts: HostPolicy) -> None:
+                 hosts: HostPolicy, actor: str) -> None:
         self.server = server
         self.registry = registry
         self.context = context
         self.hosts = hosts
+        self.actor = actor
+        """The server's own actor: whom a request without a bearer token acts as."""
 
     def _check_headers(self, request: Request) -> None:
         """The rule :class:`~sediment.server.hosts.HostGuard` applies before any endpoint,
@@ -212,7 +214,7 @@ class Api:
         if not isinstance(arguments, dict):
             raise ApiError(400, "bad_request", "arguments must be an object of strings")
         who = request_principal(request)
-        reader = self.context.as_actor(who.actor if who is not None else default_actor())
+        reader = self.context.as_actor(who.actor if who is not None else self.actor)
         try:
             resolved = await resolve_off_loop(
                 lambda: self.registry.resolve(name, arguments, reader))
@@ -227,9 +229,10 @@ class Api:
 
 
 def mount_api(server: MCPServer, registry: Registry, context: ServiceContext, *,
-              host: str) -> None:
-    """Add the API's routes to ``server`` (before its HTTP app is built)."""
-    api = Api(server, registry, context, policy_for(host, is_loopback(host)))
+              host: str, actor: str) -> None:
+    """Add the API's routes to ``server`` (before its HTTP app is built); ``actor`` is
+    the server's own (the workspace's)."""
+    api = Api(server, registry, context, policy_for(host, is_loopback(host)), actor)
     for path, method, fn in (
             ("/health", "GET", api.health),
             ("/tools/list", "GET", api.tools_list),

@@ -18,8 +18,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from sediment.auth import Principal
-from sediment.context import ContextLoop, ContextSettings
-from sediment.ops.service import ContextService
+from sediment.context import ContextLoop
 from sediment.server.context_outputs import (
     HealthOut,
     HistoryOut,
@@ -32,9 +31,7 @@ from sediment.server.context_outputs import (
     StoreOut,
     SummarizeOut,
 )
-from sediment.server.principals import default_actor, places
 from sediment.server.tools import APPEND_ONLY, READ_ONLY, actor_tool, result
-from sediment.workspace import Workspace
 
 ContextType = Literal["task", "iteration", "skill", "file", "output", "error"]
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -131,13 +128,6 @@ def _tool(name: str, model: type[M], handler: Callable[[M, Principal], CallToolR
                       annotations=annotations, actor=fallback)
 
 
-def context_loop_for(service: ContextService, settings: ContextSettings | None = None,
-                     env: Any = None) -> ContextLoop:
-    """The context service of this project: its store placed by ``settings``."""
-    return Workspace.over_files(service.layerset, service.embedder,
-                                places(env, settings)).context
-
-
 def _render(items: list[dict[str, Any]]) -> str:
     return "\n".join(f"{i}. [{d['id']} {d['type']}, {d['state']}, score "
                      f"{d.get('score', d.get('usefulness', 0)):.3f}] {d['content']}"
@@ -159,11 +149,10 @@ OUTPUTS: dict[str, type[BaseModel]] = {
 """Each context tool's output schema."""
 
 
-def context_loop_tools(cl: ContextLoop, actor: str | None = None) -> list[Tool]:
+def context_loop_tools(cl: ContextLoop, actor: str) -> list[Tool]:
     """The ten context tools over ``cl``, for :func:`sediment.server.build_server` to
     construct the server with (the SDK takes built tools only then). ``actor`` is whom a
-    call without a bearer token acts as (default: ``SEDIMENT_ACTOR`` or the OS user)."""
-    own = actor or default_actor()
+    call without a bearer token acts as (the server's own)."""
 
     def relevant(r: RelevantRequest, p: Principal) -> CallToolResult:
         out = cl.get_relevant_context(p.actor, r.query, r.max_items, r.context_types,
@@ -253,5 +242,5 @@ def context_loop_tools(cl: ContextLoop, actor: str | None = None) -> list[Tool]:
         ("health_check", NoArgs, health, READ_ONLY,
          "Whether the context store, the embedder and the tokenizer work."),
     ]
-    return [_tool(name, model, handler, own, description, notes, OUTPUTS[name])
+    return [_tool(name, model, handler, actor, description, notes, OUTPUTS[name])
             for name, model, handler, notes, description in specs]

@@ -24,7 +24,7 @@ from sediment.errors import ConfigError
 from sediment.server.hosts import HostGuard, policy_for
 from sediment.server.lifecycle import ShutdownHooks
 from sediment.server.oauth import ResourceServer
-from sediment.server.principals import ActorAuth, default_tokens
+from sediment.server.principals import ActorAuth
 
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 
@@ -38,10 +38,11 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_binding(host: str, token: str | None, tokens: TokenCheck | None = None, *,
+def check_binding(host: str, token: str | None, tokens: TokenCheck, *,
                   oauth: bool = False) -> None:
-    if (not is_loopback(host) and not token and not oauth
-            and not (tokens or default_tokens()).any()):
+    """Refuse a bind off loopback that nothing authenticates: no shared ``token``, no
+    identity provider (``oauth``), and no actor token in ``tokens`` (the workspace's)."""
+    if not is_loopback(host) and not token and not oauth and not tokens.any():
         raise ConfigError(f"serving on {host} (not loopback) needs a bearer token: pass "
                           "--token, set SEDIMENT_TOKEN, or create one with sediment token "
                           "create")
@@ -82,14 +83,15 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def build_http_app(server: Any, *, host: str, token: str | None, path: str = "/mcp",
-                   tokens: TokenList | None = None, ui: Any = None,
+def build_http_app(server: Any, *, host: str, token: str | None, tokens: TokenList,
+                   actor: str, path: str = "/mcp", ui: Any = None,
                    oauth: ResourceServer | None = None) -> Any:
-    """The streamable HTTP ASGI app behind bearer auth: the legacy token, or any actor
-    token of the token file (``sediment token create``), which binds the actor, or (with
-    ``oauth``) an access token from the identity provider. Host and Origin are checked on
-    every loopback bind (DNS rebinding). The web page (a
-    :class:`sediment.server.web.WebUI`) is mounted at ``/ui`` when given."""
+    """The streamable HTTP ASGI app behind bearer auth: the legacy token (acting as
+    ``actor``, the server's own), or any actor token of ``tokens`` (the workspace's:
+    ``sediment token create``), which binds the actor, or (with ``oauth``) an access
+    token from the identity provider. Host and Origin are checked on every loopback bind
+    (DNS rebinding). The web page (a :class:`sediment.server.web.WebUI`) is mounted at
+    ``/ui`` when given."""
     check_binding(host, token, tokens.tokens if isinstance(tokens, FailClosed) else tokens,
                   oauth=oauth is not None)
     gate = server_gate(host, token, tokens, required=oauth is not None)
@@ -97,18 +99,17 @@ def build_http_app(server: Any, *, host: str, token: str | None, path: str = "/m
     app = server.streamable_http_app(
         streamable_http_path=path, host=host,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-    app = ActorAuth(app, gate, legacy=token, oauth=oauth, mcp_path=path)
+    app = ActorAuth(app, gate, actor=actor, legacy=token, oauth=oauth, mcp_path=path)
     if ui is not None:
         app = ui.mount(app, gate)
     return ShutdownHooks(HostGuard(app, policy_for(host, is_loopback(host))))
 
 
-def server_gate(host: str, token: str | None, tokens: TokenList | None = None, *,
+def server_gate(host: str, token: str | None, tokens: TokenList, *,
                 required: bool = False) -> FailClosed:
     """Whether a request needs a token, decided once per server and shared by every
     endpoint: closed from the start off loopback, with a shared token or an identity
     provider (``required``), and closed for good once any token exists."""
     if isinstance(tokens, FailClosed):
         return tokens
-    return FailClosed(tokens or default_tokens(),
-                      required=required or token is not None or not is_loopback(host))
+    return FailClosed(tokens, required=required or token is not None or not is_loopback(host))

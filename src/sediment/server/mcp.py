@@ -28,10 +28,8 @@ from mcp_types import CallToolResult
 
 from sediment import __version__
 from sediment.auth import Principal
-from sediment.context import ContextLoop
 from sediment.errors import SedimentError, ValidationError
 from sediment.format.ids import parse_chunk_id
-from sediment.memory import MemoryService
 from sediment.ops.requests import (
     GetRequest,
     KnowledgeRequest,
@@ -49,11 +47,11 @@ from sediment.ops.responses import (
     WriteOut,
 )
 from sediment.ops.service import ContextService
-from sediment.server.context_tools import context_loop_for, context_loop_tools
+from sediment.server.context_tools import context_loop_tools
 from sediment.server.disclosure import mcp_message
 from sediment.server.lifecycle import on_shutdown
-from sediment.server.memory_tools import add_memory_prompt, memory_service_for, memory_tools
-from sediment.server.principals import default_actor, tool_principal
+from sediment.server.memory_tools import add_memory_prompt, memory_tools
+from sediment.server.principals import tool_principal
 from sediment.server.prompts import unknown_prompt_guard
 from sediment.server.tools import (
     APPEND_ONLY,
@@ -63,6 +61,7 @@ from sediment.server.tools import (
     result,
     strict_tool,
 )
+from sediment.workspace import Workspace
 
 INSTRUCTIONS = """\
 Sediment serves a layered context store (AGENTS.db). Search it with agents_search before
@@ -91,9 +90,10 @@ def _render_search(out: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip()
 
 
-def context_tools(service: ContextService) -> list[Tool]:
+def context_tools(service: ContextService, actor: str) -> list[Tool]:
     """The RFC's tools under their underscore names; the dotted names (``agents.search``,
-    ...) are accepted when called (:func:`legacy_tool_names`), never listed."""
+    ...) are accepted when called (:func:`legacy_tool_names`), never listed. ``actor`` is
+    the server's own, whom a call without a bearer token acts as."""
 
     def search(params: SearchParams, who: Principal) -> CallToolResult:
         out = service.search(params, who.actor)
@@ -120,28 +120,29 @@ def context_tools(service: ContextService) -> list[Tool]:
     tools: list[Tool] = []
     for name in ("agents_search",):
         tools.append(actor_tool(
-            name, SearchParams, search, output=SearchOut, annotations=READ_ONLY,
+            name, SearchParams, search, output=SearchOut, annotations=READ_ONLY, actor=actor,
             description="""Search the layered context store (hybrid vector + keyword,
             precedence local > user > delta > base). Results carry their layer, score,
             provenance and any conflicting lower-layer versions."""))
     for name in ("agents_context_write",):
         tools.append(actor_tool(
-            name, WriteRequest, write, output=WriteOut, annotations=APPEND_ONLY,
+            name, WriteRequest, write, output=WriteOut, annotations=APPEND_ONLY, actor=actor,
             description="""Append a chunk to the local or delta layer (append-only; author
             is recorded as mcp). Base and user are not writable by agents. Returns the new
             chunk id."""))
     for name in ("agents_context_propose",):
         tools.append(actor_tool(
-            name, ProposeRequest, propose, output=ProposeOut, annotations=APPEND_ONLY,
+            name, ProposeRequest, propose, output=ProposeOut, annotations=APPEND_ONLY, actor=actor,
             description="""Propose a local or delta chunk for promotion to the user layer.
             A human accepts or rejects it; the proposal is recorded in the delta layer."""))
     tools.append(actor_tool(
-        "agents_get", GetRequest, get, output=DocumentOut, annotations=READ_ONLY,
+        "agents_get", GetRequest, get, output=DocumentOut, annotations=READ_ONLY, actor=actor,
         description="""Read a chunk by id (as precedence resolves it) with the whole source
         document it came from: title, body (the document's chunks in line order), path,
         and the document's chunks with their layers."""))
     tools.append(actor_tool(
         "agents_sources", SourcesRequest, sources, output=SourcesOut, annotations=READ_ONLY,
+        actor=actor,
         description="""List the layers present and the source documents they were compiled
         from (path, source name, number of chunks, layers)."""))
     return tools
@@ -165,7 +166,7 @@ def _render_sources(out: dict[str, Any]) -> str:
     return "\n".join(lines) or "No layers present."
 
 
-def knowledge_tools(service: ContextService) -> list[Tool]:
+def knowledge_tools(service: ContextService, actor: str) -> list[Tool]:
     """KCP: ``search_knowledge``."""
 
     def search_knowledge(request: KnowledgeRequest) -> CallToolResult:
@@ -174,34 +175,33 @@ def knowledge_tools(service: ContextService) -> list[Tool]:
 
     return [strict_tool(
         "search_knowledge", KnowledgeRequest, search_knowledge, output=KnowledgeOut,
-        annotations=READ_ONLY,
+        annotations=READ_ONLY, actor=actor,
         description="""Find knowledge units (KCP knowledge.yaml) by intent, trigger and
         content. Each result names the unit's resource URI, its intent, the best matching
         chunk, and the units to read first (depends_on, in order).""")]
 
 
-def build_server(service: ContextService, *, name: str = "sediment",
-                 tools: Iterable[Tool] = (), memory: MemoryService | None = None,
-                 context: ContextLoop | None = None,
+def build_server(workspace: Workspace, *, name: str = "sediment", tools: Iterable[Tool] = (),
                  flush_seconds: float | None = None) -> MCPServer:
-    """A ready MCP server over ``service``; transports are chosen by the caller.
+    """A ready MCP server over ``workspace``; transports are chosen by the caller.
 
-    ``tools`` adds other modules' tools (built with :func:`sediment.server.tools.strict_tool`)
-    to the RFC and KCP ones. ``memory`` and ``context`` are the memory and progressive
-    context services: the team server's (``sediment.pg.team``), or the caller's own; over
-    files, missing ones are made with default settings. ``flush_seconds``: how often the
-    memory service writes batched use counts (the configuration's)."""
-    if memory is None and service.files is not None:
-        memory = memory_service_for(service)
-    if context is None and service.files is not None:
-        context = context_loop_for(service)
+    The workspace gives the search service, the memory and progressive-context services
+    (a team server's, or over files the project's), and the server's own actor: whom a
+    call without a bearer token acts as. ``tools`` adds other modules' tools (built with
+    :func:`sediment.server.tools.strict_tool`) to the RFC and KCP ones. ``flush_seconds``:
+    how often the memory service writes batched use counts (the configuration's)."""
+    service, memory, context = workspace.service, workspace.memory, workspace.context
+    actor = workspace.actor
     server = MCPServer(name=name, version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING",
-                       tools=[*context_tools(service), *knowledge_tools(service),
-                              *(memory_tools(memory) if memory is not None else ()),
-                              *(context_loop_tools(context) if context is not None else ()),
-                              *tools],
+                       tools=[*context_tools(service, actor), *knowledge_tools(service, actor),
+                              *memory_tools(memory, actor=actor),
+                              *context_loop_tools(context, actor), *tools],
                        middleware=[legacy_tool_names, unknown_prompt_guard(lambda: server)])
+
+    def _reader(ctx: Context) -> str:
+        """Who reads a resource: the bearer token's actor, else the server's own."""
+        return tool_principal(ctx, actor).actor
 
     def _resource(fn: Any, *args: Any) -> str:
         try:
@@ -230,11 +230,8 @@ def build_server(service: ContextService, *, name: str = "sediment",
     for layer_name in ("base", "user", "delta", "local"):
         _add_layer_resource(server, service, layer_name)
     _add_knowledge(server, service)
-    # over PostgreSQL the memory and context services come from sediment.pg.team
-    if memory is not None:
-        add_memory_prompt(server, memory, flush_seconds)
-    if context is not None:
-        on_shutdown(context.flush)  # access counts not yet carried by a write
+    add_memory_prompt(server, memory, flush_seconds)
+    on_shutdown(context.flush)  # access counts not yet carried by a write
     return server
 
 
@@ -248,11 +245,6 @@ async def legacy_tool_names(ctx: ServerRequestContext[Any, Any],
         if isinstance(name, str) and name in LEGACY_TOOL_NAMES:
             ctx = replace(ctx, params={**params, "name": LEGACY_TOOL_NAMES[name]})
     return await call_next(ctx)
-
-
-def _reader(ctx: Context) -> str:
-    """Who reads a resource: the bearer token's actor, else the server's own (stdio)."""
-    return tool_principal(ctx, default_actor()).actor
 
 
 def _render_units(out: dict[str, Any]) -> str:

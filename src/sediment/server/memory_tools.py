@@ -6,7 +6,7 @@ validated strictly by the request models below (a string where a number belongs,
 unknown argument, an unknown category or a limit out of range is an ``isError`` result
 naming the field, before anything runs), and the caller's role is checked against
 ``sediment.auth.roles``. The actor is the one bound to the HTTP request's bearer token,
-else the server's own actor (``SEDIMENT_ACTOR`` or the OS user); a token with the review
+else the server's own actor (the workspace's); a token with the review
 permission writes and changes global memories directly, as a human does. Use counts are
 flushed every ``SEDIMENT_MEMORY_FLUSH_SECONDS`` (default 30) and when the process exits.
 """
@@ -28,11 +28,8 @@ from sediment.memory import (
     MEMORY_GUIDELINES,
     MemoryService,
 )
-from sediment.ops.service import ContextService
 from sediment.server.lifecycle import on_shutdown
-from sediment.server.principals import places
 from sediment.server.tools import APPEND_ONLY, actor_tool, result
-from sediment.workspace import Workspace
 
 Category = Literal["preference", "pattern", "correction", "fact", "instruction", "convention"]
 Source = Literal["explicit", "inferred", "corrected"]
@@ -202,12 +199,6 @@ class ManageOut(BaseModel):
         "deleted, updated or forgotten (absent for list)"))
 
 
-def memory_service_for(service: ContextService,
-                       env: Mapping[str, str] | None = None) -> MemoryService:
-    """The memory service over the project's layers and the actors' own stores."""
-    return Workspace.over_files(service.layerset, service.embedder, places(env)).memory
-
-
 def _line(i: int, m: Mapping[str, Any]) -> str:
     used = f", used {m['use_count']}x" if m.get("use_count") else ""
     ctx = f", context {m['context']}" if m.get("context") else ""
@@ -223,8 +214,9 @@ def _governs(who: Principal) -> bool:
     return who.may(Permission.REVIEW)
 
 
-def memory_tools(mem: MemoryService, *, actor: str | None = None) -> list[Tool]:
-    """``save_memory``, ``recall_memories`` and ``manage_memory`` over ``mem``."""
+def memory_tools(mem: MemoryService, *, actor: str) -> list[Tool]:
+    """``save_memory``, ``recall_memories`` and ``manage_memory`` over ``mem``; ``actor``
+    is the server's own (whom a call without a bearer token acts as)."""
 
     def save(r: SaveRequest, who: Principal) -> CallToolResult:
         out = mem.save(who.actor, r.content, r.category, r.source, r.scope, r.context,

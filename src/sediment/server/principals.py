@@ -1,6 +1,6 @@
-"""Who is asking: the actor over stdio (OS user or ``SEDIMENT_ACTOR``), and over HTTP the
-actor bound to the bearer token (``sediment token create``); where actors' own stores live
-and the memory dedup threshold they are read with.
+"""Who is asking: over HTTP the actor bound to the bearer token (``sediment token
+create``), else the server's own actor (the workspace's, which the adapter that built it
+read from the configuration: ``SEDIMENT_ACTOR`` or the OS user).
 
 Once any token exists in the token file, every HTTP request needs a valid one, on
 loopback too; the legacy single ``--token`` (``SEDIMENT_TOKEN``) still works and acts as
@@ -10,28 +10,18 @@ scope under ``PRINCIPAL_KEY`` to the tools, which read it from the request conte
 
 from __future__ import annotations
 
-import getpass
 import hmac
 import logging
-import os
-import re
-from collections.abc import Mapping
 from contextvars import ContextVar
-from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import platformdirs
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from sediment.auth import Principal, TokenStore
+from sediment.auth import Principal
 from sediment.auth.tokens import TokenCheck
-from sediment.context import ContextSettings
 from sediment.errors import ConfigError, StoreUnavailableError
-from sediment.memory import DEFAULT_DEDUP_THRESHOLD
 from sediment.server.disclosure import mcp_message, public_message, send_error
 from sediment.server.outage import answer_outage
-from sediment.workspace import Places
 
 if TYPE_CHECKING:
     from sediment.server.oauth import ResourceServer
@@ -40,64 +30,7 @@ PRINCIPAL_KEY = "sediment.principal"
 CALLER: ContextVar[Principal | None] = ContextVar("sediment_caller", default=None)
 """The principal of a tool call made in-process on an HTTP request's behalf (the plain
 API's ``POST /tools/{name}``), where the SDK's context carries no request."""
-_BAD = re.compile(r"[^A-Za-z0-9_.-]")
 _log = logging.getLogger("sediment.server")
-
-
-def default_actor(env: Mapping[str, str] | None = None) -> str:
-    """``SEDIMENT_ACTOR`` if set, else the OS user (characters an actor name cannot hold
-    become ``-``)."""
-    env = os.environ if env is None else env
-    if env.get("SEDIMENT_ACTOR"):
-        return env["SEDIMENT_ACTOR"]
-    try:
-        user = getpass.getuser()
-    except (OSError, KeyError):
-        user = "user"
-    name = _BAD.sub("-", user).lstrip("._-")[:40]
-    return name or "user"
-
-
-def token_path(env: Mapping[str, str] | None = None) -> Path:
-    """``SEDIMENT_TOKENS_FILE``, else ``tokens.json`` beside the user config file."""
-    env = os.environ if env is None else env
-    if env.get("SEDIMENT_TOKENS_FILE"):
-        return Path(env["SEDIMENT_TOKENS_FILE"])
-    if env.get("SEDIMENT_USER_CONFIG"):
-        return Path(env["SEDIMENT_USER_CONFIG"]).parent / "tokens.json"
-    return Path(platformdirs.user_config_dir("sediment")) / "tokens.json"
-
-
-def data_dir(env: Mapping[str, str] | None = None) -> Path:
-    """Where actors' own stores live: ``SEDIMENT_DATA_DIR``, else the platform data dir."""
-    env = os.environ if env is None else env
-    if env.get("SEDIMENT_DATA_DIR"):
-        return Path(env["SEDIMENT_DATA_DIR"])
-    return Path(platformdirs.user_data_dir("sediment"))
-
-
-def memory_threshold(env: Mapping[str, str] | None = None) -> float:
-    """The dedup threshold: ``SEDIMENT_MEMORY_DEDUP``, else the default."""
-    env = os.environ if env is None else env
-    if not env.get("SEDIMENT_MEMORY_DEDUP"):
-        return DEFAULT_DEDUP_THRESHOLD
-    try:
-        return float(env["SEDIMENT_MEMORY_DEDUP"])
-    except ValueError:
-        raise ConfigError(f"SEDIMENT_MEMORY_DEDUP={env['SEDIMENT_MEMORY_DEDUP']!r} is not a "
-                          "number") from None
-
-
-def places(env: Mapping[str, str] | None = None, context: ContextSettings | None = None,
-           session: str | None = None) -> Places:
-    """Where a workspace keeps actors' own data, read from the environment
-    (``SEDIMENT_DATA_DIR``, ``SEDIMENT_MEMORY_DEDUP``) and the ``[context]`` settings."""
-    got = Places(data_dir(env), memory_threshold(env), context or ContextSettings())
-    return got if session is None else replace(got, session=session)
-
-
-def default_tokens() -> TokenStore:
-    return TokenStore(token_path())
 
 
 def request_principal(request: Any) -> Principal | None:
@@ -111,16 +44,17 @@ class ActorAuth:
     """Binds each HTTP request to the actor of its bearer token; 401 without a valid one
     whenever tokens exist (or a legacy token was given). With ``oauth`` (a
     :class:`~sediment.server.oauth.ResourceServer`) every request needs a token, a JWT is
-    checked against the identity provider, and Sediment's own tokens keep working."""
+    checked against the identity provider, and Sediment's own tokens keep working. The
+    legacy token acts as ``actor``, the server's own."""
 
-    def __init__(self, app: ASGIApp, tokens: TokenCheck, *, legacy: str | None = None,
-                 actor: str | None = None, oauth: ResourceServer | None = None,
+    def __init__(self, app: ASGIApp, tokens: TokenCheck, *, actor: str,
+                 legacy: str | None = None, oauth: ResourceServer | None = None,
                  mcp_path: str | None = None) -> None:
         self.app = app
         self.mcp_path = mcp_path
         self.tokens = tokens
         self.legacy = f"Bearer {legacy}".encode() if legacy else None
-        self.actor = actor or default_actor()
+        self.actor = actor
         self.oauth = oauth
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -25,6 +25,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.prompts.base import Message, Prompt, PromptArgument
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
+from pydantic import Field
 
 from sediment.agents import (
     BrokenPersona,
@@ -38,7 +39,8 @@ from sediment.errors import NotFoundError, RequestError, SedimentError
 from sediment.ops.requests import GetRequest, SearchOptions, SourcesRequest, parse
 from sediment.ops.service import ContextService
 from sediment.server.disclosure import mcp_message
-from sediment.server.principals import default_actor, tool_principal
+from sediment.server.principals import tool_principal
+from sediment.workspace import Workspace
 
 __all__ = ["PERSONA_THREADS", "SYSTEM_HEADER", "ServiceContext", "add_prompts",
            "prompt_messages", "resolve_off_loop", "scope_tools", "serve_personas",
@@ -123,11 +125,13 @@ _PROMPT_CALLER: ContextVar[str] = ContextVar("sediment_prompt_caller")
 class _PersonaPrompt(Prompt):
     """Arguments are checked by the persona (so a missing one is an invalid-params error
     naming it, not the SDK's internal error); resolving runs off the event loop, as the
-    caller (the bearer token's actor, else the server's own)."""
+    caller (the bearer token's actor, else the server's own, ``actor``)."""
+
+    actor: str = Field(exclude=True)
 
     async def render(self, arguments: dict[str, Any] | None,
                      context: Any) -> list[Message]:
-        caller = tool_principal(context, default_actor()).actor
+        caller = tool_principal(context, self.actor).actor
 
         def call() -> list[Message]:
             _PROMPT_CALLER.set(caller)
@@ -136,13 +140,15 @@ class _PersonaPrompt(Prompt):
         return await resolve_off_loop(call)
 
 
-def add_prompts(server: MCPServer, registry: Registry, context: ServiceContext) -> None:
-    """Every persona as a prompt: ``prompts/get`` resolves it as the caller (errors name
-    the persona). One whose name another prompt has is marked broken in ``registry``."""
+def add_prompts(server: MCPServer, registry: Registry, context: ServiceContext,
+                actor: str) -> None:
+    """Every persona as a prompt: ``prompts/get`` resolves it as the caller, else as
+    ``actor`` (the server's own); errors name the persona. One whose name another prompt
+    has is marked broken in ``registry``."""
 
     def renderer(name: str) -> Any:
         def render(**arguments: Any) -> list[Message]:
-            reader = context.as_actor(_PROMPT_CALLER.get(default_actor()))
+            reader = context.as_actor(_PROMPT_CALLER.get(actor))
             try:
                 return prompt_messages(registry.resolve(name, arguments, reader))
             except RequestError as exc:
@@ -161,7 +167,7 @@ def add_prompts(server: MCPServer, registry: Registry, context: ServiceContext) 
             continue
         server.add_prompt(_PersonaPrompt(
             name=info.name, title=None, description=info.description, fn=renderer(info.name),
-            context_kwarg=None,
+            context_kwarg=None, actor=actor,
             arguments=[PromptArgument(name=a.name, description=a.description or None,
                                       required=a.required) for a in info.arguments]))
 
@@ -202,15 +208,16 @@ def scope_tools(server: MCPServer, keep: Collection[str]) -> None:
             server.remove_tool(name)
 
 
-def serve_personas(server: MCPServer, service: ContextService,
+def serve_personas(server: MCPServer, workspace: Workspace,
                    definitions: Iterable[Definition], *,
                    agent: str | None = None) -> tuple[Registry, ServiceContext]:
-    """Load the personas against ``server``'s tools, add them as prompts, and with
-    ``agent`` keep only that persona's tools (an error if that one failed to load); the
-    others that failed are in ``registry.broken()`` for the caller to report."""
+    """Load the personas against ``server``'s tools, add them as prompts over
+    ``workspace``'s search service (a caller without a token is the workspace's actor),
+    and with ``agent`` keep only that persona's tools (an error if that one failed to
+    load); the others that failed are in ``registry.broken()`` for the caller to report."""
     registry = load_registry(definitions, tool_names(server))
-    context = ServiceContext(service)
-    add_prompts(server, registry, context)
+    context = ServiceContext(workspace.service)
+    add_prompts(server, registry, context, workspace.actor)
     if agent is not None:
         scope_tools(server, registry.find(agent).info.tools)
     return registry, context

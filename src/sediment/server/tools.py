@@ -11,8 +11,9 @@ one ``isError`` result naming each field and rule. Pass such tools to ``MCPServe
 
 Every tool built here first checks that its caller may call it: the permission comes from
 ``sediment.auth.roles`` (the one role table), the caller from the HTTP request's bearer
-token, else the server's own actor as a writer (stdio). :func:`actor_tool` also hands the
-caller to the handler, for tools whose answers depend on who asks (memory, context).
+token, else the server's own actor (the workspace's) as a writer (stdio).
+:func:`actor_tool` also hands the caller to the handler, for tools whose answers depend
+on who asks (memory, context).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from sediment.auth.roles import tool_permission
 from sediment.errors import SedimentError
 from sediment.ops.requests import parse
 from sediment.server.disclosure import mcp_message
-from sediment.server.principals import default_actor, tool_principal
+from sediment.server.principals import tool_principal
 
 __all__ = ["APPEND_ONLY", "LEGACY_TOOL_NAMES", "READ_ONLY", "actor_tool", "result",
            "strict_tool"]
@@ -73,24 +74,23 @@ def result(structured: dict[str, Any], text: str) -> CallToolResult:
 
 
 def strict_tool(name: str, model: type[M], handler: Callable[[M], CallToolResult], *,
-                output: type[BaseModel], description: str,
-                annotations: ToolAnnotations) -> Tool:
+                output: type[BaseModel], description: str, annotations: ToolAnnotations,
+                actor: str) -> Tool:
     """A tool named ``name`` taking ``model``'s fields as its arguments and returning a
-    result whose structured content ``output`` describes."""
+    result whose structured content ``output`` describes; ``actor`` is the server's own
+    (whose permission a call without a bearer token is checked with)."""
     return actor_tool(name, model, lambda request, _: handler(request), output=output,
-                      description=description, annotations=annotations)
+                      description=description, annotations=annotations, actor=actor)
 
 
 def actor_tool(name: str, model: type[M], handler: Callable[[M, Principal], CallToolResult],
                *, output: type[BaseModel], description: str, annotations: ToolAnnotations,
-               actor: str | None = None) -> Tool:
+               actor: str) -> Tool:
     """:func:`strict_tool` whose handler also gets the caller: the bearer token's
-    principal, else ``actor`` (default: ``SEDIMENT_ACTOR`` or the OS user when the tool
-    is built) as a writer."""
-    fallback = actor or default_actor()
+    principal, else ``actor`` (the server's own) as a writer."""
 
     def call(arguments: dict[str, Any], ctx: Context | None = None) -> CallToolResult:
-        who = tool_principal(ctx, fallback)
+        who = tool_principal(ctx, actor)
         try:
             who.require(tool_permission(name, arguments), f"tool {name}")
             return handler(parse(model, arguments), who)

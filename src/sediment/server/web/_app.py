@@ -30,20 +30,16 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sediment.auth.tokens import FailClosed
-from sediment.context import ContextLoop, ContextSettings
+from sediment.context import ContextLoop
 from sediment.errors import SedimentError, StoreUnavailableError
 from sediment.format.visible import visible as show_escaped
 from sediment.memory import MemoryService
 from sediment.ops.requests import SearchOptions, parse
-from sediment.ops.service import ContextService
 from sediment.review import SourceLines
 from sediment.search import MAX_K
-from sediment.server.context_tools import context_loop_for
 from sediment.server.disclosure import public_message
 from sediment.server.hosts import policy_for
 from sediment.server.http import is_loopback
-from sediment.server.memory_tools import memory_service_for
-from sediment.server.principals import default_actor, default_tokens
 from sediment.server.web import _personal as personal
 from sediment.server.web import _reviewing as reviewing
 from sediment.server.web import _views as views
@@ -54,12 +50,12 @@ from sediment.server.web._auth import (
     OriginPolicy,
     Session,
     Sessions,
-    Tokens,
     allowed,
     clean_name,
     csrf_ok,
 )
 from sediment.server.web._oidc import STATE_COOKIE, STATE_SECONDS, SignInFailed, WebSignIn
+from sediment.workspace import Workspace
 
 PREFIX = "/ui"
 NAV = [("queue", "Review queue"), ("layers", "Layers and diff"), ("search", "Search"),
@@ -86,26 +82,22 @@ def _env() -> Environment:
 
 
 class WebUI:
-    """The page for one server: its service, its sessions, where sources are read.
+    """The page for one server: its workspace, its sessions, where sources are read.
 
-    ``memory`` and ``context`` are the services the MCP tools use (built from ``service``
-    on first use when not given); ``tokens`` and ``actor`` are the ones the MCP endpoint
-    authenticates with, so a token signs in here as the actor it is there.
+    The workspace gives the search, memory and context services the MCP tools use, the
+    tokens the MCP endpoint authenticates with (so a token signs in here as the actor it
+    is there), and the server's own actor; ``actor`` names another for the sign-in link
+    and the shared token (``sediment ui --actor``).
     """
 
-    def __init__(self, service: ContextService, *, token: str | None, root: Path,
-                 host: str, pubkey: Path | None = None, tokens: Tokens | None = None,
-                 actor: str | None = None, memory: MemoryService | None = None,
-                 context: ContextLoop | None = None,
-                 context_settings: ContextSettings | None = None,
+    def __init__(self, workspace: Workspace, *, token: str | None, root: Path,
+                 host: str, pubkey: Path | None = None, actor: str | None = None,
                  sources: SourceLines | None = None,
                  oidc: WebSignIn | None = None) -> None:
-        self.service = service
+        self.workspace = workspace
+        self.service = workspace.service
         self.oidc = oidc
-        self.sessions = Sessions(token, tokens or default_tokens(), actor or default_actor())
-        self._memory = memory
-        self._context = context
-        self._context_settings = context_settings
+        self.sessions = Sessions(token, workspace.tokens, actor or workspace.actor)
         self._build = threading.Lock()
         self.root = root
         self.sources = sources or SourceLines(root)
@@ -170,17 +162,13 @@ class WebUI:
     # -- helpers --------------------------------------------------------------------------
     @property
     def memory(self) -> MemoryService:
-        with self._build:
-            if self._memory is None:
-                self._memory = memory_service_for(self.service)
-            return self._memory
+        with self._build:  # built on first use, by one request thread
+            return self.workspace.memory
 
     @property
     def context(self) -> ContextLoop:
         with self._build:
-            if self._context is None:
-                self._context = context_loop_for(self.service, self._context_settings)
-            return self._context
+            return self.workspace.context
 
     def context_of(self, actor: str) -> ContextLoop:
         """The context loop that reads ``actor``'s items: a team server's loop
