@@ -27,7 +27,7 @@ from sediment.store import LayerName, LayerSet, NewChunk
 from sediment.store.atomic import atomic_write
 from sediment.store.commit import resolve_new
 from sediment.store.events import FORGET, META_PREFIX, SUPERSEDE, event_content
-from sediment.store.ids import first_written_id
+from sediment.store.ids import CONTEXT_IDS
 
 EVENT_PREFIX = META_PREFIX + "context"
 I8_SCALE = 1.0 / 127.0
@@ -93,7 +93,7 @@ class FileContextStore:
         self.dim = dim
         self.embedder_metadata = embedder_metadata or {}
         self.layers = LayerSet({LayerName.LOCAL: self.directory / "AGENTS.local.db"},
-                               lock_timeout=lock_timeout)
+                               lock_timeout=lock_timeout, ids=CONTEXT_IDS)
         self._cache: tuple[Hashable, list[StoredItem], list[StoredEvent], int, int] | None \
             = None
         self._archives: dict[tuple[str, int, int],
@@ -128,8 +128,9 @@ class FileContextStore:
     def append(self, items: Sequence[NewItem], events: Sequence[NewEvent]) -> list[int]:
         self.directory.mkdir(parents=True, exist_ok=True)
         with self.layers.transaction():
-            first = first_written_id(max(self.layers.high_water(), self._archive_high_water()))
-            ids = list(range(first, first + len(items) + len(events)))
+            ids = list(CONTEXT_IDS.next_ids(
+                self.layers.written_high_water(self._archive_high_waters()),
+                len(items) + len(events)))
             chunks: list[NewChunk] = []
             vectors: list[npt.NDArray[np.float32]] = []
             for cid, it in zip(ids, items, strict=False):
@@ -181,23 +182,24 @@ class FileContextStore:
         d = self.directory / ARCHIVE_DIR
         return sorted(d.glob("AGENTS.archive-*.db")) if d.is_dir() else []
 
-    def _archive_high_water(self) -> int:
-        """The largest id the archives use or used, read once per archive file version
-        (every append asks: ids must stay unique across the active file and archives)."""
-        top = 0
+    def _archive_high_waters(self) -> list[int]:
+        """Each archive's largest id of the context range, used or ever used, read once per
+        archive file version (every append asks: ids must stay unique across the active
+        file and archives)."""
+        tops: list[int] = []
         for path in self._archive_paths():
             st = path.stat()
             key = (str(path), st.st_mtime_ns, st.st_size)
             got = self._high_waters.get(key)
             if got is None:
                 f = LayerFile.open(path)
-                got = max(int((f.metadata or {}).get("id_high_water") or 0),
-                          int(f.ids.max()) if f.chunk_count else 0)
+                got = CONTEXT_IDS.high_water(
+                    [int((f.metadata or {}).get("id_high_water") or 0), *f.ids.tolist()])
                 self._high_waters = {k: v for k, v in self._high_waters.items()
                                      if k[0] != str(path)}
                 self._high_waters[key] = got
-            top = max(top, got)
-        return top
+            tops.append(got)
+        return tops
 
     def _element_type(self) -> str:
         """i8 for a new store whose embedder gives unit vectors (scale 1/127, four times
