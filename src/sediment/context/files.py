@@ -128,7 +128,7 @@ class FileContextStore:
     def append(self, items: Sequence[NewItem], events: Sequence[NewEvent]) -> list[int]:
         self.directory.mkdir(parents=True, exist_ok=True)
         with self.layers.transaction():
-            ids = list(CONTEXT_IDS.next_ids(
+            ids = list(self.layers.ids.next_ids(
                 self.layers.written_high_water(self._archive_high_waters()),
                 len(items) + len(events)))
             chunks: list[NewChunk] = []
@@ -193,7 +193,7 @@ class FileContextStore:
             got = self._high_waters.get(key)
             if got is None:
                 f = LayerFile.open(path)
-                got = CONTEXT_IDS.high_water(
+                got = self.layers.ids.high_water(
                     [int((f.metadata or {}).get("id_high_water") or 0), *f.ids.tolist()])
                 self._high_waters = {k: v for k, v in self._high_waters.items()
                                      if k[0] != str(path)}
