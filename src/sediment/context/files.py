@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from sediment.store.atomic import atomic_write
 from sediment.store.commit import resolve_new
 from sediment.store.events import FORGET, META_PREFIX, SUPERSEDE, event_content
 from sediment.store.ids import CONTEXT_IDS
+from sediment.store.refs import renumbered
 
 EVENT_PREFIX = META_PREFIX + "context"
 I8_SCALE = 1.0 / 127.0
@@ -338,9 +339,11 @@ class FileContextStore:
     def replace(self, parts: Sequence[ContextPart]) -> None:
         """Make the store exactly ``parts`` (``sediment pull --context``): each archive
         and then the active file written whole and put in place atomically, archives no
-        part names removed last, all under the store's lock. Ids are kept, and the files'
-        ``id_high_water`` is the largest of them, so later appends continue past them."""
-        top = max((c.id for p in parts for c in p.chunks), default=0)
+        part names removed last, all under the store's lock. The chunks get fresh ids of
+        the store's range, above any it used (a server numbers its rows from its one
+        sequence, in the project's range: kept, they could be ids the pulled project's
+        writers give next), their references following; the files' ``id_high_water`` is
+        the largest, so later appends continue past them."""
         md: dict[str, Any] = {"v": 1, "tool_name": "sediment"}
         if self.profile is not None:
             md["embedding_profile"] = dict(self.profile)
@@ -349,6 +352,12 @@ class FileContextStore:
                 md["embedder_metadata"] = dict(self.embedder_metadata)
         self.directory.mkdir(parents=True, exist_ok=True)
         with self.layers.transaction():
+            every = [c for p in parts for c in p.chunks]
+            used = self.layers.written_high_water(self._archive_high_waters())
+            fresh = self.layers.ids.next_ids(used, len(every))
+            moved = iter(renumbered(every, fresh))
+            parts = [replace(p, chunks=[next(moved) for _ in p.chunks]) for p in parts]
+            top = fresh.stop - 1 if fresh.stop > self.layers.ids.first else 0
             etype = "i8" if (self.profile or {}).get("output_norm") == "l2" else "f32"
             keep = set()
             for p in sorted(parts, key=lambda x: (x.day is None, x.day or "")):
