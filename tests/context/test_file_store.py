@@ -12,7 +12,9 @@ from sediment.context.state import ITEM_EVENT
 from sediment.embed import HashEmbedder
 from sediment.format import LayerFile, encode_layer
 from sediment.format.model import Chunk
+from sediment.store import LayerName, LayerSet
 from sediment.store.commit import New
+from sediment.store.ids import CONTEXT_IDS, WRITTEN_START
 
 
 def _store(root: Path) -> FileContextStore:
@@ -74,3 +76,29 @@ def test_a_store_that_exists_in_f32_stays_f32(tmp_path: Path) -> None:
     _add(store, ["a new note"])
     f = LayerFile.open(store.active_path)
     assert f.element_type == "f32" and f.chunk_count == 3 and f.embedding_info.rows == 3
+
+
+def test_ids_come_from_the_context_range_and_an_archive_keeps_them_taken(
+        tmp_path: Path) -> None:
+    """A context store numbers from ``CONTEXT_IDS``, never an id of the project's layers or
+    of an actor's memories; ids that moved to an archive are never given again."""
+    store = _store(tmp_path)
+    ids, _ = _add(store, ["first note about the cache", "second note about CI"])
+    assert ids == [CONTEXT_IDS.first, CONTEXT_IDS.first + 1]
+    store.archive(ids, "2026-01-01")
+    later, _ = _add(store, ["third note about the login form"])
+    assert later == [CONTEXT_IDS.first + 4]  # after the two items and their two events
+
+
+def test_a_store_from_before_the_ranges_reads_and_grows_in_the_context_range(
+        tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.layers = LayerSet({LayerName.LOCAL: store.active_path})  # the project's range
+    old, _ = _add(store, ["an item written by an older version"])
+    assert old == [WRITTEN_START]
+    store = _store(tmp_path)
+    new, _ = _add(store, ["an item written now"])
+    assert new == [CONTEXT_IDS.first]
+    assert {i.chunk.id: i.chunk.content for i in store.items()} == {
+        WRITTEN_START: "an item written by an older version",
+        CONTEXT_IDS.first: "an item written now"}

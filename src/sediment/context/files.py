@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,8 @@ from sediment.store import LayerName, LayerSet, NewChunk
 from sediment.store.atomic import atomic_write
 from sediment.store.commit import resolve_new
 from sediment.store.events import FORGET, META_PREFIX, SUPERSEDE, event_content
-from sediment.store.ids import first_written_id
+from sediment.store.ids import CONTEXT_IDS
+from sediment.store.refs import renumbered
 
 EVENT_PREFIX = META_PREFIX + "context"
 I8_SCALE = 1.0 / 127.0
@@ -93,7 +94,7 @@ class FileContextStore:
         self.dim = dim
         self.embedder_metadata = embedder_metadata or {}
         self.layers = LayerSet({LayerName.LOCAL: self.directory / "AGENTS.local.db"},
-                               lock_timeout=lock_timeout)
+                               lock_timeout=lock_timeout, ids=CONTEXT_IDS)
         self._cache: tuple[Hashable, list[StoredItem], list[StoredEvent], int, int] | None \
             = None
         self._archives: dict[tuple[str, int, int],
@@ -128,8 +129,9 @@ class FileContextStore:
     def append(self, items: Sequence[NewItem], events: Sequence[NewEvent]) -> list[int]:
         self.directory.mkdir(parents=True, exist_ok=True)
         with self.layers.transaction():
-            first = first_written_id(max(self.layers.high_water(), self._archive_high_water()))
-            ids = list(range(first, first + len(items) + len(events)))
+            ids = list(self.layers.ids.next_ids(
+                self.layers.written_high_water(self._archive_high_waters()),
+                len(items) + len(events)))
             chunks: list[NewChunk] = []
             vectors: list[npt.NDArray[np.float32]] = []
             for cid, it in zip(ids, items, strict=False):
@@ -181,23 +183,24 @@ class FileContextStore:
         d = self.directory / ARCHIVE_DIR
         return sorted(d.glob("AGENTS.archive-*.db")) if d.is_dir() else []
 
-    def _archive_high_water(self) -> int:
-        """The largest id the archives use or used, read once per archive file version
-        (every append asks: ids must stay unique across the active file and archives)."""
-        top = 0
+    def _archive_high_waters(self) -> list[int]:
+        """Each archive's largest id of the context range, used or ever used, read once per
+        archive file version (every append asks: ids must stay unique across the active
+        file and archives)."""
+        tops: list[int] = []
         for path in self._archive_paths():
             st = path.stat()
             key = (str(path), st.st_mtime_ns, st.st_size)
             got = self._high_waters.get(key)
             if got is None:
                 f = LayerFile.open(path)
-                got = max(int((f.metadata or {}).get("id_high_water") or 0),
-                          int(f.ids.max()) if f.chunk_count else 0)
+                got = self.layers.ids.high_water(
+                    [int((f.metadata or {}).get("id_high_water") or 0), *f.ids.tolist()])
                 self._high_waters = {k: v for k, v in self._high_waters.items()
                                      if k[0] != str(path)}
                 self._high_waters[key] = got
-            top = max(top, got)
-        return top
+            tops.append(got)
+        return tops
 
     def _element_type(self) -> str:
         """i8 for a new store whose embedder gives unit vectors (scale 1/127, four times
@@ -336,9 +339,11 @@ class FileContextStore:
     def replace(self, parts: Sequence[ContextPart]) -> None:
         """Make the store exactly ``parts`` (``sediment pull --context``): each archive
         and then the active file written whole and put in place atomically, archives no
-        part names removed last, all under the store's lock. Ids are kept, and the files'
-        ``id_high_water`` is the largest of them, so later appends continue past them."""
-        top = max((c.id for p in parts for c in p.chunks), default=0)
+        part names removed last, all under the store's lock. The chunks get fresh ids of
+        the store's range, above any it used (a server numbers its rows from its one
+        sequence, in the project's range: kept, they could be ids the pulled project's
+        writers give next), their references following; the files' ``id_high_water`` is
+        the largest, so later appends continue past them."""
         md: dict[str, Any] = {"v": 1, "tool_name": "sediment"}
         if self.profile is not None:
             md["embedding_profile"] = dict(self.profile)
@@ -347,6 +352,12 @@ class FileContextStore:
                 md["embedder_metadata"] = dict(self.embedder_metadata)
         self.directory.mkdir(parents=True, exist_ok=True)
         with self.layers.transaction():
+            every = [c for p in parts for c in p.chunks]
+            used = self.layers.written_high_water(self._archive_high_waters())
+            fresh = self.layers.ids.next_ids(used, len(every))
+            moved = iter(renumbered(every, fresh))
+            parts = [replace(p, chunks=[next(moved) for _ in p.chunks]) for p in parts]
+            top = fresh.stop - 1 if fresh.stop > self.layers.ids.first else 0
             etype = "i8" if (self.profile or {}).get("output_norm") == "l2" else "f32"
             keep = set()
             for p in sorted(parts, key=lambda x: (x.day is None, x.day or "")):

@@ -10,7 +10,10 @@
   when a human accepts it (``sediment review accept``), which keeps its id.
 
 The project's layers share one id space (RFC: ids are unique in a layer set), so ``p<N>``
-names one chunk whatever layer holds it.
+names one chunk whatever layer holds it. An actor's file numbers from its own range
+(``store.ids.ACTOR_IDS``), so a ``u`` memory's chunk id is no project chunk's either (files
+written before the ranges numbered from 2^31 like the project: they read as before, and new
+memories take ids from the actor range).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from sediment.search import SearchRequest, search
 from sediment.search.layer_index import layer_index
 from sediment.store import LayerName, LayerSet, NewChunk
 from sediment.store.atomic import atomic_write
+from sediment.store.ids import ACTOR_IDS
 
 ACTOR_FILE = "AGENTS.user.db"
 ACTOR_USAGE_FILE = "AGENTS.local.db"
@@ -135,7 +139,7 @@ class FileMemoryStore:
             path = self.actor_path(actor)
             got = self._actor_sets[actor] = LayerSet(
                 {LayerName.USER: path, LayerName.LOCAL: path.parent / ACTOR_USAGE_FILE},
-                lock_timeout=self.project.lock_timeout)
+                lock_timeout=self.project.lock_timeout, ids=ACTOR_IDS)
         return got
 
     def _set(self, store: str, actor: str) -> LayerSet:

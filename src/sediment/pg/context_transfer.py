@@ -6,15 +6,17 @@ the active file and dated archives); on a server every row belongs to an actor, 
 caller sees only their own. So a push moves the directory's store into one actor's rows,
 and a pull writes one actor's rows back as a directory's store.
 
-Ids: a file store numbers its items and events from 2^31, the range the server's id
-sequence also hands out, so a push gives every row a new id from the sequence and rewrites
-every reference to it: integer sources (an event's subjects), and in an event's data the
-item it is about (``item``), what a summary replaced (``summary_of``, ``old_id``,
-``new_id``), what a prune forgot (``context_id``), the keys of an access count (``uses``)
-and the iteration an error belongs to (``metadata.iteration_item``). An event's ``actor``
-becomes the actor pushed as, since on the server the rows are that actor's. A pull keeps
-the server's ids (unique in the project, above 2^31), and the files record the largest as
-their ``id_high_water``, so later writes continue past them.
+Ids: a file store numbers its items and events from its own range, and the server's one
+id sequence numbers every row of a project, so a push gives every row a new id from the
+sequence and rewrites every reference to it: integer sources (an event's subjects), and
+in an event's data the item it is about (``item``), what a summary replaced
+(``summary_of``, ``old_id``, ``new_id``), what a prune forgot (``context_id``), the keys of
+an access count (``uses``) and the iteration an error belongs to
+(``metadata.iteration_item``). An event's ``actor`` becomes the actor pushed as, since on
+the server the rows are that actor's. A pull gives
+them back ids of the range a context store numbers from (``store.ids.CONTEXT_IDS``,
+``FileContextStore.replace``), the same references rewritten: the server's ids are in the
+project's range, where the pulled project's writers would give them again.
 """
 
 from __future__ import annotations

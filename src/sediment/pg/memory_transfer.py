@@ -16,7 +16,8 @@ project's: they go to a server only when asked (``push --user-memories``), and o
 actor's rows, owned by them. Every actor's file numbers its ids from the same start, so the
 server gives them new ids from its sequence (the events' references follow), and an actor
 who has own memories on the server already is refused (a second push would duplicate them).
-``pull --user-memories`` writes the actor's rows back as their files.
+``pull --user-memories`` writes the actor's rows back as their files, renumbered into the
+actor range the files number from (``store.ids.ACTOR_IDS``).
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ from sediment.store.events import (
     about_memories,
     event_content,
 )
-from sediment.store.refs import rewrite_ids, rewrite_sources
+from sediment.store.ids import ACTOR_IDS
+from sediment.store.refs import renumbered, rewrite_ids, rewrite_sources
 
 MAX_LISTED = 10
 _INSERT = ("INSERT INTO memories (project, store, id, layer, owner, shared, is_event, kind, "
@@ -298,7 +300,10 @@ def merged(chunks: list[Chunk], vectors: npt.NDArray[np.float32],
 def pull_actor(store: PgStore, actor: str, files: dict[LayerName, Path], *, dim: int,
                profile: dict[str, Any] | None, force: bool, staging: Staging) -> int:
     """Stage ``actor``'s own memories as their files (``files``: the actor's user and
-    usage layer paths); refuses to overwrite unless ``force``."""
+    usage layer paths); refuses to overwrite unless ``force``. The rows get fresh ids of
+    the actor range (``store.ids.ACTOR_IDS``), above any the files used, their references
+    following: the server numbered them from its one sequence, in the project's range, so
+    kept they could be ids the pulled project's writers give next."""
     got = stored_rows(store, actor=actor)
     if not got:
         return 0
@@ -307,12 +312,18 @@ def pull_actor(store: PgStore, actor: str, files: dict[LayerName, Path], *, dim:
     if existing and not force:
         raise PermissionDeniedError(f"{', '.join(existing)} already exist; pass --force to "
                                     f"overwrite them with actor {actor}'s memories")
+    mine = LayerSet(files, ids=ACTOR_IDS)
+    every = [c for layer in USER_LAYERS.values() for c, _ in got.get(layer, ())]
+    fresh = ACTOR_IDS.next_ids(mine.written_high_water(), len(every))
+    moved = iter(renumbered(every, fresh))
+    got = {layer: [(next(moved), v) for _, v in got.get(layer, ())]
+           for layer in USER_LAYERS.values()}
     n = 0
     for name, path in targets.items():
         rows = got[USER_LAYERS[name]]
         chunks, vectors = merged([], np.zeros((0, dim), dtype=np.float32), rows, dim)
         metadata: dict[str, Any] = {"v": 1, "tool_name": "sediment",
-                                    "id_high_water": max(c.id for c in chunks)}
+                                    "id_high_water": fresh.stop - 1}
         if profile is not None:
             metadata["embedding_profile"] = profile
         staging.write(path, encode_layer(chunks, vectors, dim=dim, metadata=metadata))

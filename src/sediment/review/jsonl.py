@@ -32,7 +32,6 @@ from sediment.errors import SchemaMismatchError, ValidationError
 from sediment.format import AUTHORS, Chunk, LayerFile, Source
 from sediment.format.profile import PROFILE_KEYS
 from sediment.store import HUMAN_WRITABLE, LayerName, LayerSet, NewChunk
-from sediment.store.ids import first_written_id
 
 FORMAT = "sediment.layer"
 VERSION = 1
@@ -283,8 +282,8 @@ def import_file(layerset: LayerSet, target: LayerName, source: Path, *,
 
 
 def _import_fresh(layerset: LayerSet, target: LayerName, parsed: Parsed) -> ImportReport:
-    first = first_written_id(layerset.high_water())
-    new_id = {c.id: first + i for i, c in enumerate(parsed.chunks)}
+    fresh = layerset.ids.next_ids(layerset.written_high_water(), len(parsed.chunks))
+    new_id = {c.id: fresh[i] for i, c in enumerate(parsed.chunks)}
     items = [NewChunk(c.kind, c.content, c.author, c.confidence,
                       tuple(new_id.get(s, s) if isinstance(s, int) else s for s in c.sources),
                       c.created_at_ms, id=new_id[c.id]) for c in parsed.chunks]

@@ -48,8 +48,8 @@ from sediment.store.events import (
     kind_mask,
 )
 from sediment.store.ids import (
-    U32_MAX,
-    first_written_id,
+    PROJECT_IDS,
+    WrittenRange,
     recorded_high_water,
 )
 from sediment.store.layers import AGENT_WRITABLE, FILE_NAMES, PRECEDENCE, LayerName
@@ -139,8 +139,11 @@ class LayerSet:
     def __init__(self, paths: Mapping[LayerName, str | os.PathLike[str] | None]
                  | Mapping[str, str | os.PathLike[str] | None]
                  | Mapping[LayerName | str, str | os.PathLike[str] | None],
-                 *, lock_timeout: float = 30.0) -> None:
+                 *, lock_timeout: float = 30.0, ids: WrittenRange = PROJECT_IDS) -> None:
         self.paths: dict[LayerName, Path] = {}
+        self.ids = ids
+        """The range this set's appends number new chunks from (``store/ids.py``): a
+        project's layers by default; an actor's own store and a context store have theirs."""
         for key, value in paths.items():
             if value is not None:
                 self.paths[LayerName.parse(str(key))] = Path(value)
@@ -361,6 +364,21 @@ class LayerSet:
             top = max(top, recorded_high_water(f.metadata))
         return top
 
+    def written_high_water(self, extra: Iterable[int] = ()) -> int:
+        """The largest id of this set's range (``self.ids``) that any layer uses or ever
+        used (and of ``extra``, high-water marks of files outside the set)."""
+        r = self.ids
+        tops = list(extra)
+        for layer in self.layers():
+            f = layer.file
+            if f.chunk_count:
+                ids = f.ids
+                inside = ids[(ids >= r.first) & (ids <= r.last)]
+                if inside.size:
+                    tops.append(int(inside.max()))
+            tops.append(recorded_high_water(f.metadata))
+        return r.high_water(tops)
+
     # -- writing -------------------------------------------------------------------------
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -471,13 +489,10 @@ class LayerSet:
         explicit = np.asarray([i.id for i in items if i.id is not None], dtype=np.int64)
         existing_ids = set(np.intersect1d(explicit, target.file.ids.astype(np.int64)).tolist()
                            ) if target and len(explicit) else set()
-        first = first_written_id(self.high_water())
-        fresh = sum(1 for i in items if i.id is None)
-        if fresh and first + fresh - 1 > U32_MAX:
-            raise ValidationError("chunk ids are exhausted: the layer set already used "
-                                  f"id {U32_MAX}")
-        next_id = first + fresh
-        new = materialise(items, name.value, iter(range(first, next_id)), existing_ids,
+        fresh = self.ids.next_ids(self.written_high_water(),
+                                  sum(1 for i in items if i.id is None))
+        next_id = fresh.stop
+        new = materialise(items, name.value, iter(fresh), existing_ids,
                           int(time.time() * 1000))
         metadata: dict[str, Any] = dict(target.file.metadata or {}) if target else {}
         metadata.setdefault("v", 1)

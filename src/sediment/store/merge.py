@@ -36,7 +36,7 @@ import numpy.typing as npt
 from sediment.errors import FormatError, SedimentError
 from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.store.events import MEMORY_EVENT_PREFIX, is_meta_kind
-from sediment.store.ids import U32_MAX, has_id_ranges, recorded_high_water
+from sediment.store.ids import PROJECT_IDS, has_id_ranges, recorded_high_water
 from sediment.store.layers import FILE_NAMES, LayerName
 from sediment.store.refs import rewrite_ids, rewrite_sources
 
@@ -239,8 +239,8 @@ def plan(ancestor: Side, ours: Side, theirs: Side) -> Plan:
         loser = max(SIDES, key=lambda s: _digest(ours if s == "ours" else theirs))
     else:
         loser = eligible[0]
-    start = max([high] + [_top(parsed[s, n]) for s in SIDES for n in names])
-    if start + len(clash) > U32_MAX:
+    start = PROJECT_IDS.high_water([high] + [_top(parsed[s, n]) for s in SIDES for n in names])
+    if start + len(clash) > PROJECT_IDS.last:
         raise MergeConflict("chunk ids are exhausted: no free ids are left to renumber into")
     return Plan(loser, {cid: start + 1 + i for i, cid in enumerate(clash)},
                 _handle_plan(new, every))

@@ -10,9 +10,14 @@ added to an event is renumbered on every path or on none.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
+
+from sediment.format import Chunk
+from sediment.store.events import event_content, is_meta_kind
 
 Lookup = Callable[[int], int]
 """Old id -> new id (the identity for ids that keep theirs)."""
@@ -62,3 +67,28 @@ def rewrite_sources(sources: Sequence[int | str], ids: Lookup) -> tuple[int | st
     """A chunk's sources with its integer ones (chunk ids) replaced through ``ids``."""
     return tuple(ids(s) if isinstance(s, int) and not isinstance(s, bool) else s
                  for s in sources)
+
+
+def renumbered(chunks: Sequence[Chunk], fresh: Sequence[int]) -> list[Chunk]:
+    """``chunks`` given the ids ``fresh`` (one each, ascending) in id order, so their commit
+    order stays, with every reference among them rewritten: integer sources, and the ids in
+    a ``meta.*`` event's JSON (written back as every event is). References to chunks not in
+    ``chunks`` keep their ids. How a pull moves a server's rows into a file store's range."""
+    new = dict(zip(sorted(c.id for c in chunks), fresh, strict=True))
+
+    def moved(cid: int) -> int:
+        return new.get(cid, cid)
+
+    out = []
+    for c in chunks:
+        content = c.content
+        if is_meta_kind(c.kind):
+            try:
+                data = json.loads(content)
+            except ValueError:
+                data = None
+            if isinstance(data, dict):
+                content = event_content(**rewrite_ids(data, moved))
+        out.append(replace(c, id=new[c.id], content=content,
+                           sources=rewrite_sources(c.sources, moved)))
+    return out
