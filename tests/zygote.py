@@ -39,6 +39,7 @@ import signal
 import socket
 import struct
 import sys
+import threading
 
 PRELOAD = ("sediment.cli", "sediment.cli._options", "sediment.cli._workspace",
            "sediment.config", "sediment.ops.embedding", "sediment.ops.query",
@@ -192,6 +193,7 @@ class _Zygote:
 
 
 _zygote: _Zygote | None = None
+_starting = threading.Lock()
 
 
 def stop() -> None:
@@ -223,10 +225,12 @@ def run(argv: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str],
         p = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
                            timeout=timeout, stdin=subprocess.DEVNULL)
         return p.returncode, p.stdout, p.stderr
-    if _zygote is None or not _zygote.alive():
-        stop()
-        _zygote = _Zygote(dict(os.environ))
-    return _run_forked(_zygote.path, argv, cwd, env, timeout)
+    with _starting:  # threads' first commands would each start one and stop the others'
+        if _zygote is None or not _zygote.alive():
+            stop()
+            _zygote = _Zygote(dict(os.environ))
+        path = _zygote.path
+    return _run_forked(path, argv, cwd, env, timeout)
 
 
 def _run_forked(path: str, argv: list[str], cwd: str, env: dict[str, str],
