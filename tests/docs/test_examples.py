@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import zygote
 from tests.conftest import REPO
 
 SAMPLE = Path(__file__).with_name("sample")
@@ -47,6 +48,9 @@ GENERATED = {
     "docs/mcp.md": "./run bench-mcp",
 }
 """Pages a program writes, and the program."""
+REAL_SCRIPT = {"README.md", "docs/getting-started.md"}
+"""The quickstart and the install page: what a user runs first runs the installed script
+itself, each command its own Python, not through the launcher (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -110,9 +114,13 @@ SETUP: dict[str, Callable[[Path, Callable[[str], None]], None]] = {
 }
 
 
-def _env(home: Path) -> dict[str, str]:
+def _env(home: Path, page: str) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", SEDIMENT_EMBEDDER="hash",
+    path = [str(BIN)]
+    if page not in REAL_SCRIPT:
+        launcher = zygote.launcher(str(BIN / "sediment"))
+        path[:0] = [launcher] if launcher else []
+    env.update(PATH=os.pathsep.join([*path, env.get("PATH", "")]), SEDIMENT_EMBEDDER="hash",
                HOME=str(home), NO_COLOR="1", COLUMNS="120")
     return env
 
@@ -146,7 +154,7 @@ RUNNABLE = [p for p in pages() if p not in GENERATED and any(b.runs for b in blo
 def test_shell_examples_run(page: str, tmp_path: Path) -> None:
     cwd = tmp_path / "project"
     shutil.copytree(SAMPLE, cwd)
-    env = _env(tmp_path)
+    env = _env(tmp_path, page)
 
     def run(command: str) -> None:
         _run(Block(f"SETUP of {page}", 0, "sh", command + "\n"), cwd, env)
