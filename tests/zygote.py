@@ -21,14 +21,24 @@ So a request whose environment differs from the zygote's in a variable that acts
 (``PYTHON*``, locale, loader and BLAS/OpenMP variables) runs as a plain subprocess, and so
 does every request when ``SEDIMENT_TEST_FORK=0`` is in the environment (the whole run, or
 one command's ``env``): the tests of the installed script itself (tests/cli/test_zygote.py,
-tests/docs, which run ``sediment`` through the shell) keep covering it. Also shared: the
-hash seed of ``str`` (one per zygote, as ``PYTHONHASHSEED`` would fix it).
+tests/docs/test_launcher.py, the README and install pages' shell blocks) keep covering it.
+Also shared: the hash seed of ``str`` (one per zygote, as ``PYTHONHASHSEED`` would fix it).
+
+For commands a shell runs (the docs pages' blocks), :func:`launcher` writes a ``sediment``
+to put first on the shell's PATH: a ``python -IS`` script that imports only this file's
+client half and calls :func:`launch`, which sends its own argv (``argv[0]`` the installed
+script's path), cwd, environment and its stdin, stdout and stderr fds to the zygote, so the
+command reads and writes the shell's pipes itself; it forwards SIGINT, SIGTERM, SIGHUP and
+SIGQUIT to the command and exits with its status (or dies of its signal). Where :func:`run`
+would start a plain subprocess, or the zygote is gone, it execs the installed script.
 
 One zygote per test process (so per xdist worker), started on first use with the test
 process's interpreter and stopped by :func:`stop` (a session fixture in tests/conftest.py).
 Run as a script, this file is the zygote: it listens on a Unix socket, and forks a handler
 per connection, which forks the command and reports its pid and then its exit status, so
-the zygote never waits on a command and commands can run concurrently.
+the zygote never waits on a command and commands can run concurrently. A request is a JSON
+object (argv, cwd, env) and two fds (stdout, stderr; stdin is /dev/null) or three (stdin,
+stdout, stderr).
 """
 
 from __future__ import annotations
@@ -249,12 +259,9 @@ zygote.launch({socket!r}, {real!r}, {base!r})
 """
 
 
-def launcher(real: str) -> str | None:
+def launcher(real: str) -> str:
     """A directory holding a ``sediment`` that runs the console script ``real`` forked from
-    this process's zygote (see :func:`launch`), to put first on a shell's PATH; None when
-    the run opts out (``SEDIMENT_TEST_FORK=0``), so the shell runs ``real`` itself."""
-    if os.environ.get(OPT_OUT) == "0":
-        return None
+    this process's zygote (see :func:`launch`), to put first on a shell's PATH."""
     z = _started()
     bindir = os.path.join(z.dir, "bin")
     script = os.path.join(bindir, "sediment")

@@ -19,9 +19,9 @@ REAL = str(BIN / "sediment")
 
 
 def _env(*, launcher: bool) -> dict[str, str]:
+    """The test's environment, the launcher used even when the whole run opts out."""
     env = {k: v for k, v in os.environ.items() if k != zygote.OPT_OUT}
     first = zygote.launcher(REAL) if launcher else str(BIN)
-    assert first is not None
     return {**env, "PATH": os.pathsep.join([first, str(BIN), env.get("PATH", "")]),
             "SEDIMENT_EMBEDDER": "hash", "NO_COLOR": "1"}
 
