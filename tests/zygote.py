@@ -21,25 +21,35 @@ So a request whose environment differs from the zygote's in a variable that acts
 (``PYTHON*``, locale, loader and BLAS/OpenMP variables) runs as a plain subprocess, and so
 does every request when ``SEDIMENT_TEST_FORK=0`` is in the environment (the whole run, or
 one command's ``env``): the tests of the installed script itself (tests/cli/test_zygote.py,
-tests/docs, which run ``sediment`` through the shell) keep covering it. Also shared: the
-hash seed of ``str`` (one per zygote, as ``PYTHONHASHSEED`` would fix it).
+tests/docs/test_launcher.py, the README and install pages' shell blocks) keep covering it.
+Also shared: the hash seed of ``str`` (one per zygote, as ``PYTHONHASHSEED`` would fix it).
+
+For commands a shell runs (the docs pages' blocks), :func:`launcher` writes a ``sediment``
+to put first on the shell's PATH: a ``python -IS`` script that imports only this file's
+client half and calls :func:`launch`, which sends its own argv (``argv[0]`` the installed
+script's path), cwd, environment and its stdin, stdout and stderr fds to the zygote, so the
+command reads and writes the shell's pipes itself; it forwards SIGINT, SIGTERM, SIGHUP and
+SIGQUIT to the command and exits with its status (or dies of its signal). Where :func:`run`
+would start a plain subprocess, or the zygote is gone, it execs the installed script.
 
 One zygote per test process (so per xdist worker), started on first use with the test
 process's interpreter and stopped by :func:`stop` (a session fixture in tests/conftest.py).
 Run as a script, this file is the zygote: it listens on a Unix socket, and forks a handler
 per connection, which forks the command and reports its pid and then its exit status, so
-the zygote never waits on a command and commands can run concurrently.
+the zygote never waits on a command and commands can run concurrently. A request is a JSON
+object (argv, cwd, env) and two fds (stdout, stderr; stdin is /dev/null) or three (stdin,
+stdout, stderr).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
 import struct
 import sys
 import threading
+from collections.abc import Mapping
 
 PRELOAD = ("sediment.cli", "sediment.cli._options", "sediment.cli._workspace",
            "sediment.config", "sediment.ops.embedding", "sediment.ops.query",
@@ -114,8 +124,10 @@ def _handle(conn: socket.socket) -> dict[str, object]:
     """One connection, in a process of its own: receive the request and its two fds,
     fork the command, send its pid, wait for it, send its wait status."""
     try:
-        head, fds, _, _ = socket.recv_fds(conn, _HEADER.size, 2)
+        head, fds, _, _ = socket.recv_fds(conn, _HEADER.size, 3)
         head += _recv_exactly(conn, _HEADER.size - len(head))
+        import json
+
         request = json.loads(_recv_exactly(conn, _HEADER.unpack(head)[0]))
         pid = os.fork()
         if pid == 0:
@@ -145,13 +157,13 @@ def _become_command(request: dict[str, object], fds: list[int]) -> dict[str, obj
         import time
         time.tzset()
         os.chdir(str(request["cwd"]))
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        out, err = fds
-        os.dup2(out, 1)
-        os.dup2(err, 2)
-        for fd in (null, out, err):
-            os.close(fd)
+        if len(fds) == 2:  # stdout and stderr; stdin is /dev/null
+            fds.insert(0, os.open(os.devnull, os.O_RDONLY))
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
         return request
     except BaseException as exc:  # nothing of the command ran: say why, like exec would
         os.write(2, f"zygote: cannot start the command: {exc!r}\n".encode())
@@ -194,6 +206,8 @@ class _Zygote:
 
 _zygote: _Zygote | None = None
 _starting = threading.Lock()
+"""Held while a zygote starts: threads' first commands would each start one and stop the
+others'."""
 
 
 def stop() -> None:
@@ -204,12 +218,16 @@ def stop() -> None:
         _zygote = None
 
 
-def _forkable(env: dict[str, str], cwd: str) -> bool:
+def _startup(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(STARTUP_PREFIXES) or k in STARTUP_NAMES}
+
+
+def _forkable(env: Mapping[str, str], cwd: str, base: Mapping[str, str]) -> bool:
+    """Whether a zygote started with environment ``base`` can run a command with ``env``
+    in ``cwd`` (else it runs as a plain subprocess: see the module's docstring)."""
     if env.get(OPT_OUT) == "0" or not os.path.isdir(cwd):
         return False
-    base = os.environ if _zygote is None else _zygote.env
-    return all(env.get(k) == base.get(k) for k in {*env, *base}
-               if k.startswith(STARTUP_PREFIXES) or k in STARTUP_NAMES)
+    return _startup(env) == _startup(base)
 
 
 def run(argv: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str],
@@ -221,16 +239,102 @@ def run(argv: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str],
 
     global _zygote
     cwd = os.fspath(cwd)
-    if not _forkable(env, cwd):
+    if not _forkable(env, cwd, os.environ if _zygote is None else _zygote.env):
         p = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
                            timeout=timeout, stdin=subprocess.DEVNULL)
         return p.returncode, p.stdout, p.stderr
-    with _starting:  # threads' first commands would each start one and stop the others'
+    return _run_forked(_started().path, argv, cwd, env, timeout)
+
+
+def _started() -> _Zygote:
+    global _zygote
+    with _starting:
         if _zygote is None or not _zygote.alive():
             stop()
             _zygote = _Zygote(dict(os.environ))
-        path = _zygote.path
-    return _run_forked(path, argv, cwd, env, timeout)
+        return _zygote
+
+
+LAUNCHER = """#!{python} -IS
+# Runs the `sediment` console script {real} forked from a test process's zygote (tests/zygote.py).
+import sys
+sys.path.append({tests!r})
+import zygote
+zygote.launch({socket!r}, {real!r}, {base!r})
+"""
+
+
+def launcher(real: str) -> str:
+    """A directory holding a ``sediment`` that runs the console script ``real`` forked from
+    this process's zygote (see :func:`launch`), to put first on a shell's PATH."""
+    z = _started()
+    bindir = os.path.join(z.dir, "bin")
+    script = os.path.join(bindir, "sediment")
+    if not os.path.exists(script):
+        os.makedirs(bindir, exist_ok=True)
+        text = LAUNCHER.format(python=sys.executable, real=real, socket=z.path,
+                               tests=os.path.dirname(os.path.abspath(__file__)),
+                               base=_startup(z.env))
+        with open(script + ".tmp", "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(script + ".tmp", 0o755)
+        os.replace(script + ".tmp", script)
+    return bindir
+
+
+def launch(path: str, real: str, base: dict[str, str]) -> None:
+    """Be the command ``real ARGS`` (``ARGS`` this process's arguments): have the zygote
+    listening on ``path`` (started with the startup variables ``base``) fork it with this
+    process's cwd, environment, stdin, stdout and stderr, forward SIGINT, SIGTERM, SIGHUP
+    and SIGQUIT to it, and exit as it did (its code, or killed by its signal). Where
+    :func:`run` would run a plain subprocess, or the zygote is gone, exec ``real``."""
+    argv = [real, *sys.argv[1:]]
+    env = dict(os.environ)
+    if "_" in env:
+        env["_"] = real  # what the shell sets it to: the command's path
+    try:
+        cwd = os.getcwd()
+        if not _forkable(env, cwd, base):
+            raise OSError("not forkable")
+        conn = _send(path, argv, cwd, env, [0, 1, 2])
+    except OSError:
+        os.execve(real, argv, env)
+    pid = 0
+    pending: list[int] = []
+
+    def forward(sig: int, _frame: object) -> None:
+        if pid:
+            _signal_group(pid, sig)
+        else:
+            pending.append(sig)
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, forward)
+    reply = b""
+    with conn:
+        while chunk := conn.recv(64):
+            reply += chunk
+            if not pid and b"\n" in reply:
+                pid = int(reply.split(b"\n")[0])
+                for sig in pending:
+                    _signal_group(pid, sig)
+    lines = reply.split(b"\n")
+    if len(lines) < 3:
+        os.write(2, f"sediment launcher: the zygote failed to run {argv}: {reply!r}\n".encode())
+        sys.exit(127)
+    code = os.waitstatus_to_exitcode(int(lines[1]))
+    if code < 0:
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+        code = 128 - code
+    sys.exit(code)
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    import contextlib
+
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
 
 
 def _run_forked(path: str, argv: list[str], cwd: str, env: dict[str, str],
@@ -240,17 +344,14 @@ def _run_forked(path: str, argv: list[str], cwd: str, env: dict[str, str],
     import time
 
     deadline = time.monotonic() + timeout
-    body = json.dumps({"argv": argv, "cwd": cwd, "env": env}).encode()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn: socket.socket | None = None
     chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
     reply = b""
     killed = expired = False
     try:
-        conn.connect(path)
-        socket.send_fds(conn, [_HEADER.pack(len(body))], [out_w, err_w])
-        conn.sendall(body)
+        conn = _send(path, argv, cwd, env, [out_w, err_w])
         os.close(out_w)
         os.close(err_w)
         out_w = err_w = -1
@@ -283,7 +384,8 @@ def _run_forked(path: str, argv: list[str], cwd: str, env: dict[str, str],
         for fd in (out_r, err_r, out_w, err_w):
             if fd >= 0:
                 os.close(fd)
-        conn.close()
+        if conn is not None:
+            conn.close()
     lines = reply.split(b"\n")
     if killed or expired:
         raise subprocess.TimeoutExpired(argv, timeout, _text(chunks[out_r]),
@@ -292,6 +394,33 @@ def _run_forked(path: str, argv: list[str], cwd: str, env: dict[str, str],
         raise RuntimeError(f"the sediment zygote failed to run {argv}: {reply!r}")
     code = os.waitstatus_to_exitcode(int(lines[1]))
     return code, _text(chunks[out_r]), _text(chunks[err_r])
+
+
+def _send(path: str, argv: list[str], cwd: str, env: Mapping[str, str],
+          fds: list[int]) -> socket.socket:
+    """Ask the zygote listening on ``path`` to run a command with the given stdio ``fds``
+    (stdout and stderr, stdin then /dev/null; or stdin, stdout and stderr). It answers on
+    the returned connection with the command's pid, then its wait status, a line each."""
+    body = _dumps(argv, cwd, env)
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(path)
+        socket.send_fds(conn, [_HEADER.pack(len(body))], fds)
+        conn.sendall(body)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _dumps(argv: list[str], cwd: str, env: Mapping[str, str]) -> bytes:
+    """``json.dumps({"argv": argv, "cwd": cwd, "env": env}).encode()``, with json's own
+    string encoder but without importing ``json`` (and ``re``), a third of a launch's cost."""
+    from _json import encode_basestring_ascii as q
+
+    pairs = ", ".join(f"{q(k)}: {q(v)}" for k, v in env.items())
+    return (f'{{"argv": [{", ".join(q(a) for a in argv)}], "cwd": {q(cwd)}, '
+            f'"env": {{{pairs}}}}}').encode()
 
 
 def _text(chunks: list[bytes]) -> str:
@@ -303,10 +432,7 @@ def _text(chunks: list[bytes]) -> str:
 
 
 def _kill_group(pid: int) -> None:
-    import contextlib
-
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+    _signal_group(pid, signal.SIGKILL)
 
 
 if __name__ == "__main__":

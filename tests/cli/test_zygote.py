@@ -104,8 +104,11 @@ def _cwd(pid: str) -> Path | None:
 
 def test_startup_variables_and_the_opt_out_use_the_real_script(tmp_path: Path) -> None:
     run_sediment("--version", cwd=tmp_path, env=_env())
-    assert zygote._forkable(_env(), str(tmp_path))
-    assert not zygote._forkable(_env(**REAL), str(tmp_path))
-    assert not zygote._forkable(_env(PYTHONPATH=str(tmp_path)), str(tmp_path))
-    assert not zygote._forkable(_env(PYTHONWARNINGS="error::UserWarning:zygote"), str(tmp_path))
+    assert zygote._zygote is not None
+    base = zygote._zygote.env
+    assert zygote._forkable(_env(), str(tmp_path), base)
+    assert not zygote._forkable(_env(**REAL), str(tmp_path), base)
+    assert not zygote._forkable(_env(PYTHONPATH=str(tmp_path)), str(tmp_path), base)
+    warnings = _env(PYTHONWARNINGS="error::UserWarning:zygote")
+    assert not zygote._forkable(warnings, str(tmp_path), base)
     assert SEDIMENT.exists()

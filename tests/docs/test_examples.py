@@ -7,6 +7,16 @@ How a page is run (what whoever writes docs needs to know):
   copy of ``tests/docs/sample/`` (a small project: AGENTS.md, docs/, src/), with the real
   ``sediment`` command on PATH and the hash embedder (``SEDIMENT_EMBEDDER=hash``), so a page
   reads as one session: what one block writes, the next can search.
+- "The real command": README.md and docs/getting-started.md (``REAL_SCRIPT``: the quickstart
+  and the install page, what a user runs first) run the installed console script, a Python
+  per command. The other pages' shells find first on PATH a launcher (tests/zygote.py,
+  ``launcher``) that has the test worker's zygote fork the console script's entry point
+  (``sys.exit(main())``) in a process of its own, with the shell's argv, cwd, whole
+  environment and its stdin, stdout and stderr, and exits with its status: the same command
+  in all but the interpreter's start-up, which is most of its cost (about 0.15 s a command
+  instead of 1 s). A command whose environment changes what acts at start-up (``PYTHON*``,
+  locale, loader variables), and every command under ``SEDIMENT_TEST_FORK=0``, runs the
+  installed script; tests/docs/test_launcher.py compares the two.
 - A block that cannot run in a test (a server that runs until stopped, a command that needs
   a network service, another program or a key) says so in its info string: ```` ```sh no-run ````.
   Keep them few: ``test_no_run_blocks_are_few`` lists them.
@@ -31,6 +41,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import zygote
 from tests.conftest import REPO
 
 SAMPLE = Path(__file__).with_name("sample")
@@ -47,6 +58,9 @@ GENERATED = {
     "docs/mcp.md": "./run bench-mcp",
 }
 """Pages a program writes, and the program."""
+REAL_SCRIPT = {"README.md", "docs/getting-started.md"}
+"""The quickstart and the install page: what a user runs first runs the installed script
+itself, each command its own Python, not through the launcher (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -110,9 +124,12 @@ SETUP: dict[str, Callable[[Path, Callable[[str], None]], None]] = {
 }
 
 
-def _env(home: Path) -> dict[str, str]:
+def _env(home: Path, page: str) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", SEDIMENT_EMBEDDER="hash",
+    path = [str(BIN)]
+    if page not in REAL_SCRIPT and env.get(zygote.OPT_OUT) != "0":
+        path.insert(0, zygote.launcher(str(BIN / "sediment")))
+    env.update(PATH=os.pathsep.join([*path, env.get("PATH", "")]), SEDIMENT_EMBEDDER="hash",
                HOME=str(home), NO_COLOR="1", COLUMNS="120")
     return env
 
@@ -146,7 +163,7 @@ RUNNABLE = [p for p in pages() if p not in GENERATED and any(b.runs for b in blo
 def test_shell_examples_run(page: str, tmp_path: Path) -> None:
     cwd = tmp_path / "project"
     shutil.copytree(SAMPLE, cwd)
-    env = _env(tmp_path)
+    env = _env(tmp_path, page)
 
     def run(command: str) -> None:
         _run(Block(f"SETUP of {page}", 0, "sh", command + "\n"), cwd, env)
