@@ -62,3 +62,14 @@ def test_a_command_loads_only_what_it_needs(args: list[str], tmp_path: Path) -> 
     loaded = json.loads(p.stdout.splitlines()[-1])
     assert loaded == [], f"sediment {' '.join(args)} loaded {loaded}"
 
+
+def test_an_unknown_command_loads_no_command_module(tmp_path: Path) -> None:
+    """A mistyped command is answered from the table, without importing every command."""
+    probe = ("import sys\nfrom sediment.cli import cli\n"
+             "try:\n    cli.main(['no-such-command'], prog_name='sediment')\n"
+             "except SystemExit as exc:\n    code = exc.code\n"
+             "print(code, sorted(m for m in {mods!r} if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", probe.format(mods=MODULES)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert "No such command 'no-such-command'" in p.stderr
+    assert p.stdout.strip() == "2 []"

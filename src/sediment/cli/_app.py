@@ -60,8 +60,9 @@ class SedimentGroup(click.Group):
 
     def load_lazily(self, commands: Mapping[str, str], modules: tuple[str, ...]) -> None:
         """Each name in ``commands`` is registered by the module it maps to; ``modules``
-        are every command module, imported when a name is not in ``commands`` (so a new
-        command works before it is listed) and when all commands are listed (``--help``)."""
+        are every command module, imported when all commands are listed (``--help``). A
+        name not in ``commands`` is no command: importing every module to look for it cost
+        a mistyped command 2 s (tests/cli/test_lazy_commands.py keeps the table whole)."""
         self._lazy = commands
         self._modules = modules
 
@@ -70,11 +71,8 @@ class SedimentGroup(click.Group):
             importlib.import_module(module)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands:
-            if cmd_name in self._lazy:
-                importlib.import_module(self._lazy[cmd_name])
-            if cmd_name not in self.commands:
-                self._load_all()
+        if cmd_name not in self.commands and cmd_name in self._lazy:
+            importlib.import_module(self._lazy[cmd_name])
         return super().get_command(ctx, cmd_name)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
