@@ -71,6 +71,9 @@ def test_a_legacy_id_of_another_range_is_kept_and_never_moves_the_allocator(
                         allowed=(LayerName.USER,)) == [ACTOR_IDS.first + 1]
     assert [c.content for c in (actor.get(WRITTEN_START)[1],  # type: ignore[index]
                                 actor.get(ACTOR_IDS.first)[1])] == ["old", "new"]  # type: ignore[index]
+    project = LayerSet({LayerName.USER: path})  # ids of a later range in its file
+    assert project.append(LayerName.USER, [note("next")], vec(1, seed=3), profile=PROFILE,
+                          allowed=(LayerName.USER,)) == [WRITTEN_START + 1]
 
 
 def test_a_project_set_at_the_end_of_its_range_says_so(tmp_path: Path) -> None:

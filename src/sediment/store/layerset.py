@@ -373,9 +373,11 @@ class LayerSet:
             f = layer.file
             if f.chunk_count:
                 ids = f.ids
-                inside = ids[(ids >= r.first) & (ids <= r.last)]
-                if inside.size:
-                    tops.append(int(inside.max()))
+                top = int(ids.max())
+                if top > r.last:  # a later range's ids here too: only then filter them out
+                    inside = ids[(ids >= r.first) & (ids <= r.last)]
+                    top = int(inside.max()) if inside.size else r.first - 1
+                tops.append(top)
             tops.append(recorded_high_water(f.metadata))
         return r.high_water(tops)
 
