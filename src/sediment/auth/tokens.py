@@ -7,7 +7,7 @@ check recomputes it and compares with ``hmac.compare_digest``. A salted fast has
 for a random 256-bit secret (a slow password hash protects guessable passwords, not keys).
 The token is shown once, by ``create``.
 
-The file is JSON (configuration, not workflow state: DESIGN.md keeps state in layers),
+The file is JSON (configuration, not workflow state: workflow state lives in layers),
 written atomically with mode 0600::
 
     {"version": 1, "tokens": [{"id": "1a2b3c4d", "actor": "alice", "role": "writer",

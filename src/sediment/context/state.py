@@ -1,4 +1,4 @@
-"""Context state as a fold over events (DESIGN.md, "State changes are events").
+"""Context state as a fold over events.
 
 Event kinds (``files.EVENT_PREFIX`` + suffix) and their JSON content:
 

@@ -1,4 +1,4 @@
-"""Memory state as a fold over ``meta.*`` events (DESIGN.md, "State changes are events").
+"""Memory state as a fold over ``meta.*`` events.
 
 Each event is a chunk whose content is a small JSON object and whose ``sources`` are the
 chunk ids it is about (in the store that holds it):

@@ -1,13 +1,12 @@
 """What a delta layer would change: additions, overrides, conflicts, pending proposals.
 
-A reviewer reads this before accepting anything (RFC 13, 15.5). Conflicts follow RFC 12 and
-DESIGN.md: the same id with different content in base or user, or near-duplicate content
-(cosine similarity of the stored vectors at or above a threshold) that says something
-different. Identical content under another id is a duplicate, not a conflict. A user
-version whose first source is the delta chunk is a reviewer's copy of it (accepted, perhaps
-with edits), not a conflict: agents cannot write the user layer. Vectors are
-compared as stored, so no embedder is needed and nothing is re-embedded.
-"""
+A reviewer reads this before accepting anything (RFC 13, 15.5). Conflicts follow RFC 12:
+the same id with different content in base or user, or near-duplicate content (cosine
+similarity of the stored vectors at or above a threshold) that says something different.
+Identical content under another id is a duplicate, not a conflict. A user version whose
+first source is the delta chunk is a reviewer's copy of it (accepted, perhaps with
+edits), not a conflict: agents cannot write the user layer. Vectors are compared as
+stored, so no embedder is needed and nothing is re-embedded. """
 
 from __future__ import annotations
 

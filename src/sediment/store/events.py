@@ -7,7 +7,7 @@ into state.
 Nothing is ever updated in place: a proposal, a decision, a supersession or a forget is a
 new chunk whose ``sources`` point at its subject, and its ``content`` is a small JSON
 object. The current state is a fold over the events of every layer, so history stays
-auditable (DESIGN.md, "State changes are events"; RFC 11.2).
+auditable (RFC 11.2).
 
 Event kinds and their JSON content:
 

@@ -1,5 +1,5 @@
-"""Use counts gathered in memory and written with a later commit (DESIGN.md, "Counters are
-batched events").
+"""Use counts gathered in memory and written with a later commit (counters are batched
+events, so a read never writes).
 
 A read must not rewrite the store (the latency budget, and a read that writes is a
 surprise), so memories and context items count their uses here and append one use event with

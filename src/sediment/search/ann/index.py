@@ -99,7 +99,7 @@ of :func:`open_cost` (0: open it on the first query)."""
 FAISS_IMPORT_S = 0.2
 """Seconds a fresh process takes to import FAISS (0.17 s measured here)."""
 SCAN_BPS = 10e9
-"""Bytes per second of an exact scan (memory bandwidth, DESIGN.md's measured facts)."""
+"""Bytes per second of an exact scan (memory bandwidth of a 2-core host)."""
 KEY_BPS = 2e9
 """Bytes per second of keying rows (:func:`~sediment.search.ann.key.rows_key`, CRC-32)."""
 LOAD_BPS = 2e9
