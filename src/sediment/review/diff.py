@@ -6,7 +6,8 @@ similarity of the stored vectors at or above a threshold) that says something di
 Identical content under another id is a duplicate, not a conflict. A user version whose
 first source is the delta chunk is a reviewer's copy of it (accepted, perhaps with
 edits), not a conflict: agents cannot write the user layer. Vectors are compared as
-stored, so no embedder is needed and nothing is re-embedded. """
+stored, so no embedder is needed and nothing is re-embedded.
+"""
 
 from __future__ import annotations
 
