@@ -54,3 +54,18 @@ def test_the_document_lists_every_tool_and_persona(api_server: HttpServer) -> No
     for name in ("code-reviewer", "onboarding", "incident-responder", "looper", "failer"):
         assert f"/agents/{name}/prompt" in doc["paths"]
     assert "$defs" not in str(doc), "local $defs would not resolve inside the document"
+
+
+def test_every_status_of_the_error_table_is_documented() -> None:
+    """The statuses come from ``errors.py``, the one table every adapter answers from: an
+    unreachable store's 503 reaches a tool call on the team server, so it is in the
+    document too."""
+    from sediment import errors
+    from sediment.server.openapi import openapi_document
+
+    doc = openapi_document([("agents_search", "Search.", {"type": "object"})], [])
+    documented = doc["paths"]["/tools/agents_search"]["post"]["responses"]
+    for name in errors.__all__:
+        cls = getattr(errors, name)
+        assert str(cls.http_status) in documented, name
+        assert cls.error_code in documented[str(cls.http_status)]["description"], name

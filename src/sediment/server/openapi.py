@@ -11,7 +11,7 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from sediment import __version__
+from sediment import __version__, errors
 from sediment.agents import PersonaInfo
 
 __all__ = ["openapi_document"]
@@ -41,17 +41,35 @@ _TOOLS = {"type": "object", "required": ["tools"], "properties": {"tools": {
                                "properties": {"name": {"type": "string"},
                                               "description": {"type": "string"},
                                               "input_schema": {"type": "object"}}}}}}
-ERRORS = {
-    "400": "bad_request: the arguments break a rule (the message names it)",
+TRANSPORT_ERRORS = {
+    "400": "bad_request: the body is not a JSON object of the tool's arguments",
     "401": "unauthorized: missing or wrong bearer token",
-    "403": "forbidden: refused Origin, or a write the trust model forbids",
-    "404": "not_found: no such tool or persona (or chunk)",
-    "408": "timeout: the persona's script ran past its time limit",
+    "403": "forbidden: refused Origin",
+    "404": "not_found: no such tool or persona",
     "413": "too_large: the body is larger than 1 MiB",
     "415": "unsupported_media_type: the body is not application/json",
     "421": "misdirected: the Host header names no loopback address",
-    "500": "agent_error: the persona failed (or internal_error)",
+    "500": "internal_error: the server failed (see its log)",
 }
+"""What the HTTP layer itself refuses, before any service runs."""
+
+
+def _error_table() -> dict[str, str]:
+    """Every status a service error can answer, from the one table in ``errors.py`` (each
+    class's ``http_status`` and ``error_code``), beside the transport's own statuses."""
+    raised: dict[tuple[str, str], list[str]] = {}
+    for name in errors.__all__:
+        cls = getattr(errors, name)
+        raised.setdefault((str(cls.http_status), cls.error_code), []).append(name)
+    found = dict(TRANSPORT_ERRORS)
+    for (status, code), names in sorted(raised.items()):
+        line = f"{code}: raised as {', '.join(sorted(names))} (the message says why)"
+        found[status] = f"{found[status]}; {line}" if status in found else line
+    return dict(sorted(found.items()))
+
+
+ERRORS = _error_table()
+SERVICE_STATUSES = tuple(sorted({str(getattr(errors, n).http_status) for n in errors.__all__}))
 
 
 def _json(schema: Any) -> dict[str, Any]:
@@ -111,7 +129,7 @@ def openapi_document(tools: Iterable[tuple[str, str, dict[str, Any]]],
             "responses": {"200": {"description": "The tool's result", **_json({
                 "type": "object", "required": ["result"],
                 "properties": {"result": {"type": "object"}}})},
-                **_errors("400", "403", "404", "413", "415")}}}
+                **_errors(*SERVICE_STATUSES, "404", "413", "415")}}}
     for info in personas:
         args = {a.name: {"type": "string", "description": a.description}
                 for a in info.arguments}
@@ -122,7 +140,7 @@ def openapi_document(tools: Iterable[tuple[str, str, dict[str, Any]]],
                     "type": "object", "additionalProperties": False, "properties": args,
                     "required": [a.name for a in info.arguments if a.required]}}})},
             "responses": {"200": {"description": "The resolved persona", **_json(_PROMPT)},
-                          **_errors("400", "404", "408", "413", "415", "500")}}}
+                          **_errors(*SERVICE_STATUSES, "404", "413", "415")}}}
     return {"openapi": "3.1.0",
             "info": {"title": "Sediment HTTP API", "version": __version__},
             "components": {"schemas": components,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -209,13 +210,17 @@ class WebUI:
 
     def _failed(self, request: Request, session: Session | None,
                 exc: SedimentError) -> Response:
-        """A page that could not be read: 503 with one line when the store is unreachable
-        (never where it lives: ``public_message``), else 500 with the error."""
+        """A page that could not be read, answered with the status of the error table
+        (``errors.py``): 503 with one line when the store is unreachable (never where it
+        lives: ``public_message``), 404 for what is not there, and so on."""
         if isinstance(exc, StoreUnavailableError):
             return self._render(request, "error.html", session, 503,
                                 title="Service unavailable",
                                 error=public_message(exc).capitalize() + ".")
-        return self._render(request, "error.html", session, 500, error=public_message(exc))
+        status = exc.http_status
+        title = HTTPStatus(status).phrase if status in (403, 404, 408) else None
+        return self._render(request, "error.html", session, status, title=title,
+                            error=public_message(exc))
 
     def _to_login(self, request: Request) -> Response:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")

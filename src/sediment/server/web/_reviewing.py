@@ -263,7 +263,8 @@ class Reviewing:
             return RedirectResponse(back, 303)
         except SedimentError as exc:
             if origin is not None:
-                return await self._again(request, origin, form, 400, public_message(exc))
+                return await self._again(request, origin, form, exc.http_status,
+                                         public_message(exc))
             session.flash.append(("error", public_message(exc)))
             return RedirectResponse(back, 303)
         self._report(session, outcomes)
