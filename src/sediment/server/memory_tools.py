@@ -131,6 +131,45 @@ class MemoryOut(BaseModel):
     score: float | None = Field(default=None, description=(
         "Relevance to the query, 0.0 to 1.0 on an absolute scale (comparable across "
         "queries); never under the recall's min_score"))
+    actor: str = Field(description="Whose memory it is (the actor who saved it)")
+    author: str = Field(description="human or mcp: who wrote the chunk (RFC author field)")
+    supersedes: str | None = Field(description="The older memory this one replaced")
+    superseded_by: str | None = Field(description="The newer memory that replaced this one "
+                                                  "(recall never returns it then)")
+    forgotten: bool = Field(description="Deleted or forgotten (recall never returns it)")
+    pending: bool | None = Field(default=None, description=(
+        "A global memory proposed by an agent, awaiting a human's review"))
+    origin: dict[str, Any] | None = Field(default=None, description=(
+        "Where an imported memory came from (the importer's record)"))
+
+
+class VersionOut(MemoryOut):
+    superseded_because: dict[str, Any] | None = Field(default=None, description=(
+        "Why the newer version replaced it: reason (dedup or update), similarity, "
+        "correction and its signals"))
+    restored_from: str | None = Field(default=None, description=(
+        "The superseded memory this one brought back (manage_memory restore)"))
+
+
+class ContextOut(BaseModel):
+    name: str = Field(description="The memory context's name")
+    scope: str = Field(description="user or project")
+    description: str = Field(description="What it is for")
+    priority: float = Field(description="Higher ranks its memories first")
+    memories: int = Field(description="How many of your active memories it holds")
+
+
+class ContextInfoOut(BaseModel):
+    name: str = Field(description="The memory context's name")
+    description: str = Field(description="What it is for")
+    priority: float = Field(description="Higher ranks its memories first")
+
+
+class UseOut(BaseModel):
+    at_ms: int = Field(description="When recall returned it, Unix milliseconds")
+    count: int = Field(description="How many times at that moment")
+    pending: bool | None = Field(default=None, description=(
+        "Counted in memory, not yet written to the store"))
 
 
 class NearOut(BaseModel):
@@ -194,9 +233,47 @@ class RecallOut(BaseModel):
 
 
 class ManageOut(BaseModel):
+    """One model for every action; which fields are present depends on the action."""
+
     action: str = Field(description="The action that ran")
     status: str | None = Field(default=None, description=(
-        "deleted, updated or forgotten (absent for list)"))
+        "deleted, updated, restored, ok (history) or forgotten (absent for list)"))
+    id: str | None = Field(default=None, description=(
+        "delete, update, restore: the memory deleted, or the new version written"))
+    chunk_id: int | None = Field(default=None, description="The new version's chunk id")
+    superseded_id: str | None = Field(default=None, description=(
+        "update: the memory the new version replaced"))
+    content: str | None = Field(default=None, description="update, restore: the new text")
+    category: str | None = Field(default=None, description="update: its category")
+    confidence: float | None = Field(default=None, description="update: its confidence")
+    context: str | ContextInfoOut | None = Field(default=None, description=(
+        "update: the memory context's name; history: the context with its description "
+        "and priority"))
+    related_to: list[str] | None = Field(default=None, description=(
+        "update, history: what it relates to"))
+    looks_like_correction: bool | None = Field(default=None, description=(
+        "update: whether the new text corrects the old one"))
+    correction_signals: list[str] | None = Field(default=None, description=(
+        "update: the words that make it look like a correction"))
+    restored_id: str | None = Field(default=None, description=(
+        "restore: the superseded memory brought back"))
+    superseded_by: str | None = Field(default=None, description=(
+        "restore: the memory that had replaced it, kept beside it"))
+    total: int | None = Field(default=None, description="list: how many memories you have")
+    memories: list[MemoryOut] | None = Field(default=None, description=(
+        "list: your memories, most used first"))
+    contexts: list[ContextOut] | None = Field(default=None, description=(
+        "list: the memory contexts they are filed under"))
+    memory: MemoryOut | None = Field(default=None, description="history: the memory asked for")
+    versions: list[VersionOut] | None = Field(default=None, description=(
+        "history: every version, newest first"))
+    use_history: list[UseOut] | None = Field(default=None, description=(
+        "history: when recall returned it"))
+    forgotten: int | None = Field(default=None, description=(
+        "forget_all: how many memories were forgotten"))
+    scopes: list[str] | None = Field(default=None, description="forget_all: the scopes")
+    purged: int | None = Field(default=None, description=(
+        "forget_all with purge: how many memories' text was removed from disk"))
 
 
 def _line(i: int, m: Mapping[str, Any]) -> str:
