@@ -3,6 +3,8 @@ from it (valid and invalid) and checks every response against it, on a real serv
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 import schemathesis
@@ -63,9 +65,37 @@ def test_every_status_of_the_error_table_is_documented() -> None:
     from sediment import errors
     from sediment.server.openapi import openapi_document
 
-    doc = openapi_document([("agents_search", "Search.", {"type": "object"})], [])
+    doc = openapi_document([("agents_search", "Search.", {"type": "object"}, None)], [])
     documented = doc["paths"]["/tools/agents_search"]["post"]["responses"]
     for name in errors.__all__:
         cls = getattr(errors, name)
         assert str(cls.http_status) in documented, name
         assert cls.error_code in documented[str(cls.http_status)]["description"], name
+
+
+def test_a_tools_result_is_described_by_its_output_schema() -> None:
+    """The MCP tool's output schema (from its pydantic model) is the HTTP result's schema;
+    two tools' different models of one name do not overwrite each other."""
+    from sediment.server.openapi import openapi_document
+
+    out_a = {"$defs": {"Hit": {"type": "object", "properties": {"id": {"type": "integer"}}}},
+             "type": "object", "properties": {"hits": {"type": "array",
+                                                       "items": {"$ref": "#/$defs/Hit"}}}}
+    out_b = {"$defs": {"Hit": {"type": "object", "properties": {"id": {"type": "string"}}}},
+             "type": "object", "properties": {"hit": {"$ref": "#/$defs/Hit"}}}
+    doc = openapi_document([("a", "A.", {"type": "object"}, out_a),
+                            ("b", "B.", {"type": "object"}, out_b),
+                            ("c", "C.", {"type": "object"}, None)], [])
+
+    def result(tool: str) -> Any:
+        ok = doc["paths"][f"/tools/{tool}"]["post"]["responses"]["200"]
+        return ok["content"]["application/json"]["schema"]["properties"]["result"]
+
+    schemas = doc["components"]["schemas"]
+    ref_a = result("a")["properties"]["hits"]["items"]["$ref"]
+    ref_b = result("b")["properties"]["hit"]["$ref"]
+    assert ref_a != ref_b
+    assert schemas[ref_a.rsplit("/", 1)[1]]["properties"]["id"]["type"] == "integer"
+    assert schemas[ref_b.rsplit("/", 1)[1]]["properties"]["id"]["type"] == "string"
+    assert result("c") == {"type": "object"}
+    assert "$defs" not in str(doc)

@@ -171,7 +171,9 @@ class Api:
                 raise ApiError(404, "not_found", str(exc)) from None
             tools = [t for t in tools if t.name in keep]
         return [{"name": t.name, "description": t.description or "",
-                 "input_schema": t.input_schema} for t in tools]
+                 "input_schema": t.input_schema,
+                 **({"output_schema": t.output_schema} if t.output_schema else {})}
+                for t in tools]
 
     async def health(self, request: Request) -> Any:
         return {"status": "ok", "version": __version__}
@@ -224,8 +226,8 @@ class Api:
 
     async def openapi(self, request: Request) -> Any:
         tools = await self.server.list_tools()
-        return openapi_document([(t.name, t.description or "", t.input_schema) for t in tools],
-                                self.registry.list())
+        return openapi_document([(t.name, t.description or "", t.input_schema, t.output_schema)
+                                 for t in tools], self.registry.list())
 
 
 def mount_api(server: MCPServer, registry: Registry, context: ServiceContext, *,

@@ -1,6 +1,7 @@
 """The HTTP API's OpenAPI 3.1 document, built from the tools and personas actually served.
 
-Each tool gets its own path with its input schema as the request body; pydantic's local
+Each tool gets its own path with its input schema as the request body and its output
+schema as the result (both the MCP tool's own, made from the same pydantic models); pydantic's local
 ``$defs`` are moved to ``components/schemas`` (a ``#/$defs/...`` reference would otherwise
 point at the document's root).
 """
@@ -40,7 +41,8 @@ _TOOLS = {"type": "object", "required": ["tools"], "properties": {"tools": {
                                                                "input_schema"],
                                "properties": {"name": {"type": "string"},
                                               "description": {"type": "string"},
-                                              "input_schema": {"type": "object"}}}}}}
+                                              "input_schema": {"type": "object"},
+                                              "output_schema": {"type": "object"}}}}}}
 TRANSPORT_ERRORS = {
     "400": "bad_request: the body is not a JSON object of the tool's arguments",
     "401": "unauthorized: missing or wrong bearer token",
@@ -82,25 +84,35 @@ def _errors(*codes: str) -> dict[str, Any]:
 
 
 def _hoist(schema: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its local ``$defs`` moved into ``components``; a name another tool's
+    schema already took for a different model gets a numbered name of its own."""
     schema = copy.deepcopy(schema)
-    for name, sub in schema.pop("$defs", {}).items():
-        components[name] = sub
+    defs: dict[str, Any] = schema.pop("$defs", {})
+    names: dict[str, str] = {}
+    for name, sub in defs.items():
+        target, n = name, 1
+        while target in components and components[target] != _rewritten(sub, defs, names):
+            n += 1
+            target = f"{name}{n}"
+        names[name] = target
 
-    def walk(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: (v.replace("#/$defs/", "#/components/schemas/")
-                        if k == "$ref" and isinstance(v, str) else walk(v))
-                    for k, v in node.items()}
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        return node
-
-    for name in list(components):
-        components[name] = walk(components[name])
-    return walk(schema)  # type: ignore[no-any-return]
+    for name, sub in defs.items():
+        components[names[name]] = _rewritten(sub, defs, names)
+    return _rewritten(schema, defs, names)  # type: ignore[no-any-return]
 
 
-def openapi_document(tools: Iterable[tuple[str, str, dict[str, Any]]],
+def _rewritten(node: Any, defs: dict[str, Any], names: dict[str, str]) -> Any:
+    if isinstance(node, dict):
+        return {k: ("#/components/schemas/" + names.get(v[8:], v[8:])
+                    if k == "$ref" and isinstance(v, str) and v.startswith("#/$defs/")
+                    else _rewritten(v, defs, names))
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [_rewritten(v, defs, names) for v in node]
+    return node
+
+
+def openapi_document(tools: Iterable[tuple[str, str, dict[str, Any], dict[str, Any] | None]],
                      personas: Iterable[PersonaInfo]) -> dict[str, Any]:
     components: dict[str, Any] = {"Error": _ERROR, "Argument": _ARGUMENT, "Agent": _AGENT}
     paths: dict[str, Any] = {
@@ -122,13 +134,13 @@ def openapi_document(tools: Iterable[tuple[str, str, dict[str, Any]]],
                     "type": "array", "items": {"$ref": "#/components/schemas/Agent"}}}})},
             **_errors()}}},
     }
-    for name, description, schema in tools:
+    for name, description, schema, output in tools:
         paths[f"/tools/{name}"] = {"post": {
             "operationId": f"tool_{name}", "summary": description[:120],
             "requestBody": {"required": True, **_json(_hoist(schema, components))},
             "responses": {"200": {"description": "The tool's result", **_json({
-                "type": "object", "required": ["result"],
-                "properties": {"result": {"type": "object"}}})},
+                "type": "object", "required": ["result"], "properties": {
+                    "result": _hoist(output, components) if output else {"type": "object"}}})},
                 **_errors(*SERVICE_STATUSES, "404", "413", "415")}}}
     for info in personas:
         args = {a.name: {"type": "string", "description": a.description}
