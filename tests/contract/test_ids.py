@@ -118,10 +118,13 @@ def test_a_project_memory_reads_alike_by_its_id_on_both_backends(location: str) 
     never by a bare chunk id: the team server keeps it in the actor's rows, outside the
     project's layers, so every read by id (``get``, ``agents_read_chunk`` and the chunk
     resources, ``agents_get``, ``propose``, a write's or a memory's sources, the sources the
-    queue shows) answers the same absence on the files, for its owner and for anyone else.
+    queue shows, a human's ``forget`` and ``promote`` by id) answers the same absence on the
+    files, for its owner and for anyone else.
     On the old code the files gave the owner the memory (``get``, cited as a source, shown
-    in the queue), named it "an actor's memory" to everyone, and accepted it as a source."""
+    in the queue), named it "an actor's memory" to everyone, accepted it as a source, and
+    let ``promote --from local`` copy it to the user layer, where everyone reads it."""
     from sediment.errors import NotFoundError, ValidationError
+    from sediment.review.decisions import promote
     from sediment.review.provenance import inspect_stored
     from sediment.store import LayerName, NewChunk
 
@@ -147,6 +150,10 @@ def test_a_project_memory_reads_alike_by_its_id_on_both_backends(location: str) 
             with pytest.raises(NotFoundError) as err:
                 who.propose(mem)
             assert "(found in no layer you can read)" in str(err.value), actor
+            with pytest.raises(NotFoundError, match=f"no chunk {mem} in any layer"):
+                who.forget(mem, reason="By its id.")
+            with pytest.raises(NotFoundError, match=f"not in the local layer .*: {mem}$"):
+                promote(who.layerset, [mem], source=LayerName.LOCAL)
             with pytest.raises(ValidationError, match=f"chunk {mem} does not exist"):
                 who.write("Cites the memory.", kind="note", confidence=0.5, sources=[mem])
             with pytest.raises(ValidationError, match=f"chunk {mem} does not exist"):
