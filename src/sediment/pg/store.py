@@ -2,8 +2,9 @@
 
 Every rule of the layer files holds here too: base is never written by ``append``, new
 chunks get ids no layer uses or ever used (from the ``chunk_ids`` sequence, which never
-hands a value out twice and ends with the project range of written ids), an explicit id may not repeat within its layer, the layers of a
-project share one vector schema and embedding profile. A write transaction holds the
+hands a value out twice and ends with the project range of written ids), an explicit id
+may not repeat within its layer, the layers of a project share one vector schema and
+embedding profile. A write transaction holds the
 project's advisory lock, so a read-check-write sequence (a proposal, a decision) cannot
 interleave with another writer, as the file lock guarantees for the files.
 
