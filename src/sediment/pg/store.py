@@ -4,9 +4,9 @@ Every rule of the layer files holds here too: base is never written by ``append`
 chunks get ids no layer uses or ever used (from the ``chunk_ids`` sequence, which never
 hands a value out twice and ends with the project range of written ids), an explicit id
 may not repeat within its layer, the layers of a project share one vector schema and
-embedding profile. A write transaction holds the
-project's advisory lock, so a read-check-write sequence (a proposal, a decision) cannot
-interleave with another writer, as the file lock guarantees for the files.
+embedding profile. A write transaction holds the project's advisory lock, so a
+read-check-write sequence (a proposal, a decision) cannot interleave with another writer,
+as the file lock guarantees for the files.
 
 Connections come from a pool (:class:`~sediment.pg.database.Database`, shared with the
 team server's other stores when given) that replaces broken ones, so a server whose
