@@ -137,12 +137,12 @@ class Workspace:
         return ContextService(self.store, self.embedder, root=self.root)
 
     def chunk_exists(self, chunk_id: int) -> bool:
-        """Whether the project's layers hold ``chunk_id`` (what a memory may relate to)."""
-        if self._database is not None:
-            from sediment.pg.team import chunk_exists
+        """Whether the project's layers hold ``chunk_id`` as a chunk read by its id (what a
+        memory may relate to): the port and the rules of ``store/rules.py``, the same on
+        every backend (a project memory is no such chunk on either)."""
+        from sediment.ops.write import readable_id
 
-            return chunk_exists(self._database, chunk_id)
-        return self.store.get(chunk_id) is not None
+        return readable_id(self.store, chunk_id, None)
 
     @cached_property
     def memories(self) -> FileMemoryStore | PgMemoryStore:

@@ -108,3 +108,65 @@ def test_a_pull_keeps_the_stores_apart(pg_module_url: str, tmp_path: Path,
         int(m["chunk_id"]) for m in memories if m["scope"] == "user"]
     assert len(every) == len(set(every)), sorted(every)
     assert set(ids.values()) <= set(every), (ids, sorted(every))
+
+
+DORAS = "Dora's yurt key hides under the walrus statue."
+
+
+def test_a_project_memory_reads_alike_by_its_id_on_both_backends(location: str) -> None:
+    """A project memory (and its events) is read by its handle through the memory tools,
+    never by a bare chunk id: the team server keeps it in the actor's rows, outside the
+    project's layers, so every read by id (``get``, ``agents_read_chunk`` and the chunk
+    resources, ``agents_get``, ``propose``, a write's or a memory's sources, the sources the
+    queue shows, a human's ``forget`` and ``promote`` by id) answers the same absence on the
+    files, for its owner and for anyone else.
+    On the old code the files gave the owner the memory (``get``, cited as a source, shown
+    in the queue), named it "an actor's memory" to everyone, accepted it as a source, and
+    let ``promote --from local`` copy it to the user layer, where everyone reads it."""
+    from sediment.errors import NotFoundError, ValidationError
+    from sediment.review.decisions import promote
+    from sediment.review.provenance import inspect_stored
+    from sediment.store import LayerName, NewChunk
+
+    with sediment_open(location, "dora") as dora, sediment_open(location, "eve") as eve:
+        saved = dora.save_memory(DORAS, "fact", scope="project")
+        mem = int(saved["chunk_id"])
+        for who in (dora, eve):  # the memory and the events of its commit, nothing after
+            assert [who.get(i) for i in range(mem, mem + 3)] == [None] * 3, who.actor
+        # a chunk citing the memory, written below the checks of a write (as an import or
+        # an older version could have): the queue must show it alike
+        vec = dora.embedder.embed(["See the cited memory."])
+        [citing] = dora.layerset.append(
+            LayerName.DELTA, [NewChunk("note", "See the cited memory.", "mcp", 0.5, (mem,))],
+            vec, profile=dora.embedder.profile.to_dict())
+        for who in (dora, eve):
+            actor = who.actor
+            service = who.workspace.service
+            for layer, said in ((None, f"no chunk {mem} in any layer"),
+                                ("local", f"no chunk {mem} in the local layer")):
+                with pytest.raises(NotFoundError) as err:
+                    service.read_chunk(mem, layer, actor)
+                assert str(err.value) == said, (actor, layer)
+            with pytest.raises(NotFoundError) as err:
+                who.propose(mem)
+            assert "(found in no layer you can read)" in str(err.value), actor
+            with pytest.raises(NotFoundError, match=f"no chunk {mem} in any layer"):
+                who.forget(mem, reason="By its id.")
+            with pytest.raises(NotFoundError, match=f"not in the local layer .*: {mem}$"):
+                promote(who.layerset, [mem], source=LayerName.LOCAL)
+            with pytest.raises(ValidationError, match=f"chunk {mem} does not exist"):
+                who.write("Cites the memory.", kind="note", confidence=0.5, sources=[mem])
+            with pytest.raises(ValidationError, match=f"chunk {mem} does not exist"):
+                who.save_memory("Relates to the memory.", "fact", scope="project",
+                                related_to=[mem])
+            for viewer in (actor, None):
+                report = inspect_stored(who.layerset, LayerName.DELTA, citing,
+                                        viewer=viewer)
+                [source] = report.sources
+                assert (source.found, source.chunk, source.note) == (
+                    False, None, "not in any layer you may read"), (actor, viewer, source)
+        # its owner reads it by its handle
+        history = dora.manage_memory("history", memory_id=saved["id"])["memory"]
+        assert history["content"] == DORAS
+        with pytest.raises(NotFoundError, match="no such memory"):
+            eve.manage_memory("history", memory_id=saved["id"])

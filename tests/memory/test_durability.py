@@ -88,8 +88,8 @@ def test_general_search_and_chunk_reads_leave_memories_out(tmp_path: Path) -> No
     assert hits and not any(h["kind"].startswith("memory.") for h in hits)
     with pytest.raises(ValidationError, match="private"):
         ctx.search(SearchParams(query="x", k=5, filters={"kind": ["memory.fact.alice"]}), None)
-    with pytest.raises(NotFoundError, match="memory"):
-        ctx.read_chunk(mine["chunk_id"], None, None)
+    with pytest.raises(NotFoundError, match=f"no chunk {mine['chunk_id']} in any layer"):
+        ctx.read_chunk(mine["chunk_id"], None, None)  # read by its handle, as on a server
 
 
 def test_an_agents_global_save_becomes_global_when_a_human_accepts_it(tmp_path: Path) -> None:

@@ -112,7 +112,7 @@ def test_a_source_chunk_the_viewer_may_not_read_is_not_shown(tmp_path: Path) -> 
         "scope": "delta"}), actor="bob")
     report = inspect_stored(ls, LayerName.DELTA, cited, viewer="carol")
     [src] = report.sources
-    assert not src.found and src.chunk is None and "private" in src.note
+    assert not src.found and src.chunk is None and src.note == "not in any layer you may read"
     own = inspect_stored(ls, LayerName.DELTA, cited, viewer="bob")
     assert own.sources[0].found and own.sources[0].chunk is not None
 

@@ -48,11 +48,6 @@ class Team:
     database: Database
     embedder: Embedder
 
-    def chunk_exists(self, chunk_id: int) -> bool:
-        from sediment.pg.team import chunk_exists
-
-        return chunk_exists(self.database, chunk_id)
-
 
 def open_database(url: str, *, size: int | None = None) -> tuple[Database, PgStore]:
     """The pool of ``url`` and the project's layers over that same pool (one pool per

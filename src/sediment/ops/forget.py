@@ -18,6 +18,7 @@ import numpy as np
 from sediment.errors import NotFoundError, PermissionDeniedError, ValidationError
 from sediment.store import HUMAN_WRITABLE, LayerName, LayerStore, NewChunk
 from sediment.store.events import FORGET, event_content, hidden_ids, is_meta_kind
+from sediment.store.rules import memory_row
 
 MAX_REASON_CHARS = 2000
 
@@ -50,7 +51,8 @@ def forget(layerset: LayerStore, context_id: Any, reason: Any, *, author: str = 
         raise ValidationError(f"reason has {len(reason)} characters; the maximum is "
                               f"{MAX_REASON_CHARS}")
     with layerset.transaction():
-        versions = layerset.versions(context_id)
+        versions = [(n, c) for n, c in layerset.versions(context_id)
+                    if not memory_row(n, c.kind)]  # forgotten through the memory tools
         if not versions:
             raise NotFoundError(f"no chunk {context_id} in any layer")
         top, chunk = versions[0]

@@ -41,17 +41,15 @@ def propose(layerset: LayerStore, context_id: int, *, actor: str) -> Proposal:
 
 def _propose_locked(layerset: LayerStore, context_id: int, actor: str) -> Proposal:
     check_chunk_id(context_id, what="context_id")
-    versions = dict(layerset.versions(context_id))
+    reader = Reader(layerset, actor)
+    every = dict(layerset.versions(context_id))
+    versions = {n: c for n, c in every.items() if reader.may_read(n, c)}
     source = next((n for n in (LayerName.DELTA, LayerName.LOCAL) if n in versions), None)
     if source is None:
-        where = ", ".join(n.value for n in versions) or "no layer"
+        where = ", ".join(n.value for n in versions) or "no layer you can read"
         raise NotFoundError(f"chunk {context_id} is not in the local or delta layer (found in "
                             f"{where}); only agent-written chunks can be proposed")
     chunk = versions[source]
-    if not Reader(layerset, actor).may_read(source, chunk):
-        raise NotFoundError(f"chunk {context_id} is not in the local or delta layer (found "
-                            "in no layer you can read); only agent-written chunks can be "
-                            "proposed")
     if is_meta_kind(chunk.kind):
         raise ValidationError(f"chunk {context_id} is a {chunk.kind} event, not context")
     if is_hidden_kind(chunk.kind):
@@ -66,7 +64,7 @@ def _propose_locked(layerset: LayerStore, context_id: int, actor: str) -> Propos
     profile = schema.profile if schema is not None else None
     items: list[NewChunk] = []
     vectors: list[np.ndarray] = []
-    copied = LayerName.DELTA not in versions
+    copied = LayerName.DELTA not in every
     if copied:
         items.append(NewChunk(chunk.kind, chunk.content, chunk.author, chunk.confidence,
                               chunk.sources, chunk.created_at_ms, id=chunk.id))

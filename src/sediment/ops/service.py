@@ -16,7 +16,6 @@ from typing import Any
 
 from sediment.embed import Embedder
 from sediment.errors import NotFoundError, ValidationError
-from sediment.format import Chunk
 from sediment.kcp import KnowledgeService
 from sediment.ops.propose import propose
 from sediment.ops.query import run_query, run_search, search_response
@@ -115,23 +114,21 @@ class ContextService:
         read it (``sediment.store.rules``): a memory or another actor's local note reads
         as absent. Hidden versions another actor may not read are left out too."""
         reader = Reader(self.store, actor)
-
-        def ok(name: LayerName, chunk: Chunk) -> bool:
-            return reader.may_read(name, chunk) and not is_hidden_kind(chunk.kind)
-
         if layer is not None:
             layer_name = LayerName.parse(layer)
             chunk = self.store.chunk(layer_name, chunk_id)
-            if chunk is None or not ok(layer_name, chunk):
+            if chunk is not None and not reader.may_read(layer_name, chunk):
+                chunk = None
+            if chunk is None or is_hidden_kind(chunk.kind):
                 raise NotFoundError(f"no chunk {chunk_id} in the {layer_name.value} layer"
                                     + (" (it is an actor's memory)" if chunk is not None
                                        and chunk.kind.startswith(MEMORY_KIND_PREFIX) else ""))
             return {"layer": layer_name.value, **chunk.to_dict()}
-        versions = self.store.versions(chunk_id)
+        versions = [(n, c) for n, c in self.store.versions(chunk_id) if reader.may_read(n, c)]
         if versions and versions[0][1].kind.startswith(MEMORY_KIND_PREFIX):
             raise NotFoundError(f"chunk {chunk_id} is an actor's memory; read memories with "
                                 "recall_memories or manage_memory")
-        versions = [(n, c) for n, c in versions if ok(n, c)]
+        versions = [(n, c) for n, c in versions if not is_hidden_kind(c.kind)]
         if not versions:
             raise NotFoundError(f"no chunk {chunk_id} in any layer")
         top_layer, top = versions[0]

@@ -32,8 +32,9 @@ __all__ = ["WriteRequest", "check_scope", "check_sources", "readable_id", "write
 def check_sources(layerset: LayerStore, value: Sequence[int | str] | None,
                   actor: str | None = None) -> tuple[Source, ...]:
     """Chunk ids must exist in the layer set and be readable by ``actor`` (another actor's
-    memory or local note reads as absent: citing it must not reveal it); strings must be
-    ``path:line`` references."""
+    memory or local note, and any project memory, read as absent: citing it must not
+    reveal it, and a server could not find it); strings must be ``path:line``
+    references."""
     out: list[Source] = []
     for i, s in enumerate(value or ()):
         if isinstance(s, str) and ":" not in s:

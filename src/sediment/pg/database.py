@@ -28,6 +28,7 @@ from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from sediment.errors import StoreUnavailableError, ValidationError
@@ -40,6 +41,7 @@ from sediment.pg.connection import (
     parse_store_url,
 )
 from sediment.pg.migrate import require_current
+from sediment.store.ids import PROJECT_IDS
 
 Conn = psycopg.Connection[tuple[object, ...]]
 DEFAULT_SIZE = 16
@@ -207,8 +209,18 @@ def revision(conn: Conn, subject: str) -> int:
 
 
 def next_ids(conn: Conn, n: int) -> list[int]:
-    """``n`` fresh ids from the store's one id sequence (never reused, in order)."""
+    """``n`` fresh ids from the store's one id sequence (never reused, in order), for every
+    row of every project: all in the project range of written ids (``PROJECT_IDS``), where
+    the sequence ends (migration 0075), so layers pulled to files never hold an id of the
+    context or actor range. Past its end: an error naming the range, and the caller's
+    transaction is rolled back."""
     if n <= 0:
         return []
-    got = rows(conn, "SELECT nextval('chunk_ids') FROM generate_series(1, %s)", (n,))
-    return sorted(int(r[0]) for r in got)
+    try:
+        got = rows(conn, "SELECT nextval('chunk_ids') FROM generate_series(1, %s)", (n,))
+    except pg_errors.SequenceGeneratorLimitExceeded as exc:
+        raise PROJECT_IDS.exhausted(n) from exc
+    ids = sorted(int(r[0]) for r in got)
+    if ids[-1] > PROJECT_IDS.last:  # a sequence moved past the range before 0075 capped it
+        raise PROJECT_IDS.exhausted(n)
+    return ids

@@ -2,10 +2,11 @@
 
 Every rule of the layer files holds here too: base is never written by ``append``, new
 chunks get ids no layer uses or ever used (from the ``chunk_ids`` sequence, which never
-hands a value out twice), an explicit id may not repeat within its layer, the layers of a
-project share one vector schema and embedding profile. A write transaction holds the
-project's advisory lock, so a read-check-write sequence (a proposal, a decision) cannot
-interleave with another writer, as the file lock guarantees for the files.
+hands a value out twice and ends with the project range of written ids), an explicit id
+may not repeat within its layer, the layers of a project share one vector schema and
+embedding profile. A write transaction holds the project's advisory lock, so a
+read-check-write sequence (a proposal, a decision) cannot interleave with another writer,
+as the file lock guarantees for the files.
 
 Connections come from a pool (:class:`~sediment.pg.database.Database`, shared with the
 team server's other stores when given) that replaces broken ones, so a server whose
@@ -44,7 +45,7 @@ from sediment.pg.connection import (
     StoreUrl,
     parse_store_url,
 )
-from sediment.pg.database import Database
+from sediment.pg.database import Database, next_ids
 from sediment.pg.projects import require_project
 from sediment.search.analysis import DEFAULT_ANALYZER, analyzer
 from sediment.search.engine import SearchRequest, SearchResult
@@ -57,7 +58,7 @@ from sediment.store.events import (
     fold_proposals,
     iter_events,
 )
-from sediment.store.ids import U32_MAX, WRITTEN_START, recorded_high_water
+from sediment.store.ids import PROJECT_IDS, recorded_high_water
 from sediment.store.layerset import unit_rows
 
 Cursor = psycopg.Cursor[tuple[Any, ...]]
@@ -423,20 +424,12 @@ class PgStore:
                             "id = ANY(%s)", (self.project, name.value, explicit))
                 taken = {int(r[0]) for r in cur.fetchall()}
             fresh = sum(1 for i in items if i.id is None)
-            new_ids: list[int] = []
-            if fresh:
-                try:
-                    cur.execute("SELECT nextval('chunk_ids') FROM generate_series(1, %s)",
-                                (fresh,))
-                except pg_errors.SequenceGeneratorLimitExceeded as exc:
-                    raise ValidationError(f"chunk ids are exhausted: the store already used "
-                                          f"id {U32_MAX}") from exc
-                new_ids = sorted(int(r[0]) for r in cur.fetchall())
+            new_ids = next_ids(cur.connection, fresh)
         chunks = materialise(items, name.value, iter(new_ids), taken, int(time.time() * 1000))
         etype = schema.element_type if schema is not None else element_type
         self.ensure_layer(name, dim, etype, profile, embedder_metadata)
         self.insert(name, chunks, vecs)
-        self.note_ids(name, max(c.id for c in chunks))
+        self.note_ids(name, [c.id for c in chunks])
         return [c.id for c in chunks]
 
     def ensure_layer(self, name: LayerName, dim: int, element_type: str, profile: Any,
@@ -468,18 +461,25 @@ class PgStore:
                 "excluded.quant_scale)",
                 (self.project, name.value, dim, element_type, quant_scale, json.dumps(meta)))
 
-    def note_ids(self, name: LayerName, top: int) -> None:
-        """Record ``top`` in the layer's ``id_high_water`` and move the id sequence past
-        it, so no writer is ever given an id a pushed or imported chunk has."""
+    def note_ids(self, name: LayerName, ids: Iterable[int]) -> None:
+        """Record the largest of ``ids`` (a layer's chunks and recorded high-water marks) in
+        the layer's ``id_high_water`` and move the id sequence past those of the project
+        range, so no writer is ever given an id a pushed or imported chunk has. Ids of
+        another range (a foreign file's, a hand-made one's) never move it: the sequence
+        ends with the project range, and a file's allocator skips them alike."""
+        ids = list(ids)
+        if not ids:
+            return
+        top, ours = max(ids), PROJECT_IDS.high_water(ids)
         with self.cursor() as cur:
             cur.execute("UPDATE layers SET metadata = jsonb_set(coalesce(metadata, '{}'), "
                         "'{id_high_water}', to_jsonb(greatest(coalesce((metadata->>"
                         "'id_high_water')::bigint, 0), %s::bigint))) WHERE project = %s AND "
                         "layer = %s", (top, self.project, name.value))
-            if top >= WRITTEN_START:
+            if ours in PROJECT_IDS:
                 cur.execute("SELECT setval('chunk_ids', greatest(%s, (SELECT CASE WHEN "
                             "is_called THEN last_value ELSE last_value - 1 END FROM "
-                            "chunk_ids)))", (top,))
+                            "chunk_ids)))", (ours,))
 
     def insert(self, name: LayerName, chunks: Sequence[Chunk],
                vecs: npt.NDArray[np.float32]) -> None:

@@ -17,7 +17,6 @@ from sediment.context import ContextLoop, ContextSettings
 from sediment.context.state import DEFAULT_RUN
 from sediment.embed import Embedder
 from sediment.pg.context import PgContextStore
-from sediment.pg.database import Database, row
 
 MAX_LOOPS = 256
 NOBODY = "-"
@@ -107,10 +106,3 @@ class TeamContextLoop(ContextLoop):
     def stats(self, actor: str) -> dict[str, Any]:
         return self.of(actor).stats(actor)
 
-
-def chunk_exists(database: Database, chunk_id: int) -> bool:
-    """Whether the project's layers hold ``chunk_id`` (a memory's ``related_to`` must name
-    one, as over the layer files)."""
-    with database.connection() as conn:
-        return row(conn, "SELECT 1 FROM chunks WHERE project = %s AND id = %s LIMIT 1",
-                   (database.project, chunk_id)) is not None

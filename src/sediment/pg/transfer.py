@@ -144,9 +144,8 @@ def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
                                else None)
             if rows:
                 store.insert(layer.name, [every[i] for i in rows], vectors)
-            top = max([recorded_high_water(f.metadata), *(c.id for c in every)], default=0)
-            if top:
-                store.note_ids(layer.name, top)
+            store.note_ids(layer.name, [i for i in (recorded_high_water(f.metadata),
+                                                    *(c.id for c in every)) if i])
             out.layers[layer.name.value] = len(rows)
             out.skipped[layer.name.value] = len(chunks) - len(rows)
             if on_layer is not None:

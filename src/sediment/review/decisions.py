@@ -34,7 +34,7 @@ from sediment.store.events import (
     decision_event,
     pending_by_chunk,
 )
-from sediment.store.rules import writers
+from sediment.store.rules import memory_row, writers
 
 STATUSES = ("pending", "accepted", "rejected", "superseded", "withdrawn")
 
@@ -316,7 +316,8 @@ def promotable(layerset: LayerStore, ids: Sequence[int],
     if not wanted:
         raise ValidationError("give at least one chunk id to promote")
     require_present(layerset, source)
-    found = {i: c for i in wanted if (c := layerset.chunk(source, i)) is not None}
+    found = {i: c for i in wanted if (c := layerset.chunk(source, i)) is not None
+             and not memory_row(source, c.kind)}  # a project memory is no chunk to copy
     missing = [i for i in wanted if i not in found]
     if missing:
         raise NotFoundError(f"not in the {source.value} layer ({layerset.location(source)}): "

@@ -313,13 +313,11 @@ class _Resolver:
                 out.append(self.lines.read(ref))
                 continue
             where, found, name = self.chunk(ref, chunk.id, layer, from_own)
-            if found is not None and not self.readable(name, found):
-                out.append(ResolvedSource(ref, "chunk", False,
-                                          note="private to the actor who wrote it"))
-                continue
-            if found is None:
-                note = ("the version it was promoted from is not in any layer"
-                        if ref == chunk.id else "not in any layer")
+            if found is None or not self.readable(name, found):
+                # unreadable reads as absent: the team server cannot tell them apart
+                # (another actor's memory is no chunk there), so neither do the files
+                note = ("the version it was promoted from is not in any layer you may read"
+                        if ref == chunk.id else "not in any layer you may read")
                 out.append(ResolvedSource(ref, "chunk", False, note=note))
                 continue
             key = (where, found.id)

@@ -67,15 +67,21 @@ class WrittenRange:
         """``n`` fresh ids after ``high_water`` (this range's, from :meth:`high_water`)."""
         start = max(high_water, self.first - 1) + 1
         if n and start + n - 1 > self.last:
-            raise ValidationError(
-                f"chunk ids are exhausted: the {self.name} range of written ids "
-                f"({self.first}..{self.last}) has no {n} free id(s) left")
+            raise self.exhausted(n)
         return range(start, start + n)
+
+    def exhausted(self, n: int) -> ValidationError:
+        """The error of an allocation of ``n`` ids that would pass the range's end (a
+        server's id sequence raises it too)."""
+        return ValidationError(
+            f"chunk ids are exhausted: the {self.name} range of written ids "
+            f"({self.first}..{self.last}) has no {n} free id(s) left")
 
 
 PROJECT_IDS = WrittenRange("project", WRITTEN_START, 3 * 2**30 - 1)
 """A project's layers (writes, proposals, decisions, imports, memories kept in the project,
-a server's id sequence): 2147483648 .. 3221225471, 2^30 ids."""
+a server's id sequence, which ends here: migration 0075): 2147483648 .. 3221225471, 2^30
+ids."""
 CONTEXT_IDS = WrittenRange("context", 3 * 2**30, 7 * 2**29 - 1)
 """A project's progressive-context store (items and their events): 3221225472 ..
 3758096383, 2^29 ids."""

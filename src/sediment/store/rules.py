@@ -17,6 +17,12 @@
   base, by everyone). :func:`private_ids` turns the events into the ids another actor may
   not read, and every read path (search, get, resources, sources shown in the queue)
   leaves them out; a path that checks chunk by chunk asks a :class:`Reader`.
+- **Private memories are read by their handle.** A project-scope memory and its events
+  (the local layer's ``memory.*`` and ``meta.memory*`` chunks) are read through the memory
+  service, by their ``p`` handle, never by a bare chunk id, by their owner either
+  (:func:`memory_row`): the team server keeps them outside the project's layers, in rows
+  bound to their actor, where a read by id cannot find them, so the layer files answer the
+  same absence.
 """
 
 from __future__ import annotations
@@ -111,9 +117,20 @@ def private_ids(events: Iterable[Event], actor: str | None) -> set[int]:
     return out
 
 
+def memory_row(layer: LayerName, kind: str) -> bool:
+    """Whether a chunk of ``kind`` in ``layer`` is a project-scope memory or one of its
+    events: what the team server keeps in its ``memories`` table, not in the layers."""
+    return layer in PRIVATE_LAYERS and kind.startswith((MEMORY_KIND_PREFIX,
+                                                        MEMORY_EVENT_PREFIX))
+
+
 def readable(actor: str | None, layer: LayerName, chunk: Chunk,
              private: set[int] | frozenset[int] = frozenset()) -> bool:
-    """May ``actor`` read this version of a chunk? ``private`` is :func:`private_ids`."""
+    """May ``actor`` read this version of a chunk by its id? ``private`` is
+    :func:`private_ids`. A project-scope memory reads as absent to everyone
+    (:func:`memory_row`): its owner reads it through the memory service."""
+    if memory_row(layer, chunk.kind):
+        return False
     owner = memory_owner(chunk.kind)
     if owner is not None and layer not in SHARED_MEMORY_LAYERS and owner != actor:
         return False
