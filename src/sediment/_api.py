@@ -139,7 +139,8 @@ class Store:
 
     def forget(self, chunk_id: int, *, reason: str) -> Forgotten:
         """Hide a chunk from search with a forget event (nothing is deleted)."""
-        return forget(self.layerset, chunk_id, reason, allowed=HUMAN_WRITABLE)
+        return forget(self.layerset, chunk_id, reason, actor=self.actor,
+                      allowed=HUMAN_WRITABLE)
 
     def get(self, chunk_id: int) -> Chunk | None:
         """The winning version of a chunk (highest layer), or None."""

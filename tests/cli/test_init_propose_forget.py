@@ -79,7 +79,7 @@ def test_propose_and_forget(sediment: Runner, tmp_path: Path) -> None:
     assert cid in hits() and 1 in hits()
     assert sediment("forget", str(cid), "--dir", str(root)).code == 2  # --reason required
     f = sediment("forget", str(cid), "--reason", "wrong: we use argo", "--dir", str(root),
-                 "--json")
+                 "--json", env={"SEDIMENT_ACTOR": "dana"})
     assert f.code == 0, f.err
     assert f.json()["layer"] == "local" and not f.json()["already_forgotten"]
     b = sediment("forget", "1", "--reason", "stale", "--dir", str(root), "--json")
@@ -87,6 +87,7 @@ def test_propose_and_forget(sediment: Runner, tmp_path: Path) -> None:
     assert cid not in hits() and 1 not in hits()
     shown = sediment("inspect", str(root / "AGENTS.local.db"), "--id", str(cid))
     assert "meta.forget" in shown.out and "wrong: we use argo" in shown.out
+    assert "forget by dana (wrong: we use argo)" in shown.out  # the actor, not only "human"
     twice = sediment("forget", str(cid), "--reason", "again", "--dir", str(root))
     assert "already forgotten" in twice.out
     assert sediment("forget", "999", "--reason", "x", "--dir", str(root)).code == 1

@@ -41,8 +41,10 @@ def _target(found: LayerName, allowed: Sequence[LayerName]) -> LayerName:
 
 
 def forget(layerset: LayerStore, context_id: Any, reason: Any, *, author: str = "human",
+           actor: str | None = None,
            allowed: Sequence[LayerName] = HUMAN_WRITABLE) -> Forgotten:
-    """Record that ``context_id`` is forgotten; forgetting it again changes nothing."""
+    """Record that ``context_id`` is forgotten, and by whom (``actor``, beside the RFC's
+    ``author``, as a write or a proposal records it); forgetting it again changes nothing."""
     if isinstance(context_id, bool) or not isinstance(context_id, int) or context_id <= 0:
         raise ValidationError(f"context_id must be a positive chunk id, got {context_id!r}")
     if not isinstance(reason, str) or not reason.strip():
@@ -64,7 +66,8 @@ def forget(layerset: LayerStore, context_id: Any, reason: Any, *, author: str = 
         schema = layerset.schema()
         dim = schema.dim if schema is not None else 0
         event = NewChunk(FORGET, event_content(event="forget", context_id=context_id,
-                                               reason=reason.strip()),
+                                               reason=reason.strip(),
+                                               **({"actor": actor} if actor else {})),
                          author, 1.0, (context_id,))
         ids = layerset.append(target, [event], np.zeros((1, dim), dtype=np.float32),
                               profile=schema.profile if schema is not None else None,
