@@ -54,11 +54,20 @@ from collections.abc import Mapping
 PRELOAD = ("sediment.cli", "sediment.cli._options", "sediment.cli._workspace",
            "sediment.config", "sediment.ops.embedding", "sediment.ops.query",
            "sediment.server.principals", "sediment.memory", "sediment.ingest",
-           "numpy", "pydantic", "pydantic_settings", "rich.console", "click")
-"""What most commands import (measured with ``python -X importtime``); none of these reads
-the environment or the terminal when imported, and none starts a thread."""
+           "numpy", "pydantic", "pydantic_settings", "rich.console", "click",
+           "sediment.cli._serve", "sediment.cli._ui", "sediment.server.serving",
+           "sediment.server.web", "sediment.server.api", "sediment.server.oauth",
+           "sediment.agents.workers", "sediment.server.mcp", "sediment.server.stdio",
+           "rich.logging", "uvicorn.protocols.websockets.auto", "uvicorn.lifespan.on",
+           "uvicorn.loops.auto")
+"""What most commands import, and what ``sediment serve`` and ``sediment ui`` import before
+they answer (measured with ``python -X importtime``: a server spent some 5 s importing the
+MCP SDK, Starlette and uvicorn); none of these reads the terminal when imported, none starts
+a thread, and the only one that reads the environment (OpenTelemetry, under the MCP SDK,
+reads ``OTEL_*``) is covered by ``STARTUP_PREFIXES``."""
 
-STARTUP_PREFIXES = ("PYTHON", "LC_", "LD_", "OPENBLAS", "OMP_", "MKL_", "GOTO", "MALLOC_")
+STARTUP_PREFIXES = ("PYTHON", "LC_", "LD_", "OPENBLAS", "OMP_", "MKL_", "GOTO", "MALLOC_",
+                    "OTEL_")
 STARTUP_NAMES = frozenset({"LANG", "LANGUAGE", "TZ"})
 """Variables that act when the interpreter starts or a preloaded module is imported: a
 request that changes one runs as a plain subprocess."""
@@ -136,11 +145,37 @@ def _handle(conn: socket.socket) -> dict[str, object]:
         for fd in fds:
             os.close(fd)
         conn.sendall(f"{pid}\n".encode())
+        _wait_or_hang_up(conn, pid)
         _, status = os.waitpid(pid, 0)
         conn.sendall(f"{status}\n".encode())
     except (OSError, EOFError, ValueError):
         pass
     os._exit(0)
+
+
+def _wait_or_hang_up(conn: socket.socket, pid: int) -> None:
+    """Until the command ends; if the client hangs up first (it was killed: a launcher
+    standing for the command under SIGKILL, or a test process gone), kill the command's
+    group as that SIGKILL would have killed the command itself."""
+    import contextlib
+    import select
+
+    pidfd = os.pidfd_open(pid)
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        poller.register(conn, select.POLLIN)
+        while True:
+            ready = {fd for fd, _ in poller.poll()}
+            if pidfd in ready:
+                return
+            if conn.fileno() in ready and not conn.recv(64):
+                _signal_group(pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)  # killed before its setsid()
+                return
+    finally:
+        os.close(pidfd)
 
 
 def _become_command(request: dict[str, object], fds: list[int]) -> dict[str, object]:
@@ -280,6 +315,20 @@ def launcher(real: str) -> str:
         os.chmod(script + ".tmp", 0o755)
         os.replace(script + ".tmp", script)
     return bindir
+
+
+def script(real: str | os.PathLike[str]) -> str:
+    """What to start for a long-running ``sediment`` (a server a test runs with
+    ``subprocess.Popen`` or an MCP client's stdio parameters): :func:`launcher`'s
+    ``sediment``, the command forked from the zygote, which stands for it as a process
+    (the command's stdio, its exit status or its signal, SIGINT, SIGTERM, SIGHUP and
+    SIGQUIT forwarded, and SIGKILL ends the command too: see :func:`_wait_or_hang_up`);
+    ``real`` itself when the whole run sets ``SEDIMENT_TEST_FORK=0``. Not for a test that
+    needs the server's own pid or limits set on it before it runs (``preexec_fn``)."""
+    real = os.fspath(real)
+    if os.environ.get(OPT_OUT) == "0":
+        return real
+    return os.path.join(launcher(real), "sediment")
 
 
 def launch(path: str, real: str, base: dict[str, str]) -> None:
