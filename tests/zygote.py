@@ -33,7 +33,10 @@ SIGQUIT to the command and exits with its status (or dies of its signal). Where 
 would start a plain subprocess, or the zygote is gone, it execs the installed script.
 
 One zygote per test process (so per xdist worker), started on first use with the test
-process's interpreter and stopped by :func:`stop` (a session fixture in tests/conftest.py).
+process's interpreter and stopped by :func:`stop` (a session fixture in tests/conftest.py);
+and a second one, the servers' zygote, for :func:`script`: the servers and other processes
+a test starts itself (``subprocess.Popen``, an MCP client's stdio parameters) run through
+its launcher, and it preloads what a server imports too.
 Run as a script, this file is the zygote: it listens on a Unix socket, and forks a handler
 per connection, which forks the command and reports its pid and then its exit status, so
 the zygote never waits on a command and commands can run concurrently. A request is a JSON
@@ -54,17 +57,21 @@ from collections.abc import Mapping
 PRELOAD = ("sediment.cli", "sediment.cli._options", "sediment.cli._workspace",
            "sediment.config", "sediment.ops.embedding", "sediment.ops.query",
            "sediment.server.principals", "sediment.memory", "sediment.ingest",
-           "numpy", "pydantic", "pydantic_settings", "rich.console", "click",
-           "sediment.cli._serve", "sediment.cli._ui", "sediment.server.serving",
-           "sediment.server.web", "sediment.server.api", "sediment.server.oauth",
-           "sediment.agents.workers", "sediment.server.mcp", "sediment.server.stdio",
-           "rich.logging", "uvicorn.protocols.websockets.auto", "uvicorn.lifespan.on",
-           "uvicorn.loops.auto")
-"""What most commands import, and what ``sediment serve`` and ``sediment ui`` import before
-they answer (measured with ``python -X importtime``: a server spent some 5 s importing the
-MCP SDK, Starlette and uvicorn); none of these reads the terminal when imported, none starts
-a thread, and the only one that reads the environment (OpenTelemetry, under the MCP SDK,
-reads ``OTEL_*``) is covered by ``STARTUP_PREFIXES``."""
+           "numpy", "pydantic", "pydantic_settings", "rich.console", "click")
+"""What most commands import (measured with ``python -X importtime``); none of these reads
+the environment or the terminal when imported, and none starts a thread."""
+
+SERVER_PRELOAD = ("sediment.cli._serve", "sediment.cli._ui", "sediment.server.serving",
+                  "sediment.server.web", "sediment.server.api", "sediment.server.oauth",
+                  "sediment.agents.workers", "sediment.server.mcp", "sediment.server.stdio",
+                  "rich.logging", "uvicorn.protocols.websockets.auto", "uvicorn.lifespan.on",
+                  "uvicorn.loops.auto")
+"""What ``sediment serve`` and ``sediment ui`` import besides, before they answer (a server
+spent some 5 s of its start importing the MCP SDK, Starlette and uvicorn), preloaded by the
+servers' zygote only: a command's exit tears down every module the zygote loaded (and so
+copies their pages), which made a one-shot command 0.06-0.14 s slower from a zygote holding
+these too. None reads the terminal or starts a thread when imported; the one that reads the
+environment (OpenTelemetry, under the MCP SDK: ``OTEL_*``) is in ``STARTUP_PREFIXES``."""
 
 STARTUP_PREFIXES = ("PYTHON", "LC_", "LD_", "OPENBLAS", "OMP_", "MKL_", "GOTO", "MALLOC_",
                     "OTEL_")
@@ -77,14 +84,14 @@ _HEADER = struct.Struct("!I")
 
 
 # -- the zygote and its handlers (this file run as a script) ----------------------------
-def _serve(path: str) -> dict[str, object]:
+def _serve(path: str, servers: bool) -> dict[str, object]:
     """Listen on ``path`` until the parent dies. Returns only in a forked command, set up
     as its request asks and ready to run the console script."""
     import gc
     import importlib
     import select
 
-    for module in PRELOAD:
+    for module in PRELOAD + (SERVER_PRELOAD if servers else ()):
         importlib.import_module(module)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -207,7 +214,7 @@ def _become_command(request: dict[str, object], fds: list[int]) -> dict[str, obj
 
 # -- the test side -----------------------------------------------------------------------
 class _Zygote:
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], servers: bool = False) -> None:
         import subprocess
         import tempfile
 
@@ -217,7 +224,8 @@ class _Zygote:
         self.log = os.path.join(self.dir, "log")
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, __file__, self.path], env=self.env, stdin=subprocess.DEVNULL,
+                [sys.executable, __file__, self.path, *(["servers"] if servers else [])],
+                env=self.env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=log, start_new_session=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
@@ -240,17 +248,20 @@ class _Zygote:
 
 
 _zygote: _Zygote | None = None
+_servers: _Zygote | None = None
+"""The zygote of :func:`script`'s long-running commands (it preloads ``SERVER_PRELOAD``)."""
 _starting = threading.Lock()
 """Held while a zygote starts: threads' first commands would each start one and stop the
 others'."""
 
 
 def stop() -> None:
-    """Stop this process's zygote, if it started one."""
-    global _zygote
-    if _zygote is not None:
-        _zygote.stop()
-        _zygote = None
+    """Stop this process's zygotes, if it started any."""
+    global _zygote, _servers
+    for z in (_zygote, _servers):
+        if z is not None:
+            z.stop()
+    _zygote = _servers = None
 
 
 def _startup(env: Mapping[str, str]) -> dict[str, str]:
@@ -281,13 +292,19 @@ def run(argv: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str],
     return _run_forked(_started().path, argv, cwd, env, timeout)
 
 
-def _started() -> _Zygote:
-    global _zygote
+def _started(servers: bool = False) -> _Zygote:
+    global _zygote, _servers
     with _starting:
-        if _zygote is None or not _zygote.alive():
-            stop()
-            _zygote = _Zygote(dict(os.environ))
-        return _zygote
+        z = _servers if servers else _zygote
+        if z is None or not z.alive():
+            if z is not None:
+                z.stop()
+            z = _Zygote(dict(os.environ), servers)
+            if servers:
+                _servers = z
+            else:
+                _zygote = z
+        return z
 
 
 LAUNCHER = """#!{python} -IS
@@ -299,10 +316,11 @@ zygote.launch({socket!r}, {real!r}, {base!r})
 """
 
 
-def launcher(real: str) -> str:
+def launcher(real: str, servers: bool = False) -> str:
     """A directory holding a ``sediment`` that runs the console script ``real`` forked from
-    this process's zygote (see :func:`launch`), to put first on a shell's PATH."""
-    z = _started()
+    this process's zygote (see :func:`launch`), or its servers' zygote, to put first on a
+    shell's PATH."""
+    z = _started(servers)
     bindir = os.path.join(z.dir, "bin")
     script = os.path.join(bindir, "sediment")
     if not os.path.exists(script):
@@ -319,8 +337,10 @@ def launcher(real: str) -> str:
 
 def script(real: str | os.PathLike[str]) -> str:
     """What to start for a long-running ``sediment`` (a server a test runs with
-    ``subprocess.Popen`` or an MCP client's stdio parameters): :func:`launcher`'s
-    ``sediment``, the command forked from the zygote, which stands for it as a process
+    ``subprocess.Popen``, an MCP client's stdio parameters, or ``subprocess.run`` where a
+    test needs its own handle on the process): :func:`launcher`'s ``sediment`` over the
+    servers' zygote (``SERVER_PRELOAD``), the command forked from it standing for it as a
+    process
     (the command's stdio, its exit status or its signal, SIGINT, SIGTERM, SIGHUP and
     SIGQUIT forwarded, and SIGKILL ends the command too: see :func:`_wait_or_hang_up`);
     ``real`` itself when the whole run sets ``SEDIMENT_TEST_FORK=0``. Not for a test that
@@ -328,7 +348,7 @@ def script(real: str | os.PathLike[str]) -> str:
     real = os.fspath(real)
     if os.environ.get(OPT_OUT) == "0":
         return real
-    return os.path.join(launcher(real), "sediment")
+    return os.path.join(launcher(real, servers=True), "sediment")
 
 
 def launch(path: str, real: str, base: dict[str, str]) -> None:
@@ -486,7 +506,7 @@ def _kill_group(pid: int) -> None:
 
 if __name__ == "__main__":
     sys.path[0] = os.path.dirname(sys.executable)  # the console script's own directory
-    _request = _serve(sys.argv[1])
+    _request = _serve(sys.argv[1], sys.argv[2:] == ["servers"])
     sys.argv = [str(a) for a in _request["argv"]]  # type: ignore[attr-defined]
     sys.orig_argv = [sys.executable, *sys.argv]
     del _request
