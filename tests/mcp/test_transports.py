@@ -29,8 +29,7 @@ TIMEOUT = 60
 
 def stdio_params(store: Path, *extra: str) -> StdioServerParameters:
     return StdioServerParameters(command=zygote.script(SEDIMENT),
-                                 args=["serve", "--dir", str(store),
-                                                         "--embedder", "hash", *extra],
+                                 args=["serve", "--dir", str(store), "--embedder", "hash", *extra],
                                  env=dict(os.environ))
 
 
@@ -139,8 +138,7 @@ def test_non_loopback_needs_a_token(store: Path, host: str) -> None:
 def test_initialize_answers_before_the_model_loads(store: Path) -> None:
     """With the default MiniLM embedder, the handshake and tools/list do not wait."""
     params = StdioServerParameters(command=zygote.script(SEDIMENT),
-                                   args=["serve", "--dir", str(store),
-                                                           "--embedder", "minilm"],
+                                   args=["serve", "--dir", str(store), "--embedder", "minilm"],
                                    env=dict(os.environ))
 
     async def main() -> float:
