@@ -18,10 +18,11 @@ text=True, timeout=..., stdin=DEVNULL)``, and every command still is the real co
 What it does not cover is the interpreter's start-up: the console script file, ``site``,
 and anything read from the environment when Python starts or a module is first imported.
 So a request whose environment differs from the zygote's in a variable that acts then
-(``PYTHON*``, locale, loader and BLAS/OpenMP variables) runs as a plain subprocess, and so
-does every request when ``SEDIMENT_TEST_FORK=0`` is in the environment (the whole run, or
-one command's ``env``): the tests of the installed script itself (tests/cli/test_zygote.py,
-tests/docs/test_launcher.py, the README and install pages' shell blocks) keep covering it.
+(``PYTHON*``, locale, loader, BLAS/OpenMP and ``OTEL_*`` variables) runs as a plain
+subprocess, and so does every request when ``SEDIMENT_TEST_FORK=0`` is in the environment
+(the whole run, or one command's ``env``): the tests of the installed script itself
+(tests/cli/test_zygote.py, tests/docs/test_launcher.py, the README and install pages' shell
+blocks) keep covering it.
 Also shared: the hash seed of ``str`` (one per zygote, as ``PYTHONHASHSEED`` would fix it).
 
 For commands a shell runs (the docs pages' blocks), :func:`launcher` writes a ``sediment``

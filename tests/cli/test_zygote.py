@@ -116,6 +116,8 @@ def test_startup_variables_and_the_opt_out_use_the_real_script(tmp_path: Path) -
     assert not zygote._forkable(_env(PYTHONPATH=str(tmp_path)), str(tmp_path), base)
     warnings = _env(PYTHONWARNINGS="error::UserWarning:zygote")
     assert not zygote._forkable(warnings, str(tmp_path), base)
+    # OpenTelemetry, which the servers' zygote preloads, reads OTEL_* when imported
+    assert not zygote._forkable(_env(OTEL_PROPAGATORS="b3"), str(tmp_path), base)
     assert SEDIMENT.exists()
 
 
