@@ -18,10 +18,11 @@ text=True, timeout=..., stdin=DEVNULL)``, and every command still is the real co
 What it does not cover is the interpreter's start-up: the console script file, ``site``,
 and anything read from the environment when Python starts or a module is first imported.
 So a request whose environment differs from the zygote's in a variable that acts then
-(``PYTHON*``, locale, loader and BLAS/OpenMP variables) runs as a plain subprocess, and so
-does every request when ``SEDIMENT_TEST_FORK=0`` is in the environment (the whole run, or
-one command's ``env``): the tests of the installed script itself (tests/cli/test_zygote.py,
-tests/docs/test_launcher.py, the README and install pages' shell blocks) keep covering it.
+(``PYTHON*``, locale, loader, BLAS/OpenMP and ``OTEL_*`` variables) runs as a plain
+subprocess, and so does every request when ``SEDIMENT_TEST_FORK=0`` is in the environment
+(the whole run, or one command's ``env``): the tests of the installed script itself
+(tests/cli/test_zygote.py, tests/docs/test_launcher.py, the README and install pages' shell
+blocks) keep covering it.
 Also shared: the hash seed of ``str`` (one per zygote, as ``PYTHONHASHSEED`` would fix it).
 
 For commands a shell runs (the docs pages' blocks), :func:`launcher` writes a ``sediment``
@@ -33,7 +34,10 @@ SIGQUIT to the command and exits with its status (or dies of its signal). Where 
 would start a plain subprocess, or the zygote is gone, it execs the installed script.
 
 One zygote per test process (so per xdist worker), started on first use with the test
-process's interpreter and stopped by :func:`stop` (a session fixture in tests/conftest.py).
+process's interpreter and stopped by :func:`stop` (a session fixture in tests/conftest.py);
+and a second one, the servers' zygote, for :func:`script`: the servers and other processes
+a test starts itself (``subprocess.Popen``, an MCP client's stdio parameters) run through
+its launcher, and it preloads what a server imports too.
 Run as a script, this file is the zygote: it listens on a Unix socket, and forks a handler
 per connection, which forks the command and reports its pid and then its exit status, so
 the zygote never waits on a command and commands can run concurrently. A request is a JSON
@@ -58,7 +62,20 @@ PRELOAD = ("sediment.cli", "sediment.cli._options", "sediment.cli._workspace",
 """What most commands import (measured with ``python -X importtime``); none of these reads
 the environment or the terminal when imported, and none starts a thread."""
 
-STARTUP_PREFIXES = ("PYTHON", "LC_", "LD_", "OPENBLAS", "OMP_", "MKL_", "GOTO", "MALLOC_")
+SERVER_PRELOAD = ("sediment.cli._serve", "sediment.cli._ui", "sediment.server.serving",
+                  "sediment.server.web", "sediment.server.api", "sediment.server.oauth",
+                  "sediment.agents.workers", "sediment.server.mcp", "sediment.server.stdio",
+                  "rich.logging", "uvicorn.protocols.websockets.auto", "uvicorn.lifespan.on",
+                  "uvicorn.loops.auto")
+"""What ``sediment serve`` and ``sediment ui`` import besides, before they answer (a server
+spent some 5 s of its start importing the MCP SDK, Starlette and uvicorn), preloaded by the
+servers' zygote only: a command's exit tears down every module the zygote loaded (and so
+copies their pages), which made a one-shot command 0.06-0.14 s slower from a zygote holding
+these too. None reads the terminal or starts a thread when imported; the one that reads the
+environment (OpenTelemetry, under the MCP SDK: ``OTEL_*``) is in ``STARTUP_PREFIXES``."""
+
+STARTUP_PREFIXES = ("PYTHON", "LC_", "LD_", "OPENBLAS", "OMP_", "MKL_", "GOTO", "MALLOC_",
+                    "OTEL_")
 STARTUP_NAMES = frozenset({"LANG", "LANGUAGE", "TZ"})
 """Variables that act when the interpreter starts or a preloaded module is imported: a
 request that changes one runs as a plain subprocess."""
@@ -68,14 +85,14 @@ _HEADER = struct.Struct("!I")
 
 
 # -- the zygote and its handlers (this file run as a script) ----------------------------
-def _serve(path: str) -> dict[str, object]:
+def _serve(path: str, servers: bool) -> dict[str, object]:
     """Listen on ``path`` until the parent dies. Returns only in a forked command, set up
     as its request asks and ready to run the console script."""
     import gc
     import importlib
     import select
 
-    for module in PRELOAD:
+    for module in PRELOAD + (SERVER_PRELOAD if servers else ()):
         importlib.import_module(module)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -136,11 +153,37 @@ def _handle(conn: socket.socket) -> dict[str, object]:
         for fd in fds:
             os.close(fd)
         conn.sendall(f"{pid}\n".encode())
+        _wait_or_hang_up(conn, pid)
         _, status = os.waitpid(pid, 0)
         conn.sendall(f"{status}\n".encode())
     except (OSError, EOFError, ValueError):
         pass
     os._exit(0)
+
+
+def _wait_or_hang_up(conn: socket.socket, pid: int) -> None:
+    """Until the command ends; if the client hangs up first (it was killed: a launcher
+    standing for the command under SIGKILL, or a test process gone), kill the command's
+    group as that SIGKILL would have killed the command itself."""
+    import contextlib
+    import select
+
+    pidfd = os.pidfd_open(pid)
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        poller.register(conn, select.POLLIN)
+        while True:
+            ready = {fd for fd, _ in poller.poll()}
+            if pidfd in ready:
+                return
+            if conn.fileno() in ready and not conn.recv(64):
+                _signal_group(pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)  # killed before its setsid()
+                return
+    finally:
+        os.close(pidfd)
 
 
 def _become_command(request: dict[str, object], fds: list[int]) -> dict[str, object]:
@@ -172,7 +215,7 @@ def _become_command(request: dict[str, object], fds: list[int]) -> dict[str, obj
 
 # -- the test side -----------------------------------------------------------------------
 class _Zygote:
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], servers: bool = False) -> None:
         import subprocess
         import tempfile
 
@@ -182,7 +225,8 @@ class _Zygote:
         self.log = os.path.join(self.dir, "log")
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, __file__, self.path], env=self.env, stdin=subprocess.DEVNULL,
+                [sys.executable, __file__, self.path, *(["servers"] if servers else [])],
+                env=self.env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=log, start_new_session=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
@@ -205,17 +249,20 @@ class _Zygote:
 
 
 _zygote: _Zygote | None = None
+_servers: _Zygote | None = None
+"""The zygote of :func:`script`'s long-running commands (it preloads ``SERVER_PRELOAD``)."""
 _starting = threading.Lock()
 """Held while a zygote starts: threads' first commands would each start one and stop the
 others'."""
 
 
 def stop() -> None:
-    """Stop this process's zygote, if it started one."""
-    global _zygote
-    if _zygote is not None:
-        _zygote.stop()
-        _zygote = None
+    """Stop this process's zygotes, if it started any."""
+    global _zygote, _servers
+    for z in (_zygote, _servers):
+        if z is not None:
+            z.stop()
+    _zygote = _servers = None
 
 
 def _startup(env: Mapping[str, str]) -> dict[str, str]:
@@ -246,13 +293,19 @@ def run(argv: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str],
     return _run_forked(_started().path, argv, cwd, env, timeout)
 
 
-def _started() -> _Zygote:
-    global _zygote
+def _started(servers: bool = False) -> _Zygote:
+    global _zygote, _servers
     with _starting:
-        if _zygote is None or not _zygote.alive():
-            stop()
-            _zygote = _Zygote(dict(os.environ))
-        return _zygote
+        z = _servers if servers else _zygote
+        if z is None or not z.alive():
+            if z is not None:
+                z.stop()
+            z = _Zygote(dict(os.environ), servers)
+            if servers:
+                _servers = z
+            else:
+                _zygote = z
+        return z
 
 
 LAUNCHER = """#!{python} -IS
@@ -264,10 +317,11 @@ zygote.launch({socket!r}, {real!r}, {base!r})
 """
 
 
-def launcher(real: str) -> str:
+def launcher(real: str, servers: bool = False) -> str:
     """A directory holding a ``sediment`` that runs the console script ``real`` forked from
-    this process's zygote (see :func:`launch`), to put first on a shell's PATH."""
-    z = _started()
+    this process's zygote (see :func:`launch`), or its servers' zygote, to put first on a
+    shell's PATH."""
+    z = _started(servers)
     bindir = os.path.join(z.dir, "bin")
     script = os.path.join(bindir, "sediment")
     if not os.path.exists(script):
@@ -280,6 +334,22 @@ def launcher(real: str) -> str:
         os.chmod(script + ".tmp", 0o755)
         os.replace(script + ".tmp", script)
     return bindir
+
+
+def script(real: str | os.PathLike[str]) -> str:
+    """What to start for a long-running ``sediment`` (a server a test runs with
+    ``subprocess.Popen``, an MCP client's stdio parameters, or ``subprocess.run`` where a
+    test needs its own handle on the process): :func:`launcher`'s ``sediment`` over the
+    servers' zygote (``SERVER_PRELOAD``), the command forked from it standing for it as a
+    process
+    (the command's stdio, its exit status or its signal, SIGINT, SIGTERM, SIGHUP and
+    SIGQUIT forwarded, and SIGKILL ends the command too: see :func:`_wait_or_hang_up`);
+    ``real`` itself when the whole run sets ``SEDIMENT_TEST_FORK=0``. Not for a test that
+    needs the server's own pid or limits set on it before it runs (``preexec_fn``)."""
+    real = os.fspath(real)
+    if os.environ.get(OPT_OUT) == "0":
+        return real
+    return os.path.join(launcher(real, servers=True), "sediment")
 
 
 def launch(path: str, real: str, base: dict[str, str]) -> None:
@@ -437,7 +507,7 @@ def _kill_group(pid: int) -> None:
 
 if __name__ == "__main__":
     sys.path[0] = os.path.dirname(sys.executable)  # the console script's own directory
-    _request = _serve(sys.argv[1])
+    _request = _serve(sys.argv[1], sys.argv[2:] == ["servers"])
     sys.argv = [str(a) for a in _request["argv"]]  # type: ignore[attr-defined]
     sys.orig_argv = [sys.executable, *sys.argv]
     del _request

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests import zygote
 from tests.conftest import REPO
 
 SEDIMENT = str(Path(sys.executable).parent / "sediment")
@@ -76,7 +77,7 @@ def write_project(root: Path) -> Path:
         (root / rel).write_text(code)
     (root / "sediment.toml").write_text(
         '[compile]\ninclude = ["docs/**/*.md", "runbooks/**/*.md"]\n\n' + example_config())
-    subprocess.run([SEDIMENT, "compile", "--root", str(root), "--out",
+    subprocess.run([zygote.script(SEDIMENT), "compile", "--root", str(root), "--out",
                     str(root / "AGENTS.db")], cwd=root, check=True, capture_output=True,
                    env=env(), timeout=120)
     return root

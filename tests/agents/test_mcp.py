@@ -24,6 +24,7 @@ from sediment.ops.service import ContextService
 from sediment.server import build_server
 from sediment.server.prompts import SYSTEM_HEADER, serve_personas
 from sediment.store import LayerSet
+from tests import zygote
 from tests.agents.project import SEDIMENT, env, write_project
 from tests.conftest import files_workspace
 from tests.mcp.conftest import TOKEN, start_http, stop
@@ -98,8 +99,8 @@ def test_prompts_over_streamable_http(project: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_serve_agent_exposes_only_its_tools(project: Path) -> None:
-    params = StdioServerParameters(command=SEDIMENT, args=["serve", "--agent", "onboarding",
-                                                          "--no-warm-up"],
+    params = StdioServerParameters(command=zygote.script(SEDIMENT),
+                                   args=["serve", "--agent", "onboarding", "--no-warm-up"],
                                    env=env(), cwd=str(project))
 
     async def main() -> None:
@@ -118,7 +119,8 @@ def test_serve_agent_exposes_only_its_tools(project: Path) -> None:
 
 
 def test_serve_agent_names_an_unknown_persona(project: Path) -> None:
-    p = subprocess.run([SEDIMENT, "serve", "--agent", "ghost"], cwd=project, env=env(),
+    p = subprocess.run([zygote.script(SEDIMENT),
+                        "serve", "--agent", "ghost"], cwd=project, env=env(),
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert p.returncode == 1
     assert p.stderr.startswith("Error: no persona 'ghost' (personas: code-reviewer, "), p.stderr
@@ -127,7 +129,7 @@ def test_serve_agent_names_an_unknown_persona(project: Path) -> None:
 def test_serve_passes_an_unserved_tool_through_with_a_warning(tmp_path: Path) -> None:
     (tmp_path / "sediment.toml").write_text(
         '[agents.r]\nsystem_prompt = "x"\ntools = ["search", "create_jira_ticket"]\n')
-    p = subprocess.run([SEDIMENT, "serve", "--no-warm-up"], cwd=tmp_path, env=env(),
+    p = subprocess.run([zygote.script(SEDIMENT), "serve", "--no-warm-up"], cwd=tmp_path, env=env(),
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr
     assert ("sediment: warning: persona r: Sediment does not serve 'create_jira_ticket'; "
@@ -144,7 +146,7 @@ BROKEN = (
 def test_serve_skips_a_broken_persona_and_serves_the_rest(tmp_path: Path) -> None:
     (tmp_path / "sediment.toml").write_text(BROKEN)
     (tmp_path / "bad.lua").write_text("return { resolve = function( }\n")
-    p = subprocess.run([SEDIMENT, "serve", "--no-warm-up"], cwd=tmp_path, env=env(),
+    p = subprocess.run([zygote.script(SEDIMENT), "serve", "--no-warm-up"], cwd=tmp_path, env=env(),
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr
     toml = tmp_path / "sediment.toml"
@@ -153,7 +155,7 @@ def test_serve_skips_a_broken_persona_and_serves_the_rest(tmp_path: Path) -> Non
     assert "sediment: warning: persona bad skipped: persona bad: bad.lua:1:" in p.stderr
     assert ("sediment: warning: persona memory_guidelines skipped: persona memory_guidelines: "
             "the server already has a prompt of that name") in p.stderr
-    params = StdioServerParameters(command=SEDIMENT, args=["serve", "--no-warm-up"],
+    params = StdioServerParameters(command=zygote.script(SEDIMENT), args=["serve", "--no-warm-up"],
                                    env=env(), cwd=str(tmp_path))
 
     async def main() -> None:
@@ -175,7 +177,7 @@ def test_serve_skips_a_broken_persona_and_serves_the_rest(tmp_path: Path) -> Non
 
 def test_serve_agent_names_why_its_persona_is_broken(tmp_path: Path) -> None:
     (tmp_path / "sediment.toml").write_text(BROKEN)
-    p = subprocess.run([SEDIMENT, "serve", "--agent", "r"], cwd=tmp_path, env=env(),
+    p = subprocess.run([zygote.script(SEDIMENT), "serve", "--agent", "r"], cwd=tmp_path, env=env(),
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert p.returncode == 1
     assert (f"\nError: persona r failed to load: {tmp_path / 'sediment.toml'}: persona r: "
@@ -185,7 +187,7 @@ def test_serve_agent_names_why_its_persona_is_broken(tmp_path: Path) -> None:
 def test_agent_list_shows_broken_personas(tmp_path: Path) -> None:
     (tmp_path / "sediment.toml").write_text(BROKEN)
     (tmp_path / "bad.lua").write_text("return { resolve = function( }\n")
-    p = subprocess.run([SEDIMENT, "agent", "list"], cwd=tmp_path, env=env(),
+    p = subprocess.run([zygote.script(SEDIMENT), "agent", "list"], cwd=tmp_path, env=env(),
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
@@ -194,7 +196,8 @@ def test_agent_list_shows_broken_personas(tmp_path: Path) -> None:
                and line.endswith("[toml]") for line in lines), lines
     assert any(line.startswith("bad ") and "BROKEN: persona bad: bad.lua:1:" in line
                and line.endswith("[lua]") for line in lines), lines
-    j = subprocess.run([SEDIMENT, "agent", "list", "--json"], cwd=tmp_path, env=env(),
+    j = subprocess.run([zygote.script(SEDIMENT),
+                        "agent", "list", "--json"], cwd=tmp_path, env=env(),
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     got = json.loads(j.stdout)
     assert [a["name"] for a in got["agents"]] == ["ok"]

@@ -25,6 +25,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from mcp import Client
 from sediment.server.prompts import SYSTEM_HEADER
+from tests import zygote
 from tests.conftest import SEDIMENT, Runner, shared
 from tests.mcp.conftest import TOKEN, HttpServer, start_http, stop
 
@@ -101,7 +102,7 @@ def write_project(root: Path) -> Path:
     assert rel == "agents/incident-responder.lua"
     (root / rel).parent.mkdir(parents=True, exist_ok=True)
     (root / rel).write_text(script)
-    subprocess.run([str(SEDIMENT), "compile"], cwd=root, env=env(), check=True,
+    subprocess.run([zygote.script(str(SEDIMENT)), "compile"], cwd=root, env=env(), check=True,
                    capture_output=True, timeout=120)
     return root
 

@@ -24,6 +24,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from mcp import Client
+from tests import zygote
 from tests.auth.oidc import SECRETS, Provider
 from tests.conftest import SEDIMENT
 from tests.mcp.conftest import make_store
@@ -158,7 +159,8 @@ def test_the_sdk_client_signs_in_through_the_provider_and_its_actor_is_the_claim
     assert searched and hits["results"][0]["id"] == 2
     # Sediment's own tokens still work beside the provider's, and name the same actors.
     env = {**os.environ, **oidc_env(provider, home)}
-    minted = subprocess.run([SEDIMENT, "token", "create", "--actor", "agent-bot", "--role",
+    minted = subprocess.run([zygote.script(SEDIMENT),
+                             "token", "create", "--actor", "agent-bot", "--role",
                              "reader", "--json"], env=env, capture_output=True, text=True,
                             timeout=60, check=True)
     own = json.loads(minted.stdout)["token"]

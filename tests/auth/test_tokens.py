@@ -14,6 +14,7 @@ import pytest
 from sediment.auth import TokenStore
 from sediment.config import Environment, tokens_file
 from sediment.server.web._auth import Sessions
+from tests import zygote
 from tests.conftest import run_sediment
 from tests.mcp.conftest import SEDIMENT, free_port, make_store, stop
 
@@ -95,9 +96,9 @@ def test_serve_reads_its_token_from_a_file(tmp_path: Path) -> None:
     secret.write_text(SHARED + "\n")
     secret.chmod(0o600)
     port = free_port()
-    proc = subprocess.Popen([SEDIMENT, "serve", "--transport", "http", "--port", str(port),
-                             "--dir", str(make_store(tmp_path / "store")), "--embedder",
-                             "hash", "--no-warm-up", "--token-file", str(secret)],
+    proc = subprocess.Popen([zygote.script(SEDIMENT), "serve", "--transport", "http",
+                             "--port", str(port), "--dir", str(make_store(tmp_path / "store")),
+                             "--embedder", "hash", "--no-warm-up", "--token-file", str(secret)],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"

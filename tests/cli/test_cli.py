@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from sediment.format import LayerFile
+from tests import zygote
 from tests.cli.conftest import Runner
 
 GUIDE = """# Guide
@@ -204,7 +205,8 @@ def test_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     root = make_docs(tmp_path / "repo")
     master, slave = pty.openpty()
     env = {**os.environ, "SEDIMENT_EMBEDDER": "hash", "COLUMNS": "120"}
-    proc = subprocess.Popen([str(SEDIMENT), "compile", "--root", str(root), "--include",
+    proc = subprocess.Popen([zygote.script(str(SEDIMENT)),
+                             "compile", "--root", str(root), "--include",
                              "**/*.md", "--out", str(root / "AGENTS.db")],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave,
                             env=env)

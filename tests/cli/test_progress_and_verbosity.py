@@ -12,6 +12,7 @@ import click
 
 from sediment.cli import cli
 from sediment.cli.reference import _walk
+from tests import zygote
 from tests.cli.conftest import SEDIMENT, Runner
 
 LINE = re.compile(r"^(reading|embedding) \d+/\d+ \(\d+%, [\d.]+/s, ETA (\d+:\d\d:\d\d|-)\)$")
@@ -55,7 +56,8 @@ def test_terminal_bar_has_rate_and_eta(tmp_path: Path) -> None:
     root = docs(tmp_path)
     master, slave = pty.openpty()
     env = {**os.environ, "SEDIMENT_EMBEDDER": "hash", "COLUMNS": "120"}
-    proc = subprocess.Popen([str(SEDIMENT), *compile_args(root)], stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen([zygote.script(str(SEDIMENT)),
+                             *compile_args(root)], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=slave, env=env)
     os.close(slave)
     proc.communicate(timeout=120)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import zygote
 from tests.cli.conftest import SEDIMENT, Runner
 
 
@@ -37,7 +38,8 @@ def test_port_in_use_is_a_one_line_error(sediment: Runner, tmp_path: Path) -> No
 
 def test_port_0_prints_the_port_bound(tmp_path: Path) -> None:
     env = {**os.environ, "SEDIMENT_EMBEDDER": "hash"}
-    proc = subprocess.Popen([str(SEDIMENT), "serve", "--transport", "http", "--port", "0",
+    proc = subprocess.Popen([zygote.script(str(SEDIMENT)),
+                             "serve", "--transport", "http", "--port", "0",
                              "--dir", str(tmp_path), "--no-warm-up"], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)

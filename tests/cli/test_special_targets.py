@@ -19,6 +19,7 @@ import pytest
 from sediment.format import LayerFile
 from sediment.search.ann import index_metric, index_path, rows_key
 from sediment.store import HUMAN_WRITABLE, LayerName, LayerSet, NewChunk
+from tests import zygote
 from tests.cli.conftest import Runner
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root")
@@ -127,7 +128,7 @@ def test_out_dash_is_stdout(repo: Path, command: str) -> None:
     from tests.cli.conftest import SEDIMENT
 
     args = writers(repo, Path("-"))[command]
-    p = subprocess.run([str(SEDIMENT), *args], capture_output=True, timeout=120,
+    p = subprocess.run([zygote.script(str(SEDIMENT)), *args], capture_output=True, timeout=120,
                        env={**os.environ, "SEDIMENT_EMBEDDER": "hash"}, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr
     if command == "sign":

@@ -5,14 +5,19 @@ cwd and process, run concurrently, and killed on a timeout."""
 from __future__ import annotations
 
 import os
+import re
+import signal
+import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from tests import zygote
 from tests.conftest import SEDIMENT, Run, run_sediment
+from tests.mcp.conftest import make_store
 
 REAL = {zygote.OPT_OUT: "0"}
 
@@ -111,4 +116,58 @@ def test_startup_variables_and_the_opt_out_use_the_real_script(tmp_path: Path) -
     assert not zygote._forkable(_env(PYTHONPATH=str(tmp_path)), str(tmp_path), base)
     warnings = _env(PYTHONWARNINGS="error::UserWarning:zygote")
     assert not zygote._forkable(warnings, str(tmp_path), base)
+    # OpenTelemetry, which the servers' zygote preloads, reads OTEL_* when imported
+    assert not zygote._forkable(_env(OTEL_PROPAGATORS="b3"), str(tmp_path), base)
     assert SEDIMENT.exists()
+
+
+def _serve(script: str, store: Path) -> tuple[subprocess.Popen[str], int, str]:
+    """``sediment serve --transport http`` started with ``script``, once it says where it
+    listens; its process, its own pid (from that line) and the line."""
+    env = {**_env(), "SEDIMENT_TOKEN": "test-token-0123456789abcdef"}
+    proc = subprocess.Popen([script, "serve", "--transport", "http", "--port", "0", "--dir",
+                             str(store), "--no-warm-up"], cwd=store, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/mcp .*; pid (\d+)\)", line)
+        assert m is not None, (line, proc.poll())
+        with socket.create_connection(("127.0.0.1", int(m.group(1))), timeout=30):
+            pass
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    return proc, int(m.group(2)), re.sub(r":\d+/|pid \d+", "", line)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_server_through_the_launcher_stops_as_the_script_does(sig: signal.Signals,
+                                                                tmp_path: Path) -> None:
+    """What a test's ``subprocess.Popen`` of ``zygote.script`` gets: the server's output,
+    and the signal reaches it and it exits as the installed script does."""
+    ends = []
+    store = make_store(tmp_path / "store")
+    for script in (zygote.script(SEDIMENT), str(SEDIMENT)):
+        proc, pid, line = _serve(script, store)
+        assert (pid == proc.pid) == (script == str(SEDIMENT))
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+        ends.append((proc.returncode, line, out, err))
+        assert not Path(f"/proc/{pid}").exists()
+    assert ends[0] == ends[1]
+
+
+def test_killing_the_launcher_kills_its_server(tmp_path: Path) -> None:
+    """SIGKILL cannot be forwarded: the zygote kills the command when its launcher dies."""
+    proc, pid, _ = _serve(zygote.script(SEDIMENT), make_store(tmp_path / "store"))
+    assert pid != proc.pid and Path(f"/proc/{pid}").exists()
+    proc.kill()
+    proc.communicate(timeout=60)
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{pid}").exists():
+        assert time.monotonic() < deadline, "the server outlived its launcher"
+        time.sleep(0.05)
+    assert proc.returncode == -signal.SIGKILL

@@ -28,6 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from mcp import Client
+from tests import zygote
 from tests.conftest import Run, Runner
 from tests.mcp.conftest import SEDIMENT
 from tests.pg.team import serve_http
@@ -171,8 +172,8 @@ def stdio(project: Project, actor: str, calls: list[Call],
     """Tool calls over stdio to ``sediment serve`` run as ``SEDIMENT_ACTOR=actor``. ``then``
     are calls made after ``calls`` in the same session, each of whose string arguments
     ``"$N"`` is replaced by the ``id`` of the Nth result."""
-    params = StdioServerParameters(command=SEDIMENT, args=["serve", *project.where,
-                                                           "--embedder", "hash"],
+    params = StdioServerParameters(command=zygote.script(SEDIMENT),
+                                   args=["serve", *project.where, "--embedder", "hash"],
                                    env={**os.environ, "SEDIMENT_ACTOR": actor})
 
     async def main() -> list[tuple[bool, Any]]:

@@ -17,6 +17,7 @@ import pytest
 from sediment.embed import HashEmbedder
 from sediment.format import LayerFile
 from sediment.store import LayerName, LayerSet, NewChunk
+from tests import zygote
 from tests.conftest import SEDIMENT, Runner
 from tests.ingest.gitrepo import commit, git, make_repo
 
@@ -157,7 +158,8 @@ def _lines(proc: subprocess.Popen[str]) -> queue.Queue[str]:
 def test_watch_resyncs_on_change_and_stops_on_sigterm(tmp_path: Path) -> None:
     root = project(tmp_path / "p")
     env = {**os.environ, "SEDIMENT_EMBEDDER": "hash"}
-    with subprocess.Popen([str(SEDIMENT), "sync", "--watch", "--json", "--interval", "0.1",
+    with subprocess.Popen([zygote.script(str(SEDIMENT)),
+                           "sync", "--watch", "--json", "--interval", "0.1",
                            "--debounce", "0.2"], cwd=root, env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                           stdin=subprocess.DEVNULL) as proc:

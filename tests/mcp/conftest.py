@@ -16,6 +16,7 @@ import pytest
 
 from sediment.embed import HashEmbedder
 from sediment.format import Chunk, encode_layer
+from tests import zygote
 
 SEDIMENT = str(Path(sys.executable).parent / "sediment")
 TOKEN = "test-token-0123456789abcdef"
@@ -62,7 +63,8 @@ class HttpServer:
 def start_http(store: Path, *extra: str, token: str | None = TOKEN,
                host: str = "127.0.0.1") -> HttpServer:
     port = free_port()
-    args = [SEDIMENT, "serve", "--transport", "http", "--host", host, "--port", str(port),
+    args = [zygote.script(SEDIMENT), "serve", "--transport", "http", "--host", host,
+            "--port", str(port),
             "--dir", str(store), "--embedder", "hash", *extra]
     env = dict(os.environ)
     if token:

@@ -9,6 +9,7 @@ import anyio
 from mcp.client.stdio import StdioServerParameters
 
 from mcp import Client
+from tests import zygote
 from tests.cli.conftest import Runner
 from tests.kcp.helpers import write_tree
 from tests.kcp.project import DOCS
@@ -20,7 +21,7 @@ def test_search_knowledge_and_unit_resources(sediment: Runner, tmp_path: Path) -
     r = sediment("compile", "--root", str(root), "--include", "docs/tokens.md", "--out",
                  str(root / "AGENTS.db"))
     assert r.code == 0, r.err
-    params = StdioServerParameters(command=SEDIMENT, args=[
+    params = StdioServerParameters(command=zygote.script(SEDIMENT), args=[
         "serve", "--dir", str(root), "--embedder", "hash", "--no-warm-up"],
         env=dict(os.environ))
 

@@ -11,6 +11,7 @@ import anyio
 from mcp.client.stdio import StdioServerParameters
 
 from mcp import Client
+from tests import zygote
 from tests.conftest import Runner
 from tests.mcp.conftest import SEDIMENT
 
@@ -18,7 +19,7 @@ GUIDE = "# Billing\n\nRequests to /billing MUST include the X-Account header.\n"
 
 
 def serve_params(root: Path, *extra: str) -> StdioServerParameters:
-    return StdioServerParameters(command=SEDIMENT, args=[
+    return StdioServerParameters(command=zygote.script(SEDIMENT), args=[
         "serve", "--dir", str(root), "--embedder", "hash", "--no-warm-up", *extra],
         env=dict(os.environ))
 
@@ -71,7 +72,7 @@ def test_rfc15_flow_with_an_mcp_agent(sediment: Runner, tmp_path: Path) -> None:
     data = bytearray((root / "AGENTS.db").read_bytes())
     data[-1] ^= 0x01
     (root / "AGENTS.db").write_bytes(bytes(data))
-    p = subprocess.run([SEDIMENT, "serve", "--dir", str(root), "--embedder", "hash",
+    p = subprocess.run([zygote.script(SEDIMENT), "serve", "--dir", str(root), "--embedder", "hash",
                         "--require-signature", pub], capture_output=True, text=True,
                        timeout=60, stdin=subprocess.DEVNULL)
     assert p.returncode == 1 and p.stderr.startswith("Error: ")

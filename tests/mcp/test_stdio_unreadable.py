@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sediment.server.stdio import MAX_DEPTH, Refusal, check_line
+from tests import zygote
 from tests.mcp.conftest import SEDIMENT, make_store
 
 pytestmark = pytest.mark.timeout(120)
@@ -29,7 +30,8 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
 class Session:
     def __init__(self, store: Path) -> None:
         self.proc = subprocess.Popen(
-            [SEDIMENT, "serve", "--dir", str(store), "--embedder", "hash", "--no-warm-up"],
+            [zygote.script(SEDIMENT),
+             "serve", "--dir", str(store), "--embedder", "hash", "--no-warm-up"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env={**os.environ, "SEDIMENT_EMBEDDER": "hash"})
         self.lines: queue.Queue[bytes] = queue.Queue()

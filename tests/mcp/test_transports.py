@@ -19,6 +19,7 @@ from sediment.errors import ConfigError
 from sediment.format import LayerFile
 from sediment.server import build_server, check_binding, is_loopback
 from sediment.server.hosts import loopback_names
+from tests import zygote
 from tests.conftest import files_workspace
 from tests.mcp.conftest import SEDIMENT, TOKEN, HttpServer, start_http, stop
 from tests.mcp.flow import run_flow
@@ -27,8 +28,8 @@ TIMEOUT = 60
 
 
 def stdio_params(store: Path, *extra: str) -> StdioServerParameters:
-    return StdioServerParameters(command=SEDIMENT, args=["serve", "--dir", str(store),
-                                                         "--embedder", "hash", *extra],
+    return StdioServerParameters(command=zygote.script(SEDIMENT),
+                                 args=["serve", "--dir", str(store), "--embedder", "hash", *extra],
                                  env=dict(os.environ))
 
 
@@ -127,7 +128,7 @@ def test_which_binds_need_a_token(host: str, loopback: bool, tmp_path: Path) -> 
 @pytest.mark.parametrize("host", ["0.0.0.0", "127.0.0.1.example.org"])
 def test_non_loopback_needs_a_token(store: Path, host: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "SEDIMENT_TOKEN"}
-    p = subprocess.run([SEDIMENT, "serve", "--transport", "http", "--host", host,
+    p = subprocess.run([zygote.script(SEDIMENT), "serve", "--transport", "http", "--host", host,
                         "--port", "0", "--dir", str(store), "--embedder", "hash"],
                        capture_output=True, text=True, timeout=30, env=env,
                        stdin=subprocess.DEVNULL)
@@ -136,8 +137,8 @@ def test_non_loopback_needs_a_token(store: Path, host: str) -> None:
 
 def test_initialize_answers_before_the_model_loads(store: Path) -> None:
     """With the default MiniLM embedder, the handshake and tools/list do not wait."""
-    params = StdioServerParameters(command=SEDIMENT, args=["serve", "--dir", str(store),
-                                                           "--embedder", "minilm"],
+    params = StdioServerParameters(command=zygote.script(SEDIMENT),
+                                   args=["serve", "--dir", str(store), "--embedder", "minilm"],
                                    env=dict(os.environ))
 
     async def main() -> float:

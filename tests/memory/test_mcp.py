@@ -19,6 +19,7 @@ from sediment.pg.database import Database
 from sediment.server import build_server
 from sediment.store import LayerSet
 from sediment.workspace import Workspace
+from tests import zygote
 from tests.conftest import Runner, env_places, files_workspace
 from tests.mcp.conftest import SEDIMENT, make_store
 from tests.memory.conftest import BACKENDS
@@ -166,7 +167,7 @@ def test_stdio_acts_as_sediment_actor_and_flushes_uses_on_exit(
         url: str = request.getfixturevalue("pg_url")
         seed_project(url, tmp_path)
         where = ["--store", url]
-    params = StdioServerParameters(command=SEDIMENT, args=[
+    params = StdioServerParameters(command=zygote.script(SEDIMENT), args=[
         "serve", *where, "--embedder", "hash"], env=dict(os.environ))
 
     async def main() -> str:

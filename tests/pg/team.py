@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from tests import zygote
 from tests.conftest import SEDIMENT
 from tests.mcp.conftest import free_port, stop
 
@@ -33,7 +34,8 @@ class TeamServer:
 
 def mint(url: str, actor: str, role: str) -> str:
     """A token for ``actor`` minted by the real CLI in the store's database."""
-    out = subprocess.run([SEDIMENT, "token", "create", "--actor", actor, "--role", role,
+    out = subprocess.run([zygote.script(SEDIMENT),
+                          "token", "create", "--actor", actor, "--role", role,
                           "--store", url, "--json"], capture_output=True, text=True,
                          timeout=60, check=True)
     token: str = json.loads(out.stdout)["token"]
@@ -42,7 +44,8 @@ def mint(url: str, actor: str, role: str) -> str:
 
 def seed_project(url: str, root: Any) -> None:
     """Give the store's project one layer, so ``serve --store`` has a schema to serve."""
-    subprocess.run([SEDIMENT, "write", "--store", url, "--embedder", "hash", "--kind", "note",
+    subprocess.run([zygote.script(SEDIMENT),
+                    "write", "--store", url, "--embedder", "hash", "--kind", "note",
                     "--content", "The team server keeps every project in PostgreSQL.",
                     "--confidence", "0.9"],
                    capture_output=True, text=True, timeout=60, check=True, cwd=root)
@@ -55,7 +58,8 @@ def serve_http(where: list[str], root: Any, env: Mapping[str, str] | None = None
     once ``/health`` answers within ``start_s``. Its log goes to a file beside ``root``: a
     pipe nobody reads would fill up and block the server."""
     port = free_port()
-    args = [SEDIMENT, "serve", "--transport", "http", "--host", "127.0.0.1", "--port",
+    args = [zygote.script(str(SEDIMENT)),
+            "serve", "--transport", "http", "--host", "127.0.0.1", "--port",
             str(port), *where, "--embedder", "hash", "--no-warm-up"]
     full = {**os.environ, **(env or {})}
     full.pop("SEDIMENT_TOKEN", None)

@@ -15,6 +15,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp import Client
 from sediment.pg import PgStore, push
 from sediment.store import LayerSet
+from tests import zygote
 from tests.conftest import Runner
 from tests.mcp.conftest import SEDIMENT, TOKEN, free_port, stop
 from tests.pg.layers import DIM, build_layers
@@ -103,7 +104,7 @@ def test_an_unreachable_store_is_one_error_line(sediment: Runner, tmp_path: Path
 
 def test_serve_over_mcp_with_a_store(pg_url: str, tmp_path: Path) -> None:
     _pushed(pg_url, tmp_path)
-    params = StdioServerParameters(command=SEDIMENT, args=[
+    params = StdioServerParameters(command=zygote.script(SEDIMENT), args=[
         "serve", "--store", pg_url, "--embedder", "hash", "--no-warm-up"],
         env={**os.environ, **ENV})
 
@@ -132,7 +133,8 @@ def test_the_http_api_over_a_store(pg_url: str, tmp_path: Path) -> None:
     _pushed(pg_url, tmp_path)
     port = free_port()
     proc = subprocess.Popen(
-        [SEDIMENT, "serve", "--transport", "http", "--port", str(port), "--store", pg_url,
+        [zygote.script(SEDIMENT),
+         "serve", "--transport", "http", "--port", str(port), "--store", pg_url,
          "--embedder", "hash", "--no-warm-up"],
         env={**os.environ, **ENV, "SEDIMENT_TOKEN": TOKEN}, stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

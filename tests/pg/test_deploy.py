@@ -19,6 +19,7 @@ import yaml
 
 from sediment.cli import cli
 from sediment.pg import parse_store_url
+from tests import zygote
 from tests.conftest import REPO
 
 DEPLOY = REPO / "docs" / "deploy"
@@ -125,7 +126,7 @@ def test_the_systemd_unit_wants_postgres_limits_restarts_and_runs_from_a_venv() 
         _accepts(argv[1:])
     # the ExecStart command runs (this checkout's sediment in the unit's venv's place)
     argv = shlex.split(unit["Service"]["ExecStart"])
-    done = subprocess.run([str(SEDIMENT), *argv[1:], "--help"], capture_output=True,
+    done = subprocess.run([zygote.script(str(SEDIMENT)), *argv[1:], "--help"], capture_output=True,
                           text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr
     assert "Usage: sediment serve" in done.stdout

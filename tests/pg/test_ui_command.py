@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from tests import zygote
 from tests.conftest import SEDIMENT, Runner
 from tests.pg.web import pg_site
 from tests.web.conftest import _close_clients, client, csrf_of, sign_in
@@ -24,7 +25,8 @@ __all__ = ["_close_clients"]
 @contextmanager
 def _ui(*args: str) -> Iterator[dict[str, str]]:
     """A running ``sediment ui --json`` and the line it printed."""
-    proc = subprocess.Popen([SEDIMENT, "ui", "--no-browser", "--json", "--embedder", "hash",
+    proc = subprocess.Popen([zygote.script(SEDIMENT),
+                             "ui", "--no-browser", "--json", "--embedder", "hash",
                              *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, text=True,
                             env={k: v for k, v in os.environ.items()

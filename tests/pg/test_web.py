@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import zygote
 from tests.conftest import SEDIMENT, Runner
 from tests.pg.team import seed_project
 from tests.pg.web import PgSite, pg_site
@@ -190,7 +191,8 @@ def test_two_reviewers_at_once_over_the_team_server(pg_url: str, tmp_path: Path)
 def test_the_banner_names_the_page_over_the_team_server(pg_url: str, tmp_path: Path) -> None:
     seed_project(pg_url, tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "SEDIMENT_TOKEN"}
-    proc = subprocess.Popen([str(SEDIMENT), "serve", "--transport", "http", "--port", "0",
+    proc = subprocess.Popen([zygote.script(str(SEDIMENT)),
+                             "serve", "--transport", "http", "--port", "0",
                              "--store", pg_url, "--embedder", "hash", "--no-warm-up"],
                             env=env, cwd=tmp_path, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

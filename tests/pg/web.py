@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests import zygote
 from tests.conftest import SEDIMENT
 from tests.mcp.conftest import make_store
 from tests.pg.team import TeamServer, mint, team_server
@@ -46,7 +47,8 @@ def pg_site(url: str, tmp_path: Path) -> Iterator[PgSite]:
     docs.mkdir()
     (docs / "a.md").write_text("Releases: every Tuesday from main.\n")
     (docs / "b.md").write_text("# Billing\n\nAll billing calls need X-Account.\n")
-    subprocess.run([SEDIMENT, "push", "--store", url, "--dir", str(root)], check=True,
+    subprocess.run([zygote.script(SEDIMENT),
+                    "push", "--store", url, "--dir", str(root)], check=True,
                    capture_output=True, timeout=120)
     tokens = {actor: mint(url, actor, role) for actor, role in ROLES.items()}
     with team_server(url, root) as srv:

@@ -18,6 +18,7 @@ from mcp import Client
 from sediment.errors import PermissionDeniedError
 from sediment.ops.propose import propose
 from sediment.store import HUMAN_WRITABLE, LayerName, LayerSet, NewChunk
+from tests import zygote
 from tests.conftest import SEDIMENT, Runner
 
 NOTE = ("--kind", "note", "--content", "A note about deploys.", "--confidence", "0.5")
@@ -95,7 +96,8 @@ def test_accept_into_the_base(sediment: Runner, repo: Path) -> None:
 def test_serve_with_the_base_as_local(repo: Path) -> None:
     before = digest(repo / "AGENTS.db")
     params = StdioServerParameters(
-        command=str(SEDIMENT), args=["serve", "--dir", str(repo), "--local", "AGENTS.db",
+        command=zygote.script(str(SEDIMENT)),
+        args=["serve", "--dir", str(repo), "--local", "AGENTS.db",
                                      "--embedder", "hash", "--no-warm-up"],
         env=dict(os.environ), cwd=str(repo))
 

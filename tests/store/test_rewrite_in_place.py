@@ -15,6 +15,7 @@ import pytest
 
 from sediment.embed import HashEmbedder
 from sediment.format import Chunk, encode_layer
+from tests import zygote
 from tests.mcp.conftest import SEDIMENT, TOKEN, free_port
 
 pytestmark = [pytest.mark.timeout(300),
@@ -40,7 +41,8 @@ def test_copying_a_layer_over_the_served_one_in_place_keeps_the_server_up(
     shutil.copy(big, store / "AGENTS.db")
     port = free_port()
     proc = subprocess.Popen(
-        [SEDIMENT, "serve", "--transport", "http", "--port", str(port), "--dir", str(store),
+        [zygote.script(SEDIMENT),
+         "serve", "--transport", "http", "--port", str(port), "--dir", str(store),
          "--embedder", "hash", "--no-warm-up"],
         env={**os.environ, "SEDIMENT_TOKEN": TOKEN}, stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -16,6 +16,7 @@ from sediment.ops.propose import propose
 from sediment.ops.requests import WriteRequest, parse
 from sediment.ops.write import write_context
 from sediment.store import LayerSet
+from tests import zygote
 from tests.conftest import Runner
 from tests.mcp.conftest import SEDIMENT, make_store, start_http, stop
 from tests.web.conftest import client, sign_in
@@ -34,7 +35,8 @@ def _get_when_up(url: str) -> httpx.Response:
 
 def test_ui_prints_a_link_that_signs_in_once(tmp_path: Path) -> None:
     store = make_store(tmp_path / "store")
-    proc = subprocess.Popen([SEDIMENT, "ui", "--no-browser", "--dir", str(store), "--embedder",
+    proc = subprocess.Popen([zygote.script(SEDIMENT),
+                             "ui", "--no-browser", "--dir", str(store), "--embedder",
                              "hash", "--reviewer", "carol"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
                             env=dict(os.environ))
@@ -62,7 +64,8 @@ def test_ui_prints_a_link_that_signs_in_once(tmp_path: Path) -> None:
 
 def test_ui_json_prints_the_link_as_one_line(tmp_path: Path) -> None:
     store = make_store(tmp_path / "store")
-    proc = subprocess.Popen([SEDIMENT, "ui", "--no-browser", "--json", "--dir", str(store),
+    proc = subprocess.Popen([zygote.script(SEDIMENT),
+                             "ui", "--no-browser", "--json", "--dir", str(store),
                              "--embedder", "hash"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
                             env=dict(os.environ))
@@ -85,7 +88,8 @@ def test_ui_opens_the_link_in_the_browser(tmp_path: Path) -> None:
     browser = tmp_path / "browser.sh"
     browser.write_text(f'#!/bin/sh\nprintf %s "$1" > {opened}\n')
     browser.chmod(0o755)
-    proc = subprocess.Popen([SEDIMENT, "ui", "--json", "--dir", str(store), "--embedder",
+    proc = subprocess.Popen([zygote.script(SEDIMENT),
+                             "ui", "--json", "--dir", str(store), "--embedder",
                              "hash"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, text=True,
                             env={**os.environ, "BROWSER": str(browser)})
