@@ -10,11 +10,9 @@ import click
 
 from sediment.cli._app import cli
 from sediment.cli._options import (
-    build_embedder,
     get_config,
     json_option,
     layer_options,
-    open_layerset,
 )
 from sediment.cli._output import emit_json, note, visible
 from sediment.errors import ValidationError
@@ -27,16 +25,13 @@ if TYPE_CHECKING:
 def _personas(ctx: click.Context, embedder_name: str | None, layer_dir: Path | None,
               **paths: Path | None) -> tuple[Registry, ServiceContext]:
     from sediment.agents.workers import size_default_pool
-    from sediment.config import places
+    from sediment.cli._workspace import open_served
     from sediment.server import build_server
     from sediment.server.prompts import serve_personas
-    from sediment.workspace import Workspace
 
     cfg = get_config(ctx)
     size_default_pool(cfg.env.persona_workers)
-    ws = Workspace.over_files(open_layerset(cfg, layer_dir, **paths),
-                              build_embedder(cfg, embedder_name), places(cfg.env),
-                              root=layer_dir or cfg.root)
+    ws = open_served(cfg, None, layer_dir, paths, embedder_name, None)
     return serve_personas(build_server(ws), ws, cfg.agents.values())
 
 
