@@ -10,7 +10,7 @@
   is recorded beside it, in a ``meta.write`` event appended in the same commit as the write
   (and in the proposal and decision events). The fold of those events says who wrote each
   chunk (:func:`writers`).
-- **Statistics.** A general search's BM25 statistics leave memories out
+- **Statistics.** A general search's BM25 statistics leave events and memories out
   (:func:`counted_in_statistics`), so both backends rank the same text the same.
 - **Visibility.** A chunk an actor wrote to the local layer (their agent's own notes) is
   readable only by that actor; a memory only by its owner (global memories, in user or
@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from sediment.format import Chunk
-from sediment.store.events import MEMORY_EVENT_PREFIX, MEMORY_KIND_PREFIX, META_PREFIX, WRITE, Event
+from sediment.store.events import MEMORY_KIND_PREFIX, META_PREFIX, WRITE, Event
 from sediment.store.layers import LayerName
 
 HIDDEN_PREFIXES = (META_PREFIX, MEMORY_KIND_PREFIX)
@@ -49,12 +49,22 @@ def shown_kind(kind: str, include_meta: bool = False) -> bool:
 
 
 def counted_in_statistics(kind: str) -> bool:
-    """Whether a chunk counts in the BM25 statistics of a general search. Memories and
-    their events (``meta.memory*``) do not: no general search returns them, and the team
-    server keeps most of them in a table of their own, so counting them on one backend
-    only would rank the same query differently. Other events count on both backends alike
-    (they share the chunks' storage on both)."""
-    return not kind.startswith((MEMORY_KIND_PREFIX, MEMORY_EVENT_PREFIX))
+    """Whether a chunk counts in the BM25 statistics (document count, average length,
+    document frequencies) of a general search. Neither events (``meta.*``) nor memories
+    (``memory.*``) do.
+
+    Both are left out of every general search, so they are not the text it ranks; and
+    where they live depends on the backend. The team server keeps an actor's memories and
+    the events about them (saves, uses, and the ``meta.supersede`` a correction writes) in
+    a table of its own, while the layer files keep them in the local layer beside the
+    notes: counting them on one backend only ranked the same query differently on the two
+    (defect 8: one correcting ``save_memory`` moved a lexical score from 3.30856 to
+    4.26941 on files alone). A narrower rule (events about memories) cannot be decided
+    from the kind, since ``meta.supersede`` and ``meta.forget`` serve documents too, and
+    would still let a backend's choice of where an event lives move another chunk's
+    score; an event's JSON is state, never search text, so no event counts. A search
+    that names events or memories by kind counts every chunk, on both backends alike."""
+    return not kind.startswith((MEMORY_KIND_PREFIX, META_PREFIX))
 
 
 def reserved_kind_problem(kind: str) -> str | None:
