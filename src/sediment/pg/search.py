@@ -191,22 +191,25 @@ class _Lexical:
     def excluded(self, project: str, names: Sequence[LayerName]) -> Query | None:
         """The statement reading what a general search's statistics leave out (events and
         memories: ``sediment.store.rules.counted_in_statistics``, as the file engine
-        does): their count and length (the partial index ``chunks_left_out`` of migration
-        0076, read index-only), then their frequencies of the query's terms, from the
-        posting blocks of those kinds (read through the blocks' key, as :meth:`blocks`
-        reads the query's postings). The cost follows the number of events and memories
-        for the first, the query's terms for the second."""
+        does): the count and length of each, each read through its partial index
+        (``chunks_memories``, and ``chunks_events``, the index the hidden ids are read
+        through), then their frequencies of the query's terms, from the posting blocks of
+        those kinds (read through the blocks' key, as :meth:`blocks` reads the query's
+        postings). The cost follows the number of memories and events, and the query's
+        terms, not the length of a common term's postings."""
         if not self.wanted or not self.general:
             return None
         memory, events = (sql.Literal(MEMORY_KIND_PREFIX + "%%"),
                           sql.Literal(META_PREFIX + "%%"))
-        kinds = sql.SQL("(kind LIKE {} OR kind LIKE {})").format(memory, events)
-        return (sql.SQL("SELECT NULL::text, count(*), coalesce(sum(lex_len), 0) FROM chunks "
-                        "WHERE project = %s AND layer = ANY(%s) AND {} UNION ALL "
+        layers = [x.value for x in names]
+        count = ("SELECT NULL::text, count(*), coalesce(sum(lex_len), 0) FROM chunks "
+                 "WHERE project = %s AND layer = ANY(%s) AND kind LIKE {}")
+        return (sql.SQL(count + " UNION ALL " + count + " UNION ALL "
                         "SELECT term, sum(length(data) / 12), 0 FROM posting_blocks "
-                        "WHERE project = %s AND layer = ANY(%s) AND term = ANY(%s) AND {} "
-                        "GROUP BY term").format(kinds, kinds),
-                [project, [x.value for x in names], project, [x.value for x in names],
+                        "WHERE project = %s AND layer = ANY(%s) AND term = ANY(%s) AND "
+                        "(kind LIKE {} OR kind LIKE {}) GROUP BY term"
+                        ).format(memory, events, memory, events),
+                [project, layers, project, layers, project, layers,
                  list(set(self.wanted))])
 
     def load(self, rows: Sequence[tuple[Any, ...]], df_rows: Sequence[tuple[Any, ...]],

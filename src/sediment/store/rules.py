@@ -16,7 +16,9 @@
   readable only by that actor; a memory only by its owner (global memories, in user or
   base, by everyone). :func:`private_ids` turns the events into the ids another actor may
   not read, and every read path (search, get, resources, sources shown in the queue)
-  leaves them out; a path that checks chunk by chunk asks a :class:`Reader`.
+  leaves them out; a path that checks chunk by chunk asks a :class:`Reader`. A search
+  never names a memory kind (:func:`search_kinds_problem`): memories are read through the
+  memory service.
 """
 
 from __future__ import annotations
@@ -67,6 +69,23 @@ def counted_in_statistics(kind: str) -> bool:
     return not kind.startswith((MEMORY_KIND_PREFIX, META_PREFIX))
 
 
+def search_kinds_problem(kinds: Iterable[str]) -> str | None:
+    """Why a search may not filter on ``kinds`` (None when it may).
+
+    The search service (``sediment search``, ``Store.search``, ``agents_search``, the HTTP
+    API, the web page, a persona's ``context.search``) never returns a memory, whoever
+    asks, even for the asker's own kind: memories are read through the memory service
+    (``recall_memories``, ``sediment memory``, ``Store.recall``), which binds the actor
+    itself, and a search by kind would answer differently on the two backends (the team
+    server keeps an actor's memories in a table of their own, not in the layers a search
+    reads). The memory service's own searches name the kinds below this rule."""
+    named = sorted({k for k in kinds if k.startswith(MEMORY_KIND_PREFIX)})
+    if not named:
+        return None
+    return (f"{', '.join(named)}: memories are private to their actor and are not "
+            "searched by kind; read them with recall_memories (sediment memory recall)")
+
+
 def reserved_kind_problem(kind: str) -> str | None:
     """Why an agent may not write ``kind`` (None when it may)."""
     if kind.startswith(META_PREFIX):
@@ -107,15 +126,23 @@ def writers(events: Iterable[Event]) -> dict[int, str]:
 
 def private_ids(events: Iterable[Event], actor: str | None) -> set[int]:
     """Ids of local-layer chunks another actor wrote: ``actor`` may not read them. None
-    (a trusted local command that reads as the machine's owner) reads everything."""
+    (a trusted local command that reads as the machine's owner) reads everything.
+
+    An event in the local layer that names another actor is that actor's too: the
+    ``meta.write`` naming the ids they wrote, and on the layer files the events of their
+    project memories (the save with its handle, the ``meta.supersede`` of a correction
+    with the words it changed, forgets, uses), which are as private as the memory."""
     if actor is None:
         return set()
     out: set[int] = set()
     for e in events:
-        if e.kind != WRITE or e.layer not in PRIVATE_LAYERS:
+        if e.layer not in PRIVATE_LAYERS:
             continue
         who = e.data.get("actor")
-        if isinstance(who, str) and who != actor:
+        if not isinstance(who, str) or who == actor:
+            continue
+        out.add(e.chunk.id)
+        if e.kind == WRITE:
             out.update(s for s in e.chunk.sources
                        if isinstance(s, int) and not isinstance(s, bool))
     return out
