@@ -138,9 +138,11 @@ class Store:
         return propose(self.layerset, chunk_id, actor=self.actor)
 
     def forget(self, chunk_id: int, *, reason: str) -> Forgotten:
-        """Hide a chunk from search with a forget event (nothing is deleted)."""
-        return forget(self.layerset, chunk_id, reason, actor=self.actor,
-                      allowed=HUMAN_WRITABLE)
+        """Hide a chunk from search with a forget event (nothing is deleted); given an
+        ``actor``, only a chunk that actor may read, as ``get``; the event names the
+        store's actor."""
+        return forget(self.layerset, chunk_id, reason, allowed=HUMAN_WRITABLE,
+                      actor=self._reader, by=self.actor)
 
     def get(self, chunk_id: int) -> Chunk | None:
         """The winning version of a chunk (highest layer), or None."""

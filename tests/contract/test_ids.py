@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import sediment
+from sediment.errors import NotFoundError
 from tests.conftest import Runner
 from tests.pg.conftest import fresh_database
 from tests.pg.team import seed_project
@@ -170,3 +171,21 @@ def test_a_project_memory_reads_alike_by_its_id_on_both_backends(location: str) 
         assert history["content"] == DORAS
         with pytest.raises(NotFoundError, match="no such memory"):
             eve.manage_memory("history", memory_id=saved["id"])
+
+
+def test_an_actor_forgets_only_what_they_may_read(location: str) -> None:
+    """``Store.forget`` as bob of alice's local note or project memory answers "no chunk",
+    as ``get`` does, and writes nothing: it hid her note from her own search (and on files
+    her memory from her own recall) and told bob the id existed."""
+    with sediment_open(location, "alice") as alice:
+        note = alice.write(NOTE, kind="note", confidence=0.5)
+        memory = int(alice.save_memory(PROJECT_MEMORY, "fact", scope="project")["chunk_id"])
+    with sediment_open(location, "bob") as bob:
+        for cid in (note, memory):
+            with pytest.raises(NotFoundError, match=f"no chunk {cid} in any layer"):
+                bob.forget(cid, reason="not needed")
+    with sediment_open(location, "alice") as alice:
+        assert note in [h.id for h in alice.search(NOTE, k=50, mode="lexical")]
+        recalled = alice.recall("zanzibar vault code", min_score=0.0)["memories"]
+        assert PROJECT_MEMORY in [m["content"] for m in recalled], recalled
+        assert alice.forget(note, reason="done with it").context_id == note

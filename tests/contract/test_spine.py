@@ -473,8 +473,8 @@ PARITY_QUERIES = ["deploy notes staging reviewers", "billing X-Account review pr
 def _fill_for_parity(project: Project, *, with_memories: bool) -> None:
     """A directory with what the stores hold: a compiled base, a delta write, two local
     notes proposed (proposals, their copies in delta), one accepted (a decision, a user
-    chunk); ``with_memories`` adds alice's project and global memories and progressive
-    context items."""
+    chunk); ``with_memories`` adds alice's project and global memories (one project memory
+    corrected by a later save) and progressive context items."""
     project.compile(PARITY_DOCS)
     note = {"kind": "note", "confidence": 0.5}
     calls: list[Call] = [
@@ -491,6 +491,11 @@ def _fill_for_parity(project: Project, *, with_memories: bool) -> None:
                       ("project", "Billing deploy: check the X-Account header first."),
                       ("global", "Every release deploy needs two reviewers and a note."),
                       ("global", "Search notes rank BM25 keyword scores with vectors."))]
+        # a correction supersedes the billing memory: a meta.supersede event, which sits
+        # in the local layer on files and in the memories table on PostgreSQL
+        calls += [("save_memory", {"content": "Billing deploy: check the X-Account header "
+                                   "second, not first.", "category": "correction",
+                                   "scope": "project"})]
         calls += [("store_context", {"content": text, "context_type": "task"})
                   for text in ("Deploy task: move the billing containers to staging.",
                                "Skill: review a proposal by reading its user layer.")]
@@ -519,7 +524,9 @@ def test_d8_both_backends_rank_alike(tmp_path: Path, sediment: Runner, pg_url: s
     PostgreSQL project it was pushed to gives the same layers, ids and kinds in the same
     order, scores within 1e-5, in vector, lexical and hybrid mode. ``layers`` (base, delta,
     local, user, proposals and a decision; no memories) passes today; ``memories`` (project
-    and global memories, context items pushed with ``--context``) pins the defect."""
+    and global memories, context items pushed with ``--context``) pins the defect, and its
+    correcting save pins its second form: the ``meta.supersede`` it writes sits in the
+    local layer on files and in the memories table on PostgreSQL."""
     monkeypatch.setenv("SEDIMENT_MEMORY_FLUSH_SECONDS", "3600")
     files = Project("files", tmp_path / "src", sediment)
     files.root.mkdir()

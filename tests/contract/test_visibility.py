@@ -30,6 +30,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 import sediment
 from mcp import Client
+from sediment.errors import ValidationError
 from tests.conftest import Run, run_sediment
 from tests.pg.conftest import fresh_database
 from tests.pg.team import TeamServer, serve_http
@@ -47,6 +48,8 @@ MARKERS = {
 }
 """One word per private thing of alice's: any of them in what another actor reads is a leak
 (and says which kind leaked)."""
+CORRECTED = "Alice's project note: the zanzibar vault code is 4712, not 4711."
+"""alice's correction of her project memory (a save that supersedes it)."""
 SECRETS = {
     "project memory": "Alice's project note: the zanzibar vault code is 4711.",
     "user memory": "Alice prefers the xylophone theme in every editor.",
@@ -167,6 +170,14 @@ def _alice_keeps_her_things(w: World) -> None:
         out = w.ok("alice", "save_memory", {"content": SECRETS[what], "category": "fact",
                                             "scope": scope})
         got["memories"][what], got["memory_chunks"][what] = out["id"], int(out["chunk_id"])
+    # a correction supersedes the project memory: on the layer files its events (the save,
+    # the meta.supersede naming what changed) sit in the local layer beside alice's note
+    fixed = w.ok("alice", "save_memory", {"content": CORRECTED, "category": "correction",
+                                          "scope": "project"})
+    assert fixed["status"] == "updated", fixed
+    got["superseded"] = got["memory_chunks"]["project memory"]
+    got["memories"]["project memory"] = fixed["id"]
+    got["memory_chunks"]["project memory"] = int(fixed["chunk_id"])
     got["local"] = w.ok("alice", "agents_context_write", {
         "content": SECRETS["local note"], "kind": "note", "confidence": 0.5,
         "scope": "local"})["id"]
@@ -276,7 +287,7 @@ def _mcp_resources(w: World, actor: str, uris: list[str]) -> list[str]:
 
 
 def _alices_chunk_ids(w: World) -> list[int]:
-    return [int(w.ids["local"]), *w.ids["memory_chunks"].values()]
+    return [int(w.ids["local"]), *w.ids["memory_chunks"].values(), int(w.ids["superseded"])]
 
 
 def _ids_arg(w: World) -> str:
@@ -372,6 +383,86 @@ def test_a_persona_reads_only_its_callers_private_things(world: World) -> None:
     assert "peek" in over_mcp or "system" in over_mcp or over_mcp, over_mcp
     assert not leaked(over_mcp), over_mcp
     assert leaked(_mcp_resources(w, "alice", [])[-1]) == ["local note"]
+
+
+EVENT_KINDS = ["meta.write", "meta.memory", "meta.supersede", "meta.forget",
+               "meta.memory_context", "meta.memory_use"]
+EVENT_QUERY = "alice write local memory save supersede correction handle"
+
+
+def _private_events(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The hits that are events in the local layer naming alice (hers alone to read)."""
+    return [h for h in hits if h["layer"] == "local" and h["kind"].startswith("meta.")
+            and '"alice"' in h["content"]]
+
+
+def test_a_memory_kind_filter_is_refused_on_every_path(world: World) -> None:
+    """A search naming a memory kind is refused on every path, whoever asks (even for the
+    asker's own kind: memories are read with recall_memories, and the team server's
+    project memories are in no layer a search reads): the Python API, which gave bob
+    alice's project memory on the layer files, the CLI, and ``agents_search`` over HTTP."""
+    w = world
+    where = w.url or str(w.root)
+    said: list[str] = []
+    refused: list[bool] = []
+    for actor in ("bob", "alice"):
+        for kinds in (["memory.fact.alice"], ["memory.correction.alice", "note"]):
+            r = w.api(actor, "agents_search", {"query": QUERIES[0], "k": 50,
+                                               "filters": {"kind": kinds}})
+            said.append(r.text if actor == "bob" else "")
+            refused.append(r.status_code == 400 and "memories are private" in r.text)
+            with sediment.open(where, actor=actor, embedder="hash") as store:
+                try:
+                    hits = store.search(QUERIES[0], kinds=kinds, mode="lexical", k=50)
+                except ValidationError as exc:
+                    refused.append("memories are private" in str(exc) and kinds[0] in str(exc))
+                else:
+                    if actor == "bob":
+                        said.append(json.dumps([h.chunk.content for h in hits]))
+                    refused.append(False)
+    cli = w.run("search", QUERIES[0], "--kind", "memory.fact.alice", "--json", *w.where)
+    said.append(cli.out)
+    refused.append(cli.code != 0 and "memory.fact.alice" in cli.err)
+    for text in said:
+        assert not leaked(text), f"a memory kind filter shows {leaked(text)}: {text[:2000]}"
+    assert all(refused), (refused, said)
+
+
+EVENT_KINDS = ["meta.write", "meta.memory", "meta.supersede", "meta.forget",
+               "meta.memory_context", "meta.memory_use"]
+EVENT_QUERY = "alice write local memory save supersede correction handle"
+
+
+def _private_events(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The hits that are events in the local layer naming alice (hers alone to read)."""
+    return [h for h in hits if h["layer"] == "local" and h["kind"].startswith("meta.")
+            and '"alice"' in h["content"]]
+
+
+def test_no_search_shows_bob_the_events_of_alices_private_things(world: World) -> None:
+    """Events about alice's private things (the ``meta.write`` naming her local note; on
+    the layer files her memory's save and the ``meta.supersede`` of her correction, which
+    name its handle and the words it changed) are as private as the things: bob finds none
+    of them by kind (``agents_search`` over HTTP, the Python API) nor with
+    ``include_meta``; alice finds hers."""
+    w = world
+    where = w.url or str(w.root)
+    seen: dict[str, list[dict[str, Any]]] = {}
+    for actor in ("bob", "alice"):
+        by_kind = w.ok(actor, "agents_search", {"query": EVENT_QUERY, "k": 50,
+                                                "filters": {"kind": EVENT_KINDS}})
+        hits = list(by_kind["results"])
+        with sediment.open(where, actor=actor, embedder="hash") as store:
+            for found in (store.search(EVENT_QUERY, kinds=EVENT_KINDS, mode="lexical", k=50),
+                          store.search(EVENT_QUERY, include_meta=True, mode="lexical",
+                                       k=50)):
+                hits += [{"layer": h.layer.value, **h.chunk.to_dict()} for h in found]
+        seen[actor] = _private_events(hits)
+    assert not seen["bob"], f"bob reads alice's events: {seen['bob']}"
+    kinds = {h["kind"] for h in seen["alice"]}
+    assert "meta.write" in kinds, seen["alice"]
+    if w.backend == "files":  # on pg her memories' events live in the memories table
+        assert {"meta.memory", "meta.supersede"} <= kinds, seen["alice"]
 
 
 def test_the_queue_shows_no_private_thing(world: World) -> None:

@@ -22,8 +22,16 @@ from sediment.ops.write import write_context
 from sediment.review.decisions import list_proposals
 from sediment.review.provenance import inspect_stored
 from sediment.store import LayerName, LayerSet, New, NewChunk
+from sediment.store.events import WRITE
 from sediment.store.ids import WRITTEN_START
-from sediment.store.rules import memory_owner, private_ids, reserved_kind_problem, writers
+from sediment.store.rules import (
+    counted_in_statistics,
+    memory_owner,
+    private_ids,
+    reserved_kind_problem,
+    search_kinds_problem,
+    writers,
+)
 
 EMB = HashEmbedder()
 
@@ -134,7 +142,26 @@ def test_local_notes_are_readable_only_by_their_actor(tmp_path: Path) -> None:
         svc.read_chunk(note, "local", "bob")
     with pytest.raises(NotFoundError):
         propose(ls, note, actor="bob")
-    assert private_ids(ls.events(), "bob") == {note}
+    events = ls.events()
+    [write] = [e for e in events if e.kind == WRITE and e.layer is LayerName.LOCAL]
+    assert private_ids(events, "bob") == {note, write.chunk.id}  # and the event naming it
+    assert private_ids(events, "alice") == set()
+
+
+def test_statistics_leave_out_every_event_and_memory() -> None:
+    """Defect 8's rule: no event (the meta.supersede of a memory correction among them)
+    and no memory counts in a general search's BM25 statistics; every other kind does."""
+    for kind in ("meta.supersede", "meta.forget", "meta.write", "meta.proposal_event",
+                 "meta.memory", "memory.fact.alice"):
+        assert not counted_in_statistics(kind), kind
+    for kind in ("note", "canonical", "memo", "metadata"):
+        assert counted_in_statistics(kind), kind
+
+
+def test_a_search_may_not_name_a_memory_kind() -> None:
+    assert search_kinds_problem(["note", "meta.write"]) is None
+    problem = search_kinds_problem(["note", "memory.fact.alice", "memory.fact.alice"])
+    assert problem is not None and problem.startswith("memory.fact.alice: memories are")
 
 
 def test_the_actor_is_recorded_beside_the_author(tmp_path: Path) -> None:

@@ -101,7 +101,7 @@ def forget_cmd(ctx: click.Context, /, chunk_id: int, reason: str, as_json: bool,
     the chunk's own layer, or user for a base chunk, and `inspect --id` shows it)."""
     layerset = open_store(get_config(ctx), store, layer_dir, paths,
                           writes=HUMAN_WRITABLE)
-    f = forget(layerset, chunk_id, reason, actor=own_actor())
+    f = forget(layerset, chunk_id, reason, by=own_actor())
     if as_json:
         emit_json({"event_id": f.event_id, "context_id": f.context_id, "layer": f.layer.value,
                    "already_forgotten": f.already})

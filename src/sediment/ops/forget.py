@@ -17,8 +17,14 @@ import numpy as np
 
 from sediment.errors import NotFoundError, PermissionDeniedError, ValidationError
 from sediment.store import HUMAN_WRITABLE, LayerName, LayerStore, NewChunk
-from sediment.store.events import FORGET, event_content, hidden_ids, is_meta_kind
-from sediment.store.rules import memory_row
+from sediment.store.events import (
+    FORGET,
+    MEMORY_KIND_PREFIX,
+    event_content,
+    hidden_ids,
+    is_meta_kind,
+)
+from sediment.store.rules import Reader, memory_row
 
 MAX_REASON_CHARS = 2000
 
@@ -41,10 +47,17 @@ def _target(found: LayerName, allowed: Sequence[LayerName]) -> LayerName:
 
 
 def forget(layerset: LayerStore, context_id: Any, reason: Any, *, author: str = "human",
-           actor: str | None = None,
-           allowed: Sequence[LayerName] = HUMAN_WRITABLE) -> Forgotten:
-    """Record that ``context_id`` is forgotten, and by whom (``actor``, beside the RFC's
-    ``author``, as a write or a proposal records it); forgetting it again changes nothing."""
+           allowed: Sequence[LayerName] = HUMAN_WRITABLE,
+           actor: str | None = None, by: str | None = None) -> Forgotten:
+    """Record that ``context_id`` is forgotten, and by whom (``by``, else ``actor``: the
+    event names it beside the RFC's ``author``, as a write or a proposal does); forgetting
+    it again changes nothing.
+
+    ``actor`` forgets only what they may read (``sediment.store.rules``): another actor's
+    local note or memory reads as absent, as it does to ``get``, or a forget would hide it
+    from its own actor and confirm it exists. None is the machine's owner (``sediment
+    forget``, which names its own actor in ``by``), who reads every local note; a memory
+    is forgotten through the memory service, whose events name the actor."""
     if isinstance(context_id, bool) or not isinstance(context_id, int) or context_id <= 0:
         raise ValidationError(f"context_id must be a positive chunk id, got {context_id!r}")
     if not isinstance(reason, str) or not reason.strip():
@@ -58,6 +71,11 @@ def forget(layerset: LayerStore, context_id: Any, reason: Any, *, author: str = 
         if not versions:
             raise NotFoundError(f"no chunk {context_id} in any layer")
         top, chunk = versions[0]
+        if not Reader(layerset, actor).may_read(top, chunk):
+            if actor is None and chunk.kind.startswith(MEMORY_KIND_PREFIX):
+                raise NotFoundError(f"chunk {context_id} is an actor's memory: forget it "
+                                    "with sediment memory forget --actor ACTOR")
+            raise NotFoundError(f"no chunk {context_id} in any layer")
         if is_meta_kind(chunk.kind):
             raise ValidationError(f"chunk {context_id} is a {chunk.kind} event, not context")
         if context_id in hidden_ids(layerset.events()):
@@ -67,7 +85,8 @@ def forget(layerset: LayerStore, context_id: Any, reason: Any, *, author: str = 
         dim = schema.dim if schema is not None else 0
         event = NewChunk(FORGET, event_content(event="forget", context_id=context_id,
                                                reason=reason.strip(),
-                                               **({"actor": actor} if actor else {})),
+                                               **({"actor": who} if (who := by or actor)
+                                                  else {})),
                          author, 1.0, (context_id,))
         ids = layerset.append(target, [event], np.zeros((1, dim), dtype=np.float32),
                               profile=schema.profile if schema is not None else None,

@@ -19,6 +19,7 @@ from sediment.ops.rerank import RerankerFactory, with_rerankers
 from sediment.search import MAX_K, SearchRequest, SearchResult, make_fusion
 from sediment.search.backend import search_store
 from sediment.store import PRECEDENCE, LayerName, LayerStore, LayerSummary
+from sediment.store.rules import search_kinds_problem
 
 
 def _summaries(layerset: LayerStore, names: Sequence[object] | None) -> list[LayerSummary]:
@@ -107,7 +108,11 @@ def run_query(layerset: LayerStore, params: SearchParams, *, embedder: Embedder 
               ) -> SearchResult:
     """The search service: ``params`` (already validated) by ``actor`` (None: a trusted
     local command, which reads every local note), with the rerankers the adapter chose,
-    e.g. :data:`sediment.ops.rerank.STANDARD`."""
+    e.g. :data:`sediment.ops.rerank.STANDARD`. Every adapter's search passes here, so
+    here it refuses a kind filter naming memories (``sediment.store.rules``)."""
+    problem = search_kinds_problem(params.kinds or ())
+    if problem is not None:
+        raise ValidationError(f"filters.kind: {problem}")
     request = with_rerankers(layerset, engine_request(params, actor), rerankers)
     source = params.filters.source if params.filters is not None else None
     if source is None:

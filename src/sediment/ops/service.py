@@ -80,10 +80,6 @@ class ContextService:
         default: None reads every local note, as the machine's owner, and an adapter that
         serves a signed-in actor must say so (the web page's search once forgot and showed
         every actor's local notes)."""
-        kinds = params.filters.kind if params.filters is not None else None
-        if kinds and any(k.startswith(MEMORY_KIND_PREFIX) for k in kinds):
-            raise ValidationError("filters.kind: memories are private to their actor; "
-                                  "read them with recall_memories")
         result = run_query(self.store, params, embedder=self.embedder,
                            rerankers=self.rerankers, actor=actor)
         return search_response(params, result)

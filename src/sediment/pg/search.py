@@ -49,7 +49,6 @@ from sediment.search.ranking import fuse_pool
 from sediment.store import PRECEDENCE, LayerName
 from sediment.store.events import (
     FORGET,
-    MEMORY_EVENT_PREFIX,
     MEMORY_KIND_PREFIX,
     META_PREFIX,
     SUPERSEDE,
@@ -190,26 +189,27 @@ class _Lexical:
                 [project, [x.value for x in names], list(set(self.wanted))])
 
     def excluded(self, project: str, names: Sequence[LayerName]) -> Query | None:
-        """The statement reading what a general search's statistics leave out (memories
-        and their events: ``sediment.store.rules.counted_in_statistics``, as the file
-        engine does): their count and length, then their frequencies of the query's terms.
-        Both read those rows alone (the partial indexes ``chunks_memories`` and
-        ``chunks_memory_events``), so the cost follows the number of memories, not the
-        length of a common term's postings."""
+        """The statement reading what a general search's statistics leave out (events and
+        memories: ``sediment.store.rules.counted_in_statistics``, as the file engine
+        does): the count and length of each, each read through its partial index
+        (``chunks_memories``, and ``chunks_events``, the index the hidden ids are read
+        through), then their frequencies of the query's terms, from the posting blocks of
+        those kinds (read through the blocks' key, as :meth:`blocks` reads the query's
+        postings). The cost follows the number of memories and events, and the query's
+        terms, not the length of a common term's postings."""
         if not self.wanted or not self.general:
             return None
         memory, events = (sql.Literal(MEMORY_KIND_PREFIX + "%%"),
-                          sql.Literal(MEMORY_EVENT_PREFIX + "%%"))
-        kinds = sql.SQL("(kind LIKE {} OR kind LIKE {})").format(memory, events)
-        c_kinds = sql.SQL("(c.kind LIKE {} OR c.kind LIKE {})").format(memory, events)
-        return (sql.SQL("SELECT NULL::text, count(*), coalesce(sum(lex_len), 0) FROM chunks "
-                        "WHERE project = %s AND layer = ANY(%s) AND {} UNION ALL "
-                        "SELECT t.term, count(*), 0 FROM chunks AS c, "
-                        "jsonb_object_keys(c.lex_tf) AS t (term) WHERE c.project = %s AND "
-                        "c.layer = ANY(%s) AND {} AND t.term = ANY(%s) "
-                        "GROUP BY t.term"
-                        ).format(kinds, c_kinds),
-                [project, [x.value for x in names], project, [x.value for x in names],
+                          sql.Literal(META_PREFIX + "%%"))
+        layers = [x.value for x in names]
+        count = ("SELECT NULL::text, count(*), coalesce(sum(lex_len), 0) FROM chunks "
+                 "WHERE project = %s AND layer = ANY(%s) AND kind LIKE {}")
+        return (sql.SQL(count + " UNION ALL " + count + " UNION ALL "
+                        "SELECT term, sum(length(data) / 12), 0 FROM posting_blocks "
+                        "WHERE project = %s AND layer = ANY(%s) AND term = ANY(%s) AND "
+                        "(kind LIKE {} OR kind LIKE {}) GROUP BY term"
+                        ).format(memory, events, memory, events),
+                [project, layers, project, layers, project, layers,
                  list(set(self.wanted))])
 
     def load(self, rows: Sequence[tuple[Any, ...]], df_rows: Sequence[tuple[Any, ...]],

@@ -185,8 +185,9 @@ class PostingsStack:
 
 class Excluded:
     """Documents of one layer that a search's statistics leave out (the chunks no general
-    search can return: actors' memories), so the same text scores the same whether a
-    backend keeps those chunks beside the others or apart (``sediment.store.rules``).
+    search can return: events and actors' memories), so the same text scores the same
+    whether a backend keeps those chunks beside the others or apart
+    (``sediment.store.rules``).
     ``mask`` marks them by chunk-table position, over all of ``stack``'s parts."""
 
     __slots__ = ("_df", "mask", "n_docs", "stack", "total_len")

@@ -202,8 +202,9 @@ class LayerIndex:
             return found
 
     def excluded(self, analyzer_name: str) -> Excluded | None:
-        """The layer's chunks a general search's BM25 statistics leave out (memories:
-        ``sediment.store.rules.counted_in_statistics``), None when it holds none."""
+        """The layer's chunks a general search's BM25 statistics leave out (events and
+        memories: ``sediment.store.rules.counted_in_statistics``), None when it holds
+        none."""
         if analyzer_name not in self._excluded:
             names = [n for n in self.kind_names().values() if not counted_in_statistics(n)]
             found = None

@@ -46,6 +46,7 @@ from sediment.store.events import (
     is_meta_kind,
     iter_events,
     kind_mask,
+    parse_event,
 )
 from sediment.store.ids import (
     PROJECT_IDS,
@@ -53,7 +54,7 @@ from sediment.store.ids import (
     recorded_high_water,
 )
 from sediment.store.layers import AGENT_WRITABLE, FILE_NAMES, PRECEDENCE, LayerName
-from sediment.store.rules import private_ids
+from sediment.store.rules import PRIVATE_LAYERS, private_ids
 
 LOCK_FILE = ".sediment.lock"
 """The one lock file of each directory that holds writable layers (``sediment init``'s
@@ -342,8 +343,11 @@ class LayerSet:
         if cached is None or cached[0] != key:
             found = [(layer.name, c) for layer in layers if layer.file.chunk_count
                      for c in _event_chunks(layer.file)]
-            events = list(iter_events(found))
-            cached = self._hidden = (key, frozenset(hidden_ids(events)), events, {})
+            # every event of a private layer, a memory's among them (``iter_events`` keeps
+            # the store's own kinds): another actor's are theirs (``private_ids``)
+            private = [Event(n, c, parse_event(c)) for n, c in found if n in PRIVATE_LAYERS]
+            cached = self._hidden = (key, frozenset(hidden_ids(iter_events(found))), private,
+                                     {})
         if actor is None:
             return cached[1]
         per_actor = cached[3]

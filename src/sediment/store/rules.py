@@ -10,13 +10,15 @@
   is recorded beside it, in a ``meta.write`` event appended in the same commit as the write
   (and in the proposal and decision events). The fold of those events says who wrote each
   chunk (:func:`writers`).
-- **Statistics.** A general search's BM25 statistics leave memories out
+- **Statistics.** A general search's BM25 statistics leave events and memories out
   (:func:`counted_in_statistics`), so both backends rank the same text the same.
 - **Visibility.** A chunk an actor wrote to the local layer (their agent's own notes) is
   readable only by that actor; a memory only by its owner (global memories, in user or
   base, by everyone). :func:`private_ids` turns the events into the ids another actor may
   not read, and every read path (search, get, resources, sources shown in the queue)
-  leaves them out; a path that checks chunk by chunk asks a :class:`Reader`.
+  leaves them out; a path that checks chunk by chunk asks a :class:`Reader`. A search
+  never names a memory kind (:func:`search_kinds_problem`): memories are read through the
+  memory service.
 - **Private memories are read by their handle.** A project-scope memory and its events
   (the local layer's ``memory.*`` and ``meta.memory*`` chunks) are read through the memory
   service, by their ``p`` handle, never by a bare chunk id, by their owner either
@@ -31,7 +33,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from sediment.format import Chunk
-from sediment.store.events import MEMORY_EVENT_PREFIX, MEMORY_KIND_PREFIX, META_PREFIX, WRITE, Event
+from sediment.store.events import MEMORY_KIND_PREFIX, META_PREFIX, WRITE, Event
 from sediment.store.layers import LayerName
 
 HIDDEN_PREFIXES = (META_PREFIX, MEMORY_KIND_PREFIX)
@@ -55,12 +57,39 @@ def shown_kind(kind: str, include_meta: bool = False) -> bool:
 
 
 def counted_in_statistics(kind: str) -> bool:
-    """Whether a chunk counts in the BM25 statistics of a general search. Memories and
-    their events (``meta.memory*``) do not: no general search returns them, and the team
-    server keeps most of them in a table of their own, so counting them on one backend
-    only would rank the same query differently. Other events count on both backends alike
-    (they share the chunks' storage on both)."""
-    return not kind.startswith((MEMORY_KIND_PREFIX, MEMORY_EVENT_PREFIX))
+    """Whether a chunk counts in the BM25 statistics (document count, average length,
+    document frequencies) of a general search. Neither events (``meta.*``) nor memories
+    (``memory.*``) do.
+
+    Both are left out of every general search, so they are not the text it ranks; and
+    where they live depends on the backend. The team server keeps an actor's memories and
+    the events about them (saves, uses, and the ``meta.supersede`` a correction writes) in
+    a table of its own, while the layer files keep them in the local layer beside the
+    notes: counting them on one backend only ranked the same query differently on the two
+    (defect 8: one correcting ``save_memory`` moved a lexical score from 3.30856 to
+    4.26941 on files alone). A narrower rule (events about memories) cannot be decided
+    from the kind, since ``meta.supersede`` and ``meta.forget`` serve documents too, and
+    would still let a backend's choice of where an event lives move another chunk's
+    score; an event's JSON is state, never search text, so no event counts. A search
+    that names events or memories by kind counts every chunk, on both backends alike."""
+    return not kind.startswith((MEMORY_KIND_PREFIX, META_PREFIX))
+
+
+def search_kinds_problem(kinds: Iterable[str]) -> str | None:
+    """Why a search may not filter on ``kinds`` (None when it may).
+
+    The search service (``sediment search``, ``Store.search``, ``agents_search``, the HTTP
+    API, the web page, a persona's ``context.search``) never returns a memory, whoever
+    asks, even for the asker's own kind: memories are read through the memory service
+    (``recall_memories``, ``sediment memory``, ``Store.recall``), which binds the actor
+    itself, and a search by kind would answer differently on the two backends (the team
+    server keeps an actor's memories in a table of their own, not in the layers a search
+    reads). The memory service's own searches name the kinds below this rule."""
+    named = sorted({k for k in kinds if k.startswith(MEMORY_KIND_PREFIX)})
+    if not named:
+        return None
+    return (f"{', '.join(named)}: memories are private to their actor and are not "
+            "searched by kind; read them with recall_memories (sediment memory recall)")
 
 
 def reserved_kind_problem(kind: str) -> str | None:
@@ -103,15 +132,23 @@ def writers(events: Iterable[Event]) -> dict[int, str]:
 
 def private_ids(events: Iterable[Event], actor: str | None) -> set[int]:
     """Ids of local-layer chunks another actor wrote: ``actor`` may not read them. None
-    (a trusted local command that reads as the machine's owner) reads everything."""
+    (a trusted local command that reads as the machine's owner) reads everything.
+
+    An event in the local layer that names another actor is that actor's too: the
+    ``meta.write`` naming the ids they wrote, and on the layer files the events of their
+    project memories (the save with its handle, the ``meta.supersede`` of a correction
+    with the words it changed, forgets, uses), which are as private as the memory."""
     if actor is None:
         return set()
     out: set[int] = set()
     for e in events:
-        if e.kind != WRITE or e.layer not in PRIVATE_LAYERS:
+        if e.layer not in PRIVATE_LAYERS:
             continue
         who = e.data.get("actor")
-        if isinstance(who, str) and who != actor:
+        if not isinstance(who, str) or who == actor:
+            continue
+        out.add(e.chunk.id)
+        if e.kind == WRITE:
             out.update(s for s in e.chunk.sources
                        if isinstance(s, int) and not isinstance(s, bool))
     return out
