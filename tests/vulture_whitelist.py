@@ -17,7 +17,7 @@ from sediment.kcp.model import ManifestRef, Unit
 from sediment.kcp.service import KnowledgeService
 from sediment.review.provenance import SourceLines
 from sediment.server.context_outputs import HistoryOut, Item, IterationOut, StatsOut, SummarizeOut
-from sediment.server.memory_tools import ChangedOut, SaveOut
+from sediment.server.memory_tools import ChangedOut, ManageOut, SaveOut, UseOut, VersionOut
 from sediment.server.web._memories import Listing
 from sediment.server.web._progress import Progress
 from sediment.server.web._review import Row
@@ -35,6 +35,11 @@ _ = (
     SaveOut.corrects_id,
     SaveOut.superseded_content,
     ChangedOut.from_,
+    VersionOut.superseded_because,  # fields of manage_memory's structured result
+    UseOut.at_ms,
+    ManageOut.restored_id,
+    ManageOut.use_history,
+    ManageOut.purged,
     Item.last_accessed,  # the context tools' structured results, read by clients
     HistoryOut.current_iteration,
     IterationOut.error_id,

@@ -33,7 +33,13 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from sediment.format import Chunk
-from sediment.store.events import MEMORY_KIND_PREFIX, META_PREFIX, WRITE, Event
+from sediment.store.events import (
+    MEMORY_EVENT_PREFIX,
+    MEMORY_KIND_PREFIX,
+    META_PREFIX,
+    WRITE,
+    Event,
+)
 from sediment.store.layers import LayerName
 
 HIDDEN_PREFIXES = (META_PREFIX, MEMORY_KIND_PREFIX)
