@@ -28,7 +28,7 @@ from sediment.store.atomic import atomic_write
 from sediment.store.commit import resolve_new
 from sediment.store.events import FORGET, META_PREFIX, SUPERSEDE, event_content
 from sediment.store.ids import CONTEXT_IDS
-from sediment.store.refs import renumbered
+from sediment.store.refs import renumbered_into
 
 EVENT_PREFIX = META_PREFIX + "context"
 I8_SCALE = 1.0 / 127.0
@@ -352,11 +352,10 @@ class FileContextStore:
                 md["embedder_metadata"] = dict(self.embedder_metadata)
         self.directory.mkdir(parents=True, exist_ok=True)
         with self.layers.transaction():
-            every = [c for p in parts for c in p.chunks]
-            used = self.layers.written_high_water(self._archive_high_waters())
-            fresh = self.layers.ids.next_ids(used, len(every))
-            moved = iter(renumbered(every, fresh))
-            parts = [replace(p, chunks=[next(moved) for _ in p.chunks]) for p in parts]
+            groups, fresh = renumbered_into(
+                [p.chunks for p in parts], self.layers.ids,
+                self.layers.written_high_water(self._archive_high_waters()))
+            parts = [replace(p, chunks=g) for p, g in zip(parts, groups, strict=True)]
             top = fresh.stop - 1 if fresh.stop > self.layers.ids.first else 0
             etype = "i8" if (self.profile or {}).get("output_norm") == "l2" else "f32"
             keep = set()

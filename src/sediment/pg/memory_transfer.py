@@ -49,7 +49,7 @@ from sediment.store.events import (
     event_content,
 )
 from sediment.store.ids import ACTOR_IDS
-from sediment.store.refs import renumbered, rewrite_ids, rewrite_sources
+from sediment.store.refs import renumbered_into, rewrite_ids, rewrite_sources
 
 MAX_LISTED = 10
 _INSERT = ("INSERT INTO memories (project, store, id, layer, owner, shared, is_event, kind, "
@@ -313,11 +313,11 @@ def pull_actor(store: PgStore, actor: str, files: dict[LayerName, Path], *, dim:
         raise PermissionDeniedError(f"{', '.join(existing)} already exist; pass --force to "
                                     f"overwrite them with actor {actor}'s memories")
     mine = LayerSet(files, ids=ACTOR_IDS)
-    every = [c for layer in USER_LAYERS.values() for c, _ in got.get(layer, ())]
-    fresh = ACTOR_IDS.next_ids(mine.written_high_water(), len(every))
-    moved = iter(renumbered(every, fresh))
-    got = {layer: [(next(moved), v) for _, v in got.get(layer, ())]
-           for layer in USER_LAYERS.values()}
+    layers = list(USER_LAYERS.values())
+    groups, fresh = renumbered_into([[c for c, _ in got.get(la, ())] for la in layers],
+                                    ACTOR_IDS, mine.written_high_water())
+    got = {la: list(zip(g, (v for _, v in got.get(la, ())), strict=True))
+           for la, g in zip(layers, groups, strict=True)}
     n = 0
     for name, path in targets.items():
         rows = got[USER_LAYERS[name]]

@@ -18,6 +18,7 @@ from typing import Any
 
 from sediment.format import Chunk
 from sediment.store.events import event_content, is_meta_kind
+from sediment.store.ids import WrittenRange
 
 Lookup = Callable[[int], int]
 """Old id -> new id (the identity for ids that keep theirs)."""
@@ -92,3 +93,15 @@ def renumbered(chunks: Sequence[Chunk], fresh: Sequence[int]) -> list[Chunk]:
         out.append(replace(c, id=new[c.id], content=content,
                            sources=rewrite_sources(c.sources, moved)))
     return out
+
+
+def renumbered_into(groups: Sequence[Sequence[Chunk]], ids: WrittenRange, high_water: int
+                    ) -> tuple[list[list[Chunk]], range]:
+    """Every chunk of ``groups`` (a store's files, each in its order) given a fresh id of
+    ``ids`` above ``high_water``, :func:`renumbered` across all of them so references
+    between groups follow; returns the groups and the ids given (whose last is the files'
+    new ``id_high_water``). How a pull moves a server's rows into a file store's range."""
+    every = [c for g in groups for c in g]
+    fresh = ids.next_ids(high_water, len(every))
+    moved = iter(renumbered(every, fresh))
+    return [[next(moved) for _ in g] for g in groups], fresh
