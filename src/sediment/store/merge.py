@@ -35,10 +35,11 @@ import numpy.typing as npt
 
 from sediment.errors import FormatError, SedimentError
 from sediment.format import Chunk, LayerFile, encode_layer
+from sediment.store import refs
 from sediment.store.events import MEMORY_EVENT_PREFIX, is_meta_kind
 from sediment.store.ids import PROJECT_IDS, has_id_ranges, recorded_high_water
 from sediment.store.layers import FILE_NAMES, LayerName
-from sediment.store.refs import rewrite_ids, rewrite_sources
+from sediment.store.refs import rewrite_ids
 
 __all__ = ["MergeConflict", "Plan", "Side", "merge_layer", "plan", "read_version",
            "rewrite_chunk"]
@@ -269,26 +270,13 @@ def _handles_only(new: Mapping[str, Mapping[int, list[tuple[str, Chunk]]]],
 
 def rewrite_chunk(c: Chunk, ids: Mapping[int, int],
                   handles: Mapping[tuple[str, str], str] | None = None) -> Chunk:
-    """``c`` with its id and every id it references renumbered through ``ids`` (and a
-    memory's handle through ``handles``); an event's JSON is written again (sorted keys,
-    compact, as events are) only when it changed."""
-    sources = rewrite_sources(c.sources, lambda cid: ids.get(cid, cid))
-    content = c.content
-    if is_meta_kind(c.kind):
-        try:
-            data = json.loads(content)
-        except (ValueError, RecursionError):
-            data = None
-        if isinstance(data, dict):
-            after = rewrite_ids(data, lambda cid: ids.get(cid, cid))
-            named = _handle(c) if handles else None
-            if named is not None and handles and named in handles:
-                after["handle"] = handles[named]
-            if after != data:
-                content = json.dumps(after, sort_keys=True, separators=(",", ":"),
-                                     ensure_ascii=False)
-    return Chunk(ids.get(c.id, c.id), c.kind, content, c.author, c.confidence,
-                 c.created_at_ms, sources)
+    """``c`` with its id and every id it references renumbered through ``ids``
+    (:func:`sediment.store.refs.rewrite_chunk`), and a memory's handle through
+    ``handles``."""
+    named = _handle(c) if handles else None
+    fields = {"handle": handles[named]} if named is not None and handles and named in handles \
+        else None
+    return refs.rewrite_chunk(c, ids, fields)
 
 
 def _rows(f: LayerFile) -> dict[int, npt.NDArray[Any]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -70,30 +70,37 @@ def rewrite_sources(sources: Sequence[int | str], ids: Lookup) -> tuple[int | st
                  for s in sources)
 
 
-def renumbered(chunks: Sequence[Chunk], fresh: Sequence[int]) -> list[Chunk]:
-    """``chunks`` given the ids ``fresh`` (one each, ascending) in id order, so their commit
-    order stays, with every reference among them rewritten: integer sources, and the ids in
-    a ``meta.*`` event's JSON (written back as every event is). References to chunks not in
-    ``chunks`` keep their ids. How a pull moves a server's rows into a file store's range."""
-    new = dict(zip(sorted(c.id for c in chunks), fresh, strict=True))
+def rewrite_chunk(c: Chunk, ids: Mapping[int, int],
+                  fields: Mapping[str, Any] | None = None) -> Chunk:
+    """``c`` with its id and every id it references renumbered through ``ids`` (an id not
+    in it keeps its own): integer sources, and the ids in a ``meta.*`` event's JSON, with
+    ``fields`` set in it too; the JSON is written again (as every event is) only when it
+    changed."""
 
     def moved(cid: int) -> int:
-        return new.get(cid, cid)
+        return ids.get(cid, cid)
 
-    out = []
-    for c in chunks:
-        content = c.content
-        if is_meta_kind(c.kind):
-            try:
-                data = json.loads(content)
-            except ValueError:
-                data = None
-            if isinstance(data, dict):
-                content = event_content(**rewrite_ids(data, moved))
-        out.append(replace(c, id=new[c.id], content=content,
-                           sources=rewrite_sources(c.sources, moved)))
-    return out
+    content = c.content
+    if is_meta_kind(c.kind):
+        try:
+            data = json.loads(content)
+        except (ValueError, RecursionError):
+            data = None
+        if isinstance(data, dict):
+            after = {**rewrite_ids(data, moved), **(fields or {})}
+            if after != data:
+                content = event_content(**after)
+    return replace(c, id=moved(c.id), content=content,
+                   sources=rewrite_sources(c.sources, moved))
 
+
+def renumbered(chunks: Sequence[Chunk], fresh: Sequence[int]) -> list[Chunk]:
+    """``chunks`` given the ids ``fresh`` (one each, ascending) in id order, so their commit
+    order stays, with every reference among them rewritten (:func:`rewrite_chunk`).
+    References to chunks not in ``chunks`` keep their ids. How a pull moves a server's rows
+    into a file store's range."""
+    new = dict(zip(sorted(c.id for c in chunks), fresh, strict=True))
+    return [rewrite_chunk(c, new) for c in chunks]
 
 def renumbered_into(groups: Sequence[Sequence[Chunk]], ids: WrittenRange, high_water: int
                     ) -> tuple[list[list[Chunk]], range]:
