@@ -49,7 +49,7 @@ from sediment.store.events import (
     event_content,
 )
 from sediment.store.ids import ACTOR_IDS
-from sediment.store.refs import renumbered_into, rewrite_ids, rewrite_sources
+from sediment.store.refs import renumbered_into, rewrite_chunk
 
 MAX_LISTED = 10
 _INSERT = ("INSERT INTO memories (project, store, id, layer, owner, shared, is_event, kind, "
@@ -87,9 +87,10 @@ def is_memory_row(chunk: Chunk, memories: set[int]) -> bool:
     return chunk.kind.startswith(MEMORY_KIND_PREFIX) or about_memories(chunk, memories)
 
 
-def memory_row(layer: str, chunk: Chunk, vector: npt.NDArray[np.float32]) -> MemoryRow:
+def memory_row(layer: str, chunk: Chunk, vector: npt.NDArray[np.float32] | None) -> MemoryRow:
     if chunk.kind.startswith(MEMORY_KIND_PREFIX):
-        return MemoryRow(layer, chunk, np.asarray(vector, dtype=np.float32), None)
+        return MemoryRow(layer, chunk, None if vector is None else
+                         np.asarray(vector, dtype=np.float32), None)
     try:
         data = json.loads(chunk.content)
     except ValueError:
@@ -241,22 +242,10 @@ def push_actor(store: PgStore, actor: str, rows: list[MemoryRow]) -> int:
             "--user-memories`, or forget them there first)")
     rows = sorted(rows, key=lambda r: r.chunk.id)
     new = dict(zip((r.chunk.id for r in rows), _fresh_ids(store, len(rows)), strict=True))
-    hidden = {new.get(i, i) for i in _hidden(rows)}
-
-    def moved_id(cid: int) -> int:
-        return new.get(cid, cid)
-
-    out = []
-    for r in rows:
-        c = r.chunk
-        data = rewrite_ids(r.data, moved_id) if r.data is not None else None
-        content = c.content if data is None else event_content(**data)
-        sources = rewrite_sources(c.sources, moved_id)
-        chunk = Chunk(new[c.id], c.kind, content, c.author, c.confidence, c.created_at_ms,
-                      sources)
-        moved = MemoryRow(r.layer, chunk, r.vector, data)
-        out.append(_values("", "u", moved, actor, False,
-                           data is None and chunk.id in hidden))
+    moved = [memory_row(r.layer, rewrite_chunk(r.chunk, new), r.vector) for r in rows]
+    hidden = _hidden(moved)
+    out = [_values("", "u", r, actor, False, r.data is None and r.chunk.id in hidden)
+           for r in moved]
     with store.cursor() as cur:
         cur.executemany(_INSERT, out)
     return len(out)
