@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from sediment.cli._app import cli
-from sediment.cli._options import get_config, json_option, own_actor, store_option
+from sediment.cli._options import embedder_option, get_config, json_option, own_actor, store_option
 from sediment.cli._output import emit_json, visible
 from sediment.cli._workspace import open_workspace
 from sediment.context import CONTEXT_TYPES, ContextLoop, resolve
@@ -35,8 +35,7 @@ Answer = dict[str, Any]
 def _options(f: Callable[..., None]) -> Callable[..., None]:
     f = click.option("--actor", default=None, envvar="SEDIMENT_ACTOR",
                      help="Act as this actor (default: the OS user).")(f)
-    f = click.option("--embedder", "embedder_name", default=None,
-                     help="Embedder (minilm, hash, openai); default from config.")(f)
+    f = embedder_option(f)
     f = store_option(f)
     f = click.option("--dir", "layer_dir", type=click.Path(path_type=Path), default=None,
                      help="The project's layer directory (default: from config).")(f)

@@ -18,6 +18,7 @@ import click
 
 from sediment.cli._app import cli
 from sediment.cli._options import (
+    embedder_option,
     get_config,
     json_option,
     own_actor,
@@ -41,11 +42,6 @@ def actor_option(f: Any) -> Any:
     return click.option("--actor", default=None, envvar="SEDIMENT_ACTOR",
                         help="Act as this actor (default: the OS user; env SEDIMENT_ACTOR). "
                              "A convenience on one machine, not a security boundary.")(f)
-
-
-def embedder_option(f: Any) -> Any:
-    return click.option("--embedder", "embedder_name", default=None,
-                        help="Embedder (minilm, hash, openai); default from config.")(f)
 
 
 @contextmanager
