@@ -78,6 +78,7 @@ from sediment.memory.store import (
 )
 from sediment.memory.usage import Flusher
 from sediment.search.fusion import ConvexFusion, Pool
+from sediment.search.ranking import ranks
 from sediment.store.events import FORGET, PROPOSAL, SUPERSEDE
 from sediment.store.uses import UseCounts
 
@@ -982,20 +983,13 @@ def _identical(pool: Sequence[tuple[Memory, float]], text: str) -> Memory | None
     return next((m for m, _ in pool if normalise(m.content) == key), None)
 
 
-def _ranks(x: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    ranks = np.zeros(len(x), dtype=np.int64)
-    idx = np.flatnonzero(valid)
-    order = idx[np.argsort(-x[idx], kind="stable")]
-    ranks[order] = np.arange(1, len(order) + 1)
-    return ranks
-
-
 def _fuse(pool: Sequence[Candidate]) -> list[float]:
     """Relevance of each candidate: convex fusion over the whole pool of every store."""
     if not pool:
         return []
     vec = np.asarray([c.vector_score for c in pool], dtype=np.float32)
     lex = np.asarray([c.lexical_score for c in pool], dtype=np.float32)
-    fused = ConvexFusion().combine(Pool(vec, lex, _ranks(vec, np.isfinite(vec)),
-                                        _ranks(lex, lex > 0)))
+    order = (np.arange(len(pool)),)  # ties keep the pool's order
+    fused = ConvexFusion().combine(Pool(vec, lex, ranks(vec, np.isfinite(vec), order),
+                                        ranks(lex, lex > 0, order)))
     return [float(x) for x in fused]
