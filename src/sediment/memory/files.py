@@ -18,7 +18,6 @@ memories take ids from the actor range).
 
 from __future__ import annotations
 
-import json
 import weakref
 from collections.abc import Hashable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -46,6 +45,7 @@ from sediment.search import SearchRequest, search
 from sediment.search.layer_index import layer_index
 from sediment.store import LayerName, LayerSet, NewChunk
 from sediment.store.atomic import atomic_write
+from sediment.store.events import event_data
 from sediment.store.ids import ACTOR_IDS
 
 ACTOR_FILE = "AGENTS.user.db"
@@ -83,12 +83,9 @@ def _file_events(f: LayerFile) -> list[_Parsed]:
             key = (path, int(cid), int(ms))
             if key not in _PARSED:
                 c = f.chunk_at(p)
-                try:
-                    data = json.loads(c.content)
-                except ValueError:
-                    data = None
+                data = event_data(c)
                 _PARSED[key] = (c.id, c.kind, c.created_at_ms, data, c.sources) \
-                    if isinstance(data, dict) else None
+                    if data is not None else None
             parsed = _PARSED[key]
             if parsed is not None:
                 got.append(parsed)

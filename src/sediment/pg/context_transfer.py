@@ -21,7 +21,6 @@ project's range, where the pulled project's writers would give them again.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -36,19 +35,11 @@ from sediment.errors import PermissionDeniedError, SchemaMismatchError
 from sediment.format import Chunk
 from sediment.pg.context import vector_array
 from sediment.pg.database import Conn, Database, bump, next_ids, rows
-from sediment.store.events import event_content
+from sediment.store.events import event_content, event_data
 from sediment.store.refs import rewrite_chunk
 
 Row = tuple[str | None, Chunk, Any]
 """A context row of a file store: its archive day (None: active), the chunk, its vector."""
-
-
-def _data(c: Chunk) -> dict[str, Any] | None:
-    try:
-        data = json.loads(c.content)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _ints(values: Sequence[Any]) -> set[int]:
@@ -63,7 +54,7 @@ def actors_rows(chunks: Sequence[Row], actor: str) -> list[Row]:
     An item no store event claims is no one's, so it stays behind."""
     owners: dict[int, str] = {}
     for _, c, _ in chunks:
-        data = _data(c) if c.kind == ITEM_EVENT else None
+        data = event_data(c) if c.kind == ITEM_EVENT else None
         if data is not None and isinstance(data.get("item"), int):
             owners[data["item"]] = str(data.get("actor", ""))
     mine = {c.id for _, c, _ in chunks
@@ -74,7 +65,7 @@ def actors_rows(chunks: Sequence[Row], actor: str) -> list[Row]:
             if c.id in mine:
                 out.append((day, c, vec))
             continue
-        data = _data(c)
+        data = event_data(c)
         subjects = _ints(c.sources)
         if data is not None and c.kind == USE_EVENT and isinstance(data.get("uses"), dict):
             uses = {k: v for k, v in data["uses"].items() if k.isdigit() and int(k) in mine}
@@ -130,7 +121,7 @@ def push_context(db: Database, actor: str, parts: Sequence[ContextPart], dim: in
                             c.created_at_ms, Jsonb(sources), subjects, None,
                             np.asarray(vec, dtype=np.float32), day))
                 continue
-            data = _data(c)
+            data = event_data(c)
             if data is None:
                 continue  # not an event the context fold reads, on files either
             if isinstance(data.get("actor"), str):

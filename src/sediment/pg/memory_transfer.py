@@ -22,7 +22,6 @@ actor range the files number from (``store.ids.ACTOR_IDS``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +46,7 @@ from sediment.store.events import (
     SUPERSEDE,
     about_memories,
     event_content,
+    parse_event,
 )
 from sediment.store.ids import ACTOR_IDS
 from sediment.store.refs import renumbered_into, rewrite_chunk
@@ -91,11 +91,7 @@ def memory_row(layer: str, chunk: Chunk, vector: npt.NDArray[np.float32] | None)
     if chunk.kind.startswith(MEMORY_KIND_PREFIX):
         return MemoryRow(layer, chunk, None if vector is None else
                          np.asarray(vector, dtype=np.float32), None)
-    try:
-        data = json.loads(chunk.content)
-    except ValueError:
-        data = None
-    return MemoryRow(layer, chunk, None, data if isinstance(data, dict) else {})
+    return MemoryRow(layer, chunk, None, parse_event(chunk))
 
 
 def _owner(row: MemoryRow) -> str:

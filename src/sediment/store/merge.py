@@ -36,7 +36,7 @@ import numpy.typing as npt
 from sediment.errors import FormatError, SedimentError
 from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.store import refs
-from sediment.store.events import MEMORY_EVENT_PREFIX, is_meta_kind
+from sediment.store.events import MEMORY_EVENT_PREFIX, event_data, is_meta_kind
 from sediment.store.ids import PROJECT_IDS, has_id_ranges, recorded_high_water
 from sediment.store.layers import FILE_NAMES, LayerName
 from sediment.store.refs import rewrite_ids
@@ -109,11 +109,8 @@ class Plan:
 
 def _referenced(c: Chunk) -> set[int]:
     found = {s for s in c.sources if isinstance(s, int)}
-    if is_meta_kind(c.kind):
-        try:
-            data = json.loads(c.content)
-        except (ValueError, RecursionError):
-            return found
+    data = event_data(c) if is_meta_kind(c.kind) else None
+    if data is not None:
 
         def note(cid: int) -> int:
             found.add(cid)
@@ -131,11 +128,8 @@ def _handle(c: Chunk) -> tuple[str, str] | None:
     counts per owner, or per project for ``g`` (``sediment.memory.events.Fold``)."""
     if c.kind != MEMORY_SAVE:
         return None
-    try:
-        data = json.loads(c.content)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(data, dict):
+    data = event_data(c)
+    if data is None:
         return None
     handle, actor = data.get("handle"), data.get("actor")
     if not (isinstance(handle, str) and _HANDLE.fullmatch(handle) and isinstance(actor, str)):

@@ -10,14 +10,13 @@ added to an event is renumbered on every path or on none.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from sediment.format import Chunk
-from sediment.store.events import event_content, is_meta_kind
+from sediment.store.events import event_content, event_data, is_meta_kind
 from sediment.store.ids import WrittenRange
 
 Lookup = Callable[[int], int]
@@ -81,15 +80,11 @@ def rewrite_chunk(c: Chunk, ids: Mapping[int, int],
         return ids.get(cid, cid)
 
     content = c.content
-    if is_meta_kind(c.kind):
-        try:
-            data = json.loads(content)
-        except (ValueError, RecursionError):
-            data = None
-        if isinstance(data, dict):
-            after = {**rewrite_ids(data, moved), **(fields or {})}
-            if after != data:
-                content = event_content(**after)
+    data = event_data(c) if is_meta_kind(c.kind) else None
+    if data is not None:
+        after = {**rewrite_ids(data, moved), **(fields or {})}
+        if after != data:
+            content = event_content(**after)
     return replace(c, id=moved(c.id), content=content,
                    sources=rewrite_sources(c.sources, moved))
 
