@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sediment.kcp import UNIT_KIND, KcpIndex, KcpReranker, kcp_reranker, load_order, trigger_hits
+from sediment.kcp import UNIT_KIND, KcpIndex, KcpReranker, load_order, trigger_hits
 from sediment.ops import run_search
 from sediment.search import Hit, SearchRequest, search
 from sediment.store import LayerName, LayerSet, NewChunk
@@ -38,7 +38,7 @@ def test_superseded_units_rank_below_their_successor(tmp_path: Path) -> None:
     query = "deploy to production"
     plain = units(ls, lexical(ls, query))
     assert plain.index("deploy-v2") < plain.index("deploy-v3")  # v2 says "deploy" more
-    hits = lexical(ls, query, kcp_reranker(ls, query))
+    hits = lexical(ls, query, KcpReranker(KcpIndex.from_layerset(ls), query))
     ranked = units(ls, hits)
     assert ranked.index("deploy-v3") < ranked.index("deploy-v2")
     v2 = hits[ranked.index("deploy-v2")]
@@ -65,7 +65,7 @@ def test_a_trigger_match_ranks_the_unit_up(tmp_path: Path) -> None:
     query = "bearer token for the api"
     plain = units(ls, lexical(ls, query))
     assert plain[0].startswith("# Tokens")  # the page that is not a unit wins on words
-    hits = lexical(ls, query, kcp_reranker(ls, query))
+    hits = lexical(ls, query, KcpReranker(KcpIndex.from_layerset(ls), query))
     assert units(ls, hits)[0] == "auth"
     assert hits[0].boosts["kcp.trigger"] > 0
 
@@ -73,7 +73,8 @@ def test_a_trigger_match_ranks_the_unit_up(tmp_path: Path) -> None:
 def test_hybrid_run_search_with_the_reranker(tmp_path: Path) -> None:
     ls, _ = build(tmp_path)
     query = "what is the rollout process for production"
-    request = SearchRequest(text=query, k=5, rerankers=(kcp_reranker(ls, query),))
+    request = SearchRequest(text=query, k=5,
+                            rerankers=(KcpReranker(KcpIndex.from_layerset(ls), query),))
     result = run_search(ls, request, embedder=EMB)
     assert units(ls, result.hits)[0] == "deploy-v3"
     assert result.hits[0].boosts["kcp.trigger"] > 0
@@ -110,7 +111,7 @@ def test_unit_events_in_a_higher_layer_win_and_forgotten_ones_vanish(tmp_path: P
 
 def test_hits_outside_any_unit_and_empty_lists_pass_through(tmp_path: Path) -> None:
     ls, _ = build(tmp_path)
-    reranker = kcp_reranker(ls, "anything")
+    reranker = KcpReranker(KcpIndex.from_layerset(ls), "anything")
     assert reranker([]) == []
     hits = lexical(ls, "rotate monthly")
     assert [h.score for h in reranker(list(hits))] == [h.score for h in hits]

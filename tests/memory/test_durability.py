@@ -14,9 +14,14 @@ from sediment.memory import FileMemoryStore, MemoryService
 from sediment.ops.requests import SearchParams
 from sediment.ops.service import ContextService
 from sediment.review.compact import compact
-from sediment.review.jsonl import export_text, import_file
+from sediment.review.jsonl import export_lines, import_file
 from sediment.store import LayerName, LayerSet
 from tests.mcp.conftest import make_store
+
+
+def _export_text(path: Path) -> str:
+    return "".join(line + "\n" for line in export_lines(path))
+
 
 
 def service_over(layers: LayerSet, data: Path) -> MemoryService:
@@ -47,7 +52,7 @@ def test_export_and_import_keep_memory_state(tmp_path: Path) -> None:
 
     second = make_store(tmp_path / "two")
     dump = tmp_path / "local.jsonl"
-    dump.write_text(export_text(first / "AGENTS.local.db"))
+    dump.write_text(_export_text(first / "AGENTS.local.db"))
     import_file(LayerSet.from_directory(second), LayerName.LOCAL, dump)
     moved = service_over(LayerSet.from_directory(second), tmp_path / "data")
     assert history(moved, "alice", b["id"]) == before

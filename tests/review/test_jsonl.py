@@ -13,9 +13,14 @@ from hypothesis import strategies as st
 
 from sediment.errors import PermissionDeniedError, SchemaMismatchError, ValidationError
 from sediment.format import Chunk, LayerFile, encode_layer
-from sediment.review import export_text, import_file, parse
+from sediment.review import export_lines, import_file, parse
 from sediment.store import LayerName, LayerSet
 from tests.review.helpers import EMB, agent_propose, agent_write, make_base
+
+
+def _export_text(path: Path) -> str:
+    return "".join(line + "\n" for line in export_lines(path))
+
 
 
 def _delta(tmp_path: Path, etype: str = "f32") -> Path:
@@ -29,7 +34,7 @@ def _delta(tmp_path: Path, etype: str = "f32") -> Path:
 
 @pytest.mark.parametrize("etype", ["f32", "i8"])
 def test_export_import_export_is_identical(tmp_path: Path, etype: str) -> None:
-    text = export_text(_delta(tmp_path, etype))
+    text = _export_text(_delta(tmp_path, etype))
     head = json.loads(text.split("\n")[0])
     # the two chunks, the events recording their actor, and the proposal event
     assert head["format"] == "sediment.layer" and head["chunks"] == 5
@@ -41,7 +46,7 @@ def test_export_import_export_is_identical(tmp_path: Path, etype: str) -> None:
     fresh.mkdir()
     report = import_file(LayerSet.from_directory(fresh), LayerName.DELTA, src)
     assert report.chunks == 5 and report.overrides == ()
-    assert export_text(fresh / "AGENTS.delta.db") == text
+    assert _export_text(fresh / "AGENTS.delta.db") == text
     got, want = LayerFile.open(fresh / "AGENTS.delta.db"), LayerFile.open(tmp_path /
                                                                          "AGENTS.delta.db")
     assert list(got.chunks()) == list(want.chunks())
@@ -86,7 +91,7 @@ def _mutate(lines: list[str], n: int, **changes: object) -> list[str]:
 ])
 def test_import_names_the_first_bad_line_and_writes_nothing(
         tmp_path: Path, change: object, line: int, message: str) -> None:
-    lines = export_text(_delta(tmp_path)).split("\n")[:-1]
+    lines = _export_text(_delta(tmp_path)).split("\n")[:-1]
     bad = _write(tmp_path, change(lines))  # type: ignore[operator]
     target = tmp_path / "t"
     target.mkdir()
@@ -99,7 +104,7 @@ def test_import_names_the_first_bad_line_and_writes_nothing(
 
 def test_import_refuses_base_clashes_and_other_schemas(tmp_path: Path) -> None:
     src = tmp_path / "d.jsonl"
-    src.write_text(export_text(_delta(tmp_path)))
+    src.write_text(_export_text(_delta(tmp_path)))
     ls = LayerSet.from_directory(tmp_path)
     with pytest.raises(ValidationError, match="immutable"):
         import_file(ls, LayerName.BASE, src)
@@ -144,7 +149,7 @@ def test_any_layer_round_trips_through_jsonl(data: st.DataObject) -> None:
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "x.db"
         p.write_bytes(blob)
-        text = export_text(p)
+        text = _export_text(p)
     parsed = parse(text)
     assert list(parsed.chunks) == list(f.chunks())
     assert np.array_equal(parsed.vectors, matrix)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from sediment.cli._app import cli
-from sediment.cli._options import build_embedder, get_config, json_option
+from sediment.cli._options import build_embedder, embedder_option, get_config, json_option
 from sediment.cli._output import detail, emit_json, note, visible
 from sediment.cli._progress import progress
 from sediment.cli._sources import configured_sources
@@ -34,8 +34,7 @@ from sediment.store.atomic import is_regular_target
                                                    "(default 'canonical').")
 @click.option("--element-type", type=click.Choice(["f32", "i8"]), default=None,
               help="Store embeddings as f32 (default) or int8.")
-@click.option("--embedder", "embedder_name", default=None,
-              help="Embedder (minilm, hash, openai); default from config.")
+@embedder_option
 @click.option("--no-index", is_flag=True,
               help="Do not build the approximate-search index (built at 100,000+ chunks).")
 @click.option("--no-kcp", is_flag=True,

@@ -10,7 +10,13 @@ from typing import Any
 import click
 
 from sediment.cli._app import cli
-from sediment.cli._options import get_config, json_option, open_for_writing, open_layerset
+from sediment.cli._options import (
+    embedder_option,
+    get_config,
+    json_option,
+    open_for_writing,
+    open_layerset,
+)
 from sediment.cli._output import emit_json, note, visible
 from sediment.errors import ValidationError
 from sediment.review import export_lines, import_file
@@ -32,8 +38,7 @@ def _memory_options(f: Any) -> Any:
                      help="Act as this actor (default: the OS user; env SEDIMENT_ACTOR)."),
         click.option("--store", "store", metavar="URL", default=None,
                      help="A PostgreSQL store's memories instead of the layer files."),
-        click.option("--embedder", "embedder_name", default=None,
-                     help="Embedder (minilm, hash, openai); default from config."),
+        embedder_option,
     ):
         f = deco(f)
     return f

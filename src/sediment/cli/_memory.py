@@ -8,7 +8,8 @@ text is untrusted: it is printed literally, with control characters escaped. Wit
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import click
 
 from sediment.cli._app import cli
 from sediment.cli._options import (
+    embedder_option,
     get_config,
     json_option,
     own_actor,
@@ -25,6 +27,7 @@ from sediment.cli._options import (
 from sediment.cli._output import emit_json, visible
 from sediment.cli._workspace import open_workspace
 from sediment.memory import CATEGORIES, MAX_LIMIT, MemoryService
+from sediment.store import LayerName
 
 SCOPES = ("user", "project", "global")
 
@@ -41,11 +44,6 @@ def actor_option(f: Any) -> Any:
                              "A convenience on one machine, not a security boundary.")(f)
 
 
-def embedder_option(f: Any) -> Any:
-    return click.option("--embedder", "embedder_name", default=None,
-                        help="Embedder (minilm, hash, openai); default from config.")(f)
-
-
 @contextmanager
 def _service(ctx: click.Context, store: str | None, layer_dir: Path | None,
              embedder_name: str | None, paths: dict[str, Path | None]
@@ -56,11 +54,35 @@ def _service(ctx: click.Context, store: str | None, layer_dir: Path | None,
         yield ws.memory
 
 
-def _common(f: Any) -> Any:
-    for deco in (click.pass_context, json_option, store_layer_options, embedder_option,
-                 actor_option):
-        f = deco(f)
-    return f
+Answer = dict[str, Any]
+
+
+def _command(text: Callable[[Answer], None]
+             ) -> Callable[[Callable[..., Answer]], Callable[..., None]]:
+    """The options every memory command takes, turned into the service and the actor it
+    acts as: the command returns the service's answer, which ``--json`` prints as JSON and
+    ``text`` otherwise (after the service is closed, so its uses are written)."""
+
+    def decorate(f: Callable[..., Answer]) -> Callable[..., None]:
+        @functools.wraps(f)
+        def run(ctx: click.Context, /, *args: Any, actor: str | None,
+                embedder_name: str | None, store: str | None, layer_dir: Path | None,
+                as_json: bool, **kwargs: Any) -> None:
+            paths = {f"{n.value}_path": kwargs.pop(f"{n.value}_path") for n in LayerName}
+            with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
+                out = f(svc, actor or own_actor(), *args, **kwargs)
+            if as_json:
+                emit_json(out)
+            else:
+                text(out)
+
+        wrapped: Callable[..., None] = run
+        for deco in (click.pass_context, json_option, store_layer_options, embedder_option,
+                     actor_option):
+            wrapped = deco(wrapped)
+        return wrapped
+
+    return decorate
 
 
 def _show_memory(m: dict[str, Any], i: int | None = None) -> None:
@@ -84,6 +106,17 @@ def memory() -> None:
     forget, forget-all, contexts, purge)."""
 
 
+def _saved(out: Answer) -> None:
+    if out["status"] == "updated":
+        kind = "correction" if out["looks_like_correction"] else "restatement"
+        click.echo(f"updated: {out['id']} supersedes {out['superseded_id']} (similarity "
+                   f"{out['similarity']:.2f}, looks like a {kind}"
+                   + (f": {', '.join(out['correction_signals'])} differ" if
+                      out["correction_signals"] else "") + ")")
+    else:
+        click.echo(f"{out['status']}: {out['id']} ({out['category']}, {out['scope']})")
+
+
 @memory.command(name="save")
 @click.argument("content")
 @click.option("--category", type=click.Choice(CATEGORIES), required=True)
@@ -96,25 +129,19 @@ def memory() -> None:
 @click.option("--context", "context_name", default=None, help="Memory context to file it in.")
 @click.option("--related", "related", multiple=True,
               help="A chunk id, KCP unit id or 'path:line' it relates to (repeatable).")
-@_common
-def save_cmd(ctx: click.Context, /, content: str, category: str, source: str, scope: str,
-             context_name: str | None, related: tuple[str, ...], actor: str | None,
-             embedder_name: str | None, store: str | None, layer_dir: Path | None, as_json: bool,
-             **paths: Path | None) -> None:
+@_command(_saved)
+def save_cmd(svc: MemoryService, actor: str, /, content: str, category: str, source: str,
+             scope: str, context_name: str | None, related: tuple[str, ...]) -> Answer:
     """Save a memory (a near-duplicate of one of yours in the scope is superseded)."""
-    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        out = svc.save(actor or own_actor(), content, category, source, scope,
-                       context_name, list(related) or None, human=True)
-    if as_json:
-        emit_json(out)
-    elif out["status"] == "updated":
-        kind = "correction" if out["looks_like_correction"] else "restatement"
-        click.echo(f"updated: {out['id']} supersedes {out['superseded_id']} (similarity "
-                   f"{out['similarity']:.2f}, looks like a {kind}"
-                   + (f": {', '.join(out['correction_signals'])} differ" if
-                      out["correction_signals"] else "") + ")")
-    else:
-        click.echo(f"{out['status']}: {out['id']} ({out['category']}, {out['scope']})")
+    return svc.save(actor, content, category, source, scope, context_name,
+                    list(related) or None, human=True)
+
+
+def _recalled(out: Answer) -> None:
+    if not out["memories"]:
+        click.echo(f"no memory is relevant enough (none scores {out['min_score']} or more)")
+    for i, m in enumerate(out["memories"], 1):
+        _show_memory(m, i)
 
 
 @memory.command(name="recall")
@@ -125,57 +152,32 @@ def save_cmd(ctx: click.Context, /, content: str, category: str, source: str, sc
 @click.option("--min-score", type=click.FloatRange(0.0, 1.0), default=None,
               help="Leave out memories scoring under this (default: the embedder's floor, "
                    "0.2 with MiniLM; 0 shows every match).")
-@_common
-def recall_cmd(ctx: click.Context, /, query: str, category: str | None, scope: str | None,
-               limit: int, min_score: float | None, actor: str | None,
-               embedder_name: str | None,
-               store: str | None, layer_dir: Path | None, as_json: bool,
-               **paths: Path | None) -> None:
+@_command(_recalled)
+def recall_cmd(svc: MemoryService, actor: str, /, query: str, category: str | None,
+               scope: str | None, limit: int, min_score: float | None) -> Answer:
     """Find your memories relevant to QUERY (counts a use of each one shown)."""
-    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        out = svc.recall(actor or own_actor(), query, category, scope, limit, min_score)
-    if as_json:
-        emit_json(out)
-        return
-    if not out["memories"]:
-        click.echo(f"no memory is relevant enough (none scores {out['min_score']} or more)")
-    for i, m in enumerate(out["memories"], 1):
-        _show_memory(m, i)
+    return svc.recall(actor, query, category, scope, limit, min_score)
 
 
-@memory.command(name="list")
-@click.option("--category", type=click.Choice(CATEGORIES), default=None)
-@click.option("--scope", type=click.Choice(SCOPES), default=None)
-@click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
-@_common
-def list_cmd(ctx: click.Context, /, category: str | None, scope: str | None, limit: int,
-             actor: str | None, embedder_name: str | None, store: str | None,
-             layer_dir: Path | None, as_json: bool, **paths: Path | None) -> None:
-    """List your active memories, most used first, then newest."""
-    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        out = svc.list_memories(actor or own_actor(), category, limit, scope)
-    if as_json:
-        emit_json(out)
-        return
+def _listed(out: Answer) -> None:
     click.echo(f"{out['total']} memories" + (f" (showing {len(out['memories'])})"
                                              if out["total"] > len(out["memories"]) else ""))
     for m in out["memories"]:
         _show_memory(m)
 
 
-@memory.command(name="show")
-@click.argument("memory_id")
-@_common
-def show_cmd(ctx: click.Context, /, memory_id: str, actor: str | None,
-             embedder_name: str | None, store: str | None, layer_dir: Path | None, as_json: bool,
-             **paths: Path | None) -> None:
-    """Show a memory, its versions (the supersession chain), context, relationships and
-    use history."""
-    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        out = svc.show(actor or own_actor(), memory_id)
-    if as_json:
-        emit_json(out)
-        return
+@memory.command(name="list")
+@click.option("--category", type=click.Choice(CATEGORIES), default=None)
+@click.option("--scope", type=click.Choice(SCOPES), default=None)
+@click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
+@_command(_listed)
+def list_cmd(svc: MemoryService, actor: str, /, category: str | None, scope: str | None,
+             limit: int) -> Answer:
+    """List your active memories, most used first, then newest."""
+    return svc.list_memories(actor, category, limit, scope)
+
+
+def _shown(out: Answer) -> None:
     m = out["memory"]
     _show_memory(m)
     state = "forgotten" if m["forgotten"] else (
@@ -198,41 +200,36 @@ def show_cmd(ctx: click.Context, /, memory_id: str, actor: str | None,
                    + (" pending" if h.get("pending") else ""))
 
 
+@memory.command(name="show")
+@click.argument("memory_id")
+@_command(_shown)
+def show_cmd(svc: MemoryService, actor: str, /, memory_id: str) -> Answer:
+    """Show a memory, its versions (the supersession chain), context, relationships and
+    use history."""
+    return svc.show(actor, memory_id)
+
+
 @memory.command(name="update")
 @click.argument("memory_id")
 @click.option("--content", default=None, help="New text.")
 @click.option("--category", type=click.Choice(CATEGORIES), default=None)
 @click.option("--confidence", type=click.FloatRange(0.0, 1.0), default=None)
-@_common
-def update_cmd(ctx: click.Context, /, memory_id: str, content: str | None,
-               category: str | None, confidence: float | None, actor: str | None,
-               embedder_name: str | None, store: str | None, layer_dir: Path | None, as_json: bool,
-               **paths: Path | None) -> None:
+@_command(lambda out: click.echo(f"updated: {out['id']} supersedes {out['superseded_id']}"))
+def update_cmd(svc: MemoryService, actor: str, /, memory_id: str, content: str | None,
+               category: str | None, confidence: float | None) -> Answer:
     """Write a new version of a memory (it keeps its context and relationships)."""
     updates = {k: v for k, v in (("content", content), ("category", category),
                                  ("confidence", confidence)) if v is not None}
-    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        out = svc.update(actor or own_actor(), memory_id, updates, human=True)
-    if as_json:
-        emit_json(out)
-    else:
-        click.echo(f"updated: {out['id']} supersedes {out['superseded_id']}")
+    return svc.update(actor, memory_id, updates, human=True)
 
 
 @memory.command(name="forget")
 @click.argument("memory_id")
-@_common
-def forget_cmd(ctx: click.Context, /, memory_id: str, actor: str | None,
-               embedder_name: str | None, store: str | None, layer_dir: Path | None, as_json: bool,
-               **paths: Path | None) -> None:
+@_command(lambda out: click.echo(f"forgot {out['id']}"))
+def forget_cmd(svc: MemoryService, actor: str, /, memory_id: str) -> Answer:
     """Forget a memory: gone from recall, lists and search at once (purge removes the
     text from disk)."""
-    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        out = svc.delete(actor or own_actor(), memory_id, human=True)
-    if as_json:
-        emit_json(out)
-    else:
-        click.echo(f"forgot {out['id']}")
+    return svc.delete(actor, memory_id, human=True)
 
 
 @memory.command(name="forget-all")
@@ -240,19 +237,21 @@ def forget_cmd(ctx: click.Context, /, memory_id: str, actor: str | None,
 @click.option("--scope", type=click.Choice(["user", "project"]), default=None,
               help="Only this scope (default both).")
 @click.option("--purge", is_flag=True, help="Then remove the forgotten text from disk.")
-@_common
-def forget_all_cmd(ctx: click.Context, /, confirm: bool, scope: str | None, purge: bool,
-                   actor: str | None, embedder_name: str | None, store: str | None,
-                   layer_dir: Path | None, as_json: bool, **paths: Path | None) -> None:
+@_command(lambda out: click.echo(f"forgot {out['forgotten']} memories"
+                                 + (f"; purged {out['purged']} chunks" if "purged" in out
+                                    else "")))
+def forget_all_cmd(svc: MemoryService, actor: str, /, confirm: bool, scope: str | None,
+                   purge: bool) -> Answer:
     """Forget all your memories (user and project scope here); needs --yes."""
-    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        out = svc.forget_all(actor or own_actor(), confirm, scope, human=True,
-                             purge=purge)
-    if as_json:
-        emit_json(out)
-    else:
-        click.echo(f"forgot {out['forgotten']} memories"
-                   + (f"; purged {out['purged']} chunks" if purge else ""))
+    return svc.forget_all(actor, confirm, scope, human=True, purge=purge)
+
+
+def _contexts(out: Answer) -> None:
+    if not out["contexts"]:
+        click.echo("no memory contexts")
+    for c in out["contexts"]:
+        click.echo(f"{safe(c['name'])} ({c['scope']}, priority {c['priority']:.2f}, "
+                   f"{c['memories']} memories) {safe(c['description'])}".rstrip())
 
 
 @memory.command(name="contexts")
@@ -262,38 +261,18 @@ def forget_all_cmd(ctx: click.Context, /, confirm: bool, scope: str | None, purg
               help="Set its priority (higher first).")
 @click.option("--scope", type=click.Choice(["user", "project"]), default="user",
               show_default=True, help="Which store's context NAME is.")
-@_common
-def contexts_cmd(ctx: click.Context, /, name: str | None, description: str | None,
-                 priority: float | None, scope: str, actor: str | None,
-                 embedder_name: str | None, store: str | None, layer_dir: Path | None,
-                 as_json: bool,
-                 **paths: Path | None) -> None:
+@_command(_contexts)
+def contexts_cmd(svc: MemoryService, actor: str, /, name: str | None,
+                 description: str | None, priority: float | None, scope: str) -> Answer:
     """List your memory contexts; with NAME and options, describe or re-prioritise one."""
-    who = actor or own_actor()
-    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        if name is not None:
-            svc.set_context(who, name, scope, description, priority)
-        out = svc.contexts(who)
-    if as_json:
-        emit_json(out)
-        return
-    if not out["contexts"]:
-        click.echo("no memory contexts")
-    for c in out["contexts"]:
-        click.echo(f"{safe(c['name'])} ({c['scope']}, priority {c['priority']:.2f}, "
-                   f"{c['memories']} memories) {safe(c['description'])}".rstrip())
+    if name is not None:
+        svc.set_context(actor, name, scope, description, priority)
+    return svc.contexts(actor)
 
 
 @memory.command(name="purge")
-@_common
-def purge_cmd(ctx: click.Context, /, actor: str | None, embedder_name: str | None,
-              store: str | None, layer_dir: Path | None,
-              as_json: bool, **paths: Path | None) -> None:
+@_command(lambda out: click.echo(f"purged {out['purged']} chunks"))
+def purge_cmd(svc: MemoryService, actor: str, /) -> Answer:
     """Remove your forgotten memories' text (and the versions they replaced) from disk,
     by rewriting the layers that hold them."""
-    with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-        out = svc.purge(actor or own_actor())
-    if as_json:
-        emit_json(out)
-    else:
-        click.echo(f"purged {out['purged']} chunks")
+    return svc.purge(actor)

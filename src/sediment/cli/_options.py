@@ -47,6 +47,10 @@ def source_lines(cfg: Config, root: Path) -> SourceLines:
     return SourceLines(root, selector(cfg.compile.include, cfg.compile.exclude))
 
 
+embedder_option = click.option("--embedder", "embedder_name", default=None,
+                               help="Embedder (minilm, hash, openai); default from config.")
+
+
 def json_option(f: F) -> F:
     return click.option("--json", "as_json", is_flag=True,
                         help="Print machine-readable JSON instead of text.")(f)

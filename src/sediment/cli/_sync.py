@@ -11,7 +11,7 @@ from types import FrameType
 import click
 
 from sediment.cli._app import cli
-from sediment.cli._options import build_embedder, get_config, json_option
+from sediment.cli._options import build_embedder, embedder_option, get_config, json_option
 from sediment.cli._output import emit_json, visible
 from sediment.cli._progress import progress as progress_bar
 from sediment.cli._sources import configured_sources
@@ -72,8 +72,7 @@ def _show(report: SyncReport, as_json: bool, *, lines: bool = False) -> None:
 @cli.command(name="sync")
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="The base layer to bring up to date (default: DIR/AGENTS.db).")
-@click.option("--embedder", "embedder_name", default=None,
-              help="Embedder (minilm, hash, openai); default from config.")
+@embedder_option
 @click.option("--full", is_flag=True, help="Read every file again instead of reusing the "
                                            "unchanged ones (the result is the same).")
 @click.option("--no-index", is_flag=True,

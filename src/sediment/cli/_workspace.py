@@ -5,7 +5,7 @@ choice is made)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from sediment.cli._options import build_embedder, open_layerset, open_store
@@ -25,24 +25,18 @@ def open_workspace(cfg: Config, store: str | None, layer_dir: Path | None,
     paths = dict(paths or {})
     settings = resolve(cfg.context)[0]
     url = team_url(cfg, store, layer_dir, paths)
-    if url is not None:
-        with open_team(cfg, url, embedder_name) as team:
+    with ExitStack() as stack:
+        if url is not None:
+            team = stack.enter_context(open_team(cfg, url, embedder_name))
             ws = Workspace.over_database(team.database, team.embedder,
                                          places(cfg.env, settings))
-            try:
-                yield ws
-            finally:
-                ws.close()
-        return
-    layerset = open_layerset(cfg, layer_dir, **paths)
-    session = cfg.env.context_session
-    ws = Workspace.over_files(layerset, build_embedder(cfg, embedder_name),
-                              places(cfg.env, settings, session),
-                              root=layer_dir or cfg.layer_dir)
-    try:
+        else:
+            ws = Workspace.over_files(open_layerset(cfg, layer_dir, **paths),
+                                      build_embedder(cfg, embedder_name),
+                                      places(cfg.env, settings, cfg.env.context_session),
+                                      root=layer_dir or cfg.layer_dir)
+        stack.callback(ws.close)
         yield ws
-    finally:
-        ws.close()
 
 
 def open_served(cfg: Config, store: str | None, layer_dir: Path | None,

@@ -9,12 +9,12 @@ shrinks a file), through the same atomic replace as every write, under the store
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -26,10 +26,11 @@ from sediment.format.profile import CACHE_KEY_ALG
 from sediment.store import LayerName, LayerSet, NewChunk
 from sediment.store.atomic import atomic_write
 from sediment.store.commit import resolve_new
-from sediment.store.events import FORGET, META_PREFIX, SUPERSEDE, event_content
+from sediment.store.events import FORGET, META_PREFIX, SUPERSEDE, event_content, event_data
 from sediment.store.ids import CONTEXT_IDS
-from sediment.store.refs import renumbered
+from sediment.store.refs import renumbered_into
 
+T = TypeVar("T")
 EVENT_PREFIX = META_PREFIX + "context"
 I8_SCALE = 1.0 / 127.0
 ARCHIVE_DIR = "archive"
@@ -60,13 +61,8 @@ def _read(f: LayerFile, start: int = 0) -> tuple[list[StoredItem], list[StoredEv
     for i, c in enumerate(chunks):
         if c.kind.startswith(ITEM_PREFIX):
             items.append(StoredItem(c, matrix[i]))
-        elif is_context_event(c.kind):
-            try:
-                data = json.loads(c.content)
-            except ValueError:
-                continue
-            if isinstance(data, dict):
-                events.append(StoredEvent(c.id, c.kind, c.created_at_ms, data, c.sources))
+        elif is_context_event(c.kind) and (data := event_data(c)) is not None:
+            events.append(StoredEvent(c.id, c.kind, c.created_at_ms, data, c.sources))
     return items, events
 
 
@@ -78,6 +74,19 @@ class ContextPart:
     day: str | None
     chunks: list[Chunk]
     vectors: npt.NDArray[np.float32]
+
+
+def _per_version(cache: dict[tuple[str, int, int], T], path: Path, read: Callable[[], T]) -> T:
+    """``read()`` of ``path``'s current version (its mtime and size), kept in ``cache``,
+    which holds one version of each path."""
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    got = cache.get(key)
+    if got is None:
+        for old in [k for k in list(cache) if k[0] == key[0]]:
+            cache.pop(old, None)
+        got = cache[key] = read()
+    return got
 
 
 ARCHIVE_NAME = re.compile(r"^AGENTS\.archive-(\d{4}-\d{2}-\d{2})\.db$")
@@ -162,15 +171,11 @@ class FileContextStore:
         return out
 
     def _archive(self, path: Path) -> tuple[list[StoredItem], list[StoredEvent]]:
-        st = path.stat()
-        key = (str(path), st.st_mtime_ns, st.st_size)
-        got = self._archives.get(key)
-        if got is None:
+        def read() -> tuple[list[StoredItem], list[StoredEvent]]:
             items, events = _read(LayerFile.open(path))
-            got = ([StoredItem(i.chunk, i.vector, True, path.name) for i in items], events)
-            self._archives = {k: v for k, v in self._archives.items() if k[0] != str(path)}
-            self._archives[key] = got
-        return got
+            return [StoredItem(i.chunk, i.vector, True, path.name) for i in items], events
+
+        return _per_version(self._archives, path, read)
 
     def events(self) -> list[StoredEvent]:
         """The archives' events (older) then the active file's, each in commit order."""
@@ -187,20 +192,13 @@ class FileContextStore:
         """Each archive's largest id of the context range, used or ever used, read once per
         archive file version (every append asks: ids must stay unique across the active
         file and archives)."""
-        tops: list[int] = []
-        for path in self._archive_paths():
-            st = path.stat()
-            key = (str(path), st.st_mtime_ns, st.st_size)
-            got = self._high_waters.get(key)
-            if got is None:
-                f = LayerFile.open(path)
-                got = self.layers.ids.high_water(
-                    [int((f.metadata or {}).get("id_high_water") or 0), *f.ids.tolist()])
-                self._high_waters = {k: v for k, v in self._high_waters.items()
-                                     if k[0] != str(path)}
-                self._high_waters[key] = got
-            tops.append(got)
-        return tops
+        def read(path: Path) -> int:
+            f = LayerFile.open(path)
+            return self.layers.ids.high_water(
+                [int((f.metadata or {}).get("id_high_water") or 0), *f.ids.tolist()])
+
+        return [_per_version(self._high_waters, p, partial(read, p))
+                for p in self._archive_paths()]
 
     def _element_type(self) -> str:
         """i8 for a new store whose embedder gives unit vectors (scale 1/127, four times
@@ -352,11 +350,10 @@ class FileContextStore:
                 md["embedder_metadata"] = dict(self.embedder_metadata)
         self.directory.mkdir(parents=True, exist_ok=True)
         with self.layers.transaction():
-            every = [c for p in parts for c in p.chunks]
-            used = self.layers.written_high_water(self._archive_high_waters())
-            fresh = self.layers.ids.next_ids(used, len(every))
-            moved = iter(renumbered(every, fresh))
-            parts = [replace(p, chunks=[next(moved) for _ in p.chunks]) for p in parts]
+            groups, fresh = renumbered_into(
+                [p.chunks for p in parts], self.layers.ids,
+                self.layers.written_high_water(self._archive_high_waters()))
+            parts = [replace(p, chunks=g) for p, g in zip(parts, groups, strict=True)]
             top = fresh.stop - 1 if fresh.stop > self.layers.ids.first else 0
             etype = "i8" if (self.profile or {}).get("output_norm") == "l2" else "f32"
             keep = set()

@@ -24,6 +24,7 @@ from sediment.context.store import StoredItem
 from sediment.search import BM25Params, ConvexFusion, Pool
 from sediment.search.analysis import analyzer
 from sediment.search.bm25 import Postings, query_stats
+from sediment.search.ranking import ranks
 from sediment.search.vector import top_k
 
 F32 = npt.NDArray[np.float32]
@@ -128,8 +129,8 @@ class ItemIndex:
         v = vec[pos] if vec is not None else np.full(len(pos), np.nan, dtype=np.float32)
         lx = lex[pos] if lex is not None else np.zeros(len(pos), dtype=np.float32)
         ids = np.asarray([self.items[p].chunk.id for p in pos.tolist()], dtype=np.int64)
-        vrank = _ranks(v, np.isfinite(v), ids)
-        lrank = _ranks(lx, lx > 0, ids)
+        vrank = ranks(v, np.isfinite(v), (ids,))
+        lrank = ranks(lx, lx > 0, (ids,))
         fused = ConvexFusion().combine(Pool(v, lx, vrank, lrank))
         order = np.lexsort((ids, -fused))[:k]
         return Scored(pos[order], fused[order], v[order], lx[order])
@@ -141,13 +142,3 @@ class ItemIndex:
         stats = query_stats(self._segments, terms)
         return np.concatenate([s.scores(stats, self.params.k1, self.params.b)
                                for s in self._segments])
-
-
-def _ranks(score: F32, valid: Mask, ids: I64) -> I64:
-    """1-based rank by descending score (ties by id); 0 where not valid."""
-    out = np.zeros(len(score), dtype=np.int64)
-    idx = np.flatnonzero(valid)
-    if len(idx):
-        order = idx[np.lexsort((ids[idx], -score[idx]))]
-        out[order] = np.arange(1, len(order) + 1)
-    return out

@@ -10,7 +10,6 @@ from sediment.embed.cache import CachedEmbedder, EmbeddingCache
 from sediment.embed.factory import (
     DEFAULT_EMBEDDER,
     EMBEDDER_NAMES,
-    OFFLINE_EMBEDDERS,
     embedder_for_profile,
     make_configured,
     make_embedder,
@@ -25,7 +24,6 @@ __all__ = [
     "CACHE_KEY_ALG",
     "DEFAULT_EMBEDDER",
     "EMBEDDER_NAMES",
-    "OFFLINE_EMBEDDERS",
     "PROFILE_FIELDS",
     "CachedEmbedder",
     "Embedder",

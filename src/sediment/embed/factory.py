@@ -14,13 +14,11 @@ from sediment.embed.openai import OpenAIEmbedder
 from sediment.embed.profile import PROFILE_FIELDS, EmbeddingProfile
 from sediment.errors import ConfigError, SedimentError
 
-__all__ = ["DEFAULT_EMBEDDER", "EMBEDDER_NAMES", "OFFLINE_EMBEDDERS", "embedder_for_profile",
+__all__ = ["DEFAULT_EMBEDDER", "EMBEDDER_NAMES", "embedder_for_profile",
            "make_configured", "make_embedder", "profile_for"]
 
 DEFAULT_EMBEDDER = "minilm"
 EMBEDDER_NAMES: tuple[str, ...] = ("minilm", "hash", "openai")
-OFFLINE_EMBEDDERS: tuple[str, ...] = ("minilm", "hash")
-"""Embedders that never send text anywhere: the only ones chosen from a layer's profile."""
 
 _TAKES: dict[str, frozenset[str]] = {
     "minilm": frozenset(),

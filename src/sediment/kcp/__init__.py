@@ -75,7 +75,7 @@ if TYPE_CHECKING:
         public_only,
         resolve_federation,
     )
-    from sediment.kcp.rerank import KcpReranker, kcp_reranker, load_order, trigger_hits
+    from sediment.kcp.rerank import KcpReranker, load_order, trigger_hits
     from sediment.kcp.service import KnowledgeService, Resource, ResourceContent
     from sediment.kcp.starter import Starter, build_starter, write_starter
     from sediment.kcp.validate import (
@@ -99,7 +99,7 @@ _HOMES = {"Catalog": "catalog", "CatalogEntry": "catalog", "load_catalog": "cata
           "query_units": "query", "score_unit": "query", "FederationResult": "remote",
           "RemoteManifest": "remote", "RemotePolicy": "remote", "fetch_manifest": "remote",
           "public_only": "remote", "resolve_federation": "remote", "KcpReranker": "rerank",
-          "kcp_reranker": "rerank", "load_order": "rerank", "trigger_hits": "rerank",
+          "load_order": "rerank", "trigger_hits": "rerank",
           "KnowledgeService": "service", "Resource": "service", "ResourceContent": "service",
           "Starter": "starter", "build_starter": "starter", "write_starter": "starter",
           "KNOWN_VERSIONS": "validate", "TARGET_VERSION": "validate",
@@ -155,7 +155,6 @@ __all__ = [
     "build_starter",
     "fetch_manifest",
     "find_manifests",
-    "kcp_reranker",
     "llms_txt_manifest",
     "load_catalog",
     "load_order",

@@ -27,9 +27,8 @@ from dataclasses import dataclass
 
 from sediment.kcp.index import KcpIndex, UnitKey, UnitRecord
 from sediment.search import Hit
-from sediment.store import LayerName, LayerSet
 
-__all__ = ["KcpReranker", "kcp_reranker", "load_order", "normalize_phrase", "trigger_hits"]
+__all__ = ["KcpReranker", "load_order", "normalize_phrase", "trigger_hits"]
 
 _NON_WORD = re.compile(r"[\W_]+")
 
@@ -111,12 +110,6 @@ class KcpReranker:
     def _adjust(hit: Hit, name: str, new_score: float) -> None:
         hit.boosts[name] = hit.boosts.get(name, 0.0) + (new_score - hit.score)
         hit.score = new_score
-
-
-def kcp_reranker(layerset: LayerSet, query: str, *,
-                 layers: Sequence[LayerName] | None = None) -> KcpReranker:
-    """A reranker for ``query`` over the units recorded in ``layerset``."""
-    return KcpReranker(KcpIndex.from_layerset(layerset, layers), query)
 
 
 def load_order(hits: Iterable[Hit], index: KcpIndex) -> list[UnitRecord]:

@@ -18,7 +18,6 @@ memories take ids from the actor range).
 
 from __future__ import annotations
 
-import json
 import weakref
 from collections.abc import Hashable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -46,6 +45,8 @@ from sediment.search import SearchRequest, search
 from sediment.search.layer_index import layer_index
 from sediment.store import LayerName, LayerSet, NewChunk
 from sediment.store.atomic import atomic_write
+from sediment.store.derived import derived
+from sediment.store.events import event_data
 from sediment.store.ids import ACTOR_IDS
 
 ACTOR_FILE = "AGENTS.user.db"
@@ -55,7 +56,6 @@ _WHERE = {Place.USER: ("u", LayerName.USER), Place.PROJECT: ("p", LayerName.LOCA
           Place.USER_USAGE: ("u", LayerName.LOCAL)}
 _GLOBAL_LAYERS = (LayerName.USER, LayerName.BASE)
 _Parsed = tuple[int, str, int, dict[str, Any], tuple[int | str, ...]]
-_EVENTS: weakref.WeakKeyDictionary[LayerFile, list[_Parsed]] = weakref.WeakKeyDictionary()
 _PerFile = dict[tuple[Hashable, ...], list[StoredEvent]]
 _STORED: weakref.WeakKeyDictionary[LayerFile, _PerFile] = weakref.WeakKeyDictionary()
 _PARSED: dict[tuple[str, int, int], _Parsed | None] = {}
@@ -66,12 +66,13 @@ _PARSED_MAX = 1_000_000
 
 def _file_events(f: LayerFile) -> list[_Parsed]:
     """The memory events of a file, parsed once per event (not once per file version)."""
-    got = _EVENTS.get(f)
-    if got is not None:
-        return got
+    return derived(f, ("memory.events",), _parse_events)
+
+
+def _parse_events(f: LayerFile) -> list[_Parsed]:
     names = layer_index(f).kind_names()
     sids = [s for s, n in names.items() if n in MEMORY_EVENT_KINDS]
-    got = []
+    got: list[_Parsed] = []
     if sids:
         pos = np.flatnonzero(np.isin(f.records["kind"], np.asarray(sids, dtype=np.uint32)))
         ids = f.ids[pos].tolist()
@@ -83,31 +84,21 @@ def _file_events(f: LayerFile) -> list[_Parsed]:
             key = (path, int(cid), int(ms))
             if key not in _PARSED:
                 c = f.chunk_at(p)
-                try:
-                    data = json.loads(c.content)
-                except ValueError:
-                    data = None
+                data = event_data(c)
                 _PARSED[key] = (c.id, c.kind, c.created_at_ms, data, c.sources) \
-                    if isinstance(data, dict) else None
+                    if data is not None else None
             parsed = _PARSED[key]
             if parsed is not None:
                 got.append(parsed)
-    _EVENTS[f] = got
     return got
 
 
 def _stored_events(f: LayerFile, store: str, layer: str) -> list[StoredEvent]:
     """The memory events of a file as the store hands them out, built once per file
     version (a fold asks for every event on each change of the store)."""
-    per_file = _STORED.get(f)
-    if per_file is None:
-        per_file = _STORED[f] = {}
-    got = per_file.get((store, layer))
-    if got is None:
-        got = per_file[(store, layer)] = [
-            StoredEvent(store, layer, cid, kind, ms, data, sources)
-            for cid, kind, ms, data, sources in _file_events(f)]
-    return got
+    return derived(f, ("memory.stored", store, layer), lambda f: [
+        StoredEvent(store, layer, cid, kind, ms, data, sources)
+        for cid, kind, ms, data, sources in _file_events(f)])
 
 
 class FileMemoryStore:

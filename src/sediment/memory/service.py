@@ -78,6 +78,7 @@ from sediment.memory.store import (
 )
 from sediment.memory.usage import Flusher
 from sediment.search.fusion import ConvexFusion, Pool
+from sediment.search.ranking import ranks
 from sediment.store.events import FORGET, PROPOSAL, SUPERSEDE
 from sediment.store.uses import UseCounts
 
@@ -272,6 +273,12 @@ class MemoryService:
                       superseded_by_label=self._label(actor, owner, st.superseded_by),
                       origin=st.origin)
 
+    def _views(self, actor: str, scopes: Sequence[Scope]) -> list[Memory]:
+        """Every memory the actor reads in ``scopes``, as the actor sees it."""
+        fold = self._fold(actor)
+        return [self._view(actor, s, fold.memories.get(s.ref))
+                for s in self.store.memories(actor, scopes)]
+
     def _owned(self, actor: str, memory_id: object, *, human: bool,
                field_name: str = "memory_id") -> tuple[StoredMemory, Memory]:
         ref = self._resolve(actor, memory_id, field_name)
@@ -363,9 +370,7 @@ class MemoryService:
                             "created_at_ms": same.created_at_ms}
             if supersedes is not None:
                 old = self._chosen(actor, supersedes, place)
-                similarity = float(np.dot(self._embed(old.content), vec) / (
-                    float(np.linalg.norm(self._embed(old.content)) * np.linalg.norm(vec))
-                    or 1.0))
+                similarity = self._similarity(old.content, vec)
                 decision = self._decide(old.content, text, similarity, correcting)
             elif place is Place.PROPOSAL:
                 old, similarity = self._nearest_proposal(actor, text, vec)
@@ -508,8 +513,10 @@ class MemoryService:
 
     def _cosine(self, content: str, vec: np.ndarray, score: float) -> float:
         """The candidate's cosine: the search's, else (found by words only) computed."""
-        if math.isfinite(score):
-            return score
+        return score if math.isfinite(score) else self._similarity(content, vec)
+
+    def _similarity(self, content: str, vec: np.ndarray) -> float:
+        """The cosine of ``content``'s vector and ``vec``."""
         other = self._embed(content)
         norm = float(np.linalg.norm(other) * np.linalg.norm(vec)) or 1.0
         return float(np.dot(other, vec)) / norm
@@ -542,18 +549,13 @@ class MemoryService:
         wait in the delta layer, which memory search does not cover; an actor has few, so
         the newest ``MAX_PROPOSALS_COMPARED`` are compared (their vectors come from the
         embedding cache when this process saved them)."""
-        fold = self._fold(actor)
-        mine = [m for s in self.store.memories(actor, (Scope.GLOBAL,))
-                if s.place is Place.PROPOSAL
-                and (m := self._view(actor, s, fold.memories.get(s.ref))).actor == actor
-                and not m.forgotten and m.superseded_by is None]
+        mine = [m for m in self._views(actor, (Scope.GLOBAL,)) if m.pending
+                and m.actor == actor and not m.forgotten and m.superseded_by is None]
         mine.sort(key=lambda m: -m.created_at_ms)
         best: Memory | None = None
         top = 0.0
         for m in mine[:MAX_PROPOSALS_COMPARED]:
-            other = self._embed(m.content)
-            norm = float(np.linalg.norm(other) * np.linalg.norm(vec)) or 1.0
-            score = float(np.dot(other, vec)) / norm
+            score = self._similarity(m.content, vec)
             if score > top and self._same(m.content, text, score):
                 best, top = m, score
         return best, top
@@ -616,10 +618,8 @@ class MemoryService:
         cat = None if category is None else check_category(category)
         scopes = tuple(Scope) if scope is None else (check_scope(scope),)
         k = _limit(limit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT)
-        fold = self._fold(actor)
-        rows = [m for s in self.store.memories(actor, scopes)
-                if (m := self._view(actor, s, fold.memories.get(s.ref))).active or
-                (m.pending and not m.forgotten and m.superseded_by is None)]
+        rows = [m for m in self._views(actor, scopes) if m.active
+                or (m.pending and not m.forgotten and m.superseded_by is None)]
         if cat is not None:
             rows = [m for m in rows if m.category == cat]
         rows.sort(key=lambda m: (-m.use_count, -m.created_at_ms, str(m.ref)))
@@ -631,9 +631,7 @@ class MemoryService:
         order they were written in each store: what an export writes."""
         check_actor(actor)
         scopes = tuple(Scope) if scope is None else (check_scope(scope),)
-        fold = self._fold(actor)
-        rows = [m for s in self.store.memories(actor, scopes)
-                if (m := self._view(actor, s, fold.memories.get(s.ref))).active]
+        rows = [m for m in self._views(actor, scopes) if m.active]
         rows.sort(key=lambda m: (m.ref.store, m.ref.id))
         return rows
 
@@ -646,28 +644,10 @@ class MemoryService:
                                 f"{actor!r}")
         fold = self._fold(actor)
         memory = self._view(actor, stored, fold.memories.get(ref))
-        chain = [memory]
         seen = {ref}
-        back = memory.supersedes
-        while back is not None and back not in seen:
-            seen.add(back)
-            got = self.store.get(actor, back)
-            if got is None:
-                break
-            older = self._view(actor, got, fold.memories.get(back))
-            chain.append(older)
-            back = older.supersedes
-        forward = memory.superseded_by
-        newer: list[Memory] = []
-        while forward is not None and forward not in seen:
-            seen.add(forward)
-            got = self.store.get(actor, forward)
-            if got is None:
-                break
-            m = self._view(actor, got, fold.memories.get(forward))
-            newer.append(m)
-            forward = m.superseded_by
-        versions = [*reversed(newer), *chain]
+        older = self._chain(actor, fold, memory, seen, lambda m: m.supersedes)
+        newer = self._chain(actor, fold, memory, seen, lambda m: m.superseded_by)
+        versions = [*reversed(newer), memory, *older]
         state = fold.memories.get(ref) or MemoryState()
         context = None
         if memory.context is not None:
@@ -684,6 +664,21 @@ class MemoryService:
                 "versions": [{**v.to_dict(), **self._why(actor, fold, v)} for v in versions],
                 "context": context, "related_to": list(memory.related_to),
                 "use_history": history}
+
+    def _chain(self, actor: str, fold: Fold, memory: Memory, seen: set[MemoryRef],
+               step: Callable[[Memory], MemoryRef | None]) -> list[Memory]:
+        """The versions ``step`` leads to from ``memory``, one after another, until one is
+        missing or already in ``seen`` (which gains each)."""
+        out: list[Memory] = []
+        ref = step(memory)
+        while ref is not None and ref not in seen:
+            seen.add(ref)
+            got = self.store.get(actor, ref)
+            if got is None:
+                break
+            out.append(self._view(actor, got, fold.memories.get(ref)))
+            ref = step(out[-1])
+        return out
 
     def _why(self, actor: str, fold: Fold, version: Memory) -> dict[str, Any]:
         state = fold.memories.get(version.ref) or MemoryState()
@@ -760,9 +755,7 @@ class MemoryService:
         check_actor(actor)
         scopes = (Scope.USER, Scope.PROJECT) if scope is None else \
             (check_scope(scope, (Scope.USER, Scope.PROJECT)),)
-        fold = self._fold(actor)
-        mine = [m for s in self.store.memories(actor, scopes)
-                if (m := self._view(actor, s, fold.memories.get(s.ref))).active]
+        mine = [m for m in self._views(actor, scopes) if m.active]
         if confirm is not True:
             raise ValidationError(
                 f"forget_all would forget all {len(mine)} of your memories in "
@@ -785,9 +778,7 @@ class MemoryService:
 
     def contexts(self, actor: str) -> dict[str, Any]:
         check_actor(actor)
-        fold = self._fold(actor)
-        rows = [m for s in self.store.memories(actor, (Scope.USER, Scope.PROJECT))
-                if (m := self._view(actor, s, fold.memories.get(s.ref))).active]
+        rows = [m for m in self._views(actor, (Scope.USER, Scope.PROJECT)) if m.active]
         return {"contexts": self._contexts(actor, rows, every=True)}
 
     def set_context(self, actor: str, name: object, scope: object = None,
@@ -863,7 +854,7 @@ class MemoryService:
         user and the project scope, as the command line's ``forget-all`` does)."""
         if action == "list":
             return {"action": "list", **self.list_memories(actor, category, limit)}
-        if action in ("delete", "update") and memory_id is None:
+        if action in ("delete", "update", "restore", "history") and memory_id is None:
             raise ValidationError(f"memory_id is required for action {action!r}")
         if action == "delete":
             return {"action": "delete", **self.delete(actor, memory_id, human=human)}
@@ -872,8 +863,6 @@ class MemoryService:
         if action == "forget_all":
             return {"action": "forget_all",
                     **self.forget_all(actor, confirm is True, scope, human=human)}
-        if action in ("restore", "history") and memory_id is None:
-            raise ValidationError(f"memory_id is required for action {action!r}")
         if action == "restore":
             return {"action": "restore", **self.restore(actor, memory_id, human=human)}
         if action == "history":
@@ -994,20 +983,13 @@ def _identical(pool: Sequence[tuple[Memory, float]], text: str) -> Memory | None
     return next((m for m, _ in pool if normalise(m.content) == key), None)
 
 
-def _ranks(x: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    ranks = np.zeros(len(x), dtype=np.int64)
-    idx = np.flatnonzero(valid)
-    order = idx[np.argsort(-x[idx], kind="stable")]
-    ranks[order] = np.arange(1, len(order) + 1)
-    return ranks
-
-
 def _fuse(pool: Sequence[Candidate]) -> list[float]:
     """Relevance of each candidate: convex fusion over the whole pool of every store."""
     if not pool:
         return []
     vec = np.asarray([c.vector_score for c in pool], dtype=np.float32)
     lex = np.asarray([c.lexical_score for c in pool], dtype=np.float32)
-    fused = ConvexFusion().combine(Pool(vec, lex, _ranks(vec, np.isfinite(vec)),
-                                        _ranks(lex, lex > 0)))
+    order = (np.arange(len(pool)),)  # ties keep the pool's order
+    fused = ConvexFusion().combine(Pool(vec, lex, ranks(vec, np.isfinite(vec), order),
+                                        ranks(lex, lex > 0, order)))
     return [float(x) for x in fused]

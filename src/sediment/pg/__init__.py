@@ -9,7 +9,6 @@ from sediment.pg.connection import (
     StoreUrl,
     check_project,
     connect,
-    is_store_url,
     parse_store_url,
 )
 from sediment.pg.migrate import current_version, latest_version, migrate, require_current
@@ -26,7 +25,6 @@ __all__ = [
     "connect",
     "current_version",
     "ensure_vector_index",
-    "is_store_url",
     "latest_version",
     "migrate",
     "parse_store_url",

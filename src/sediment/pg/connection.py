@@ -89,10 +89,6 @@ def scrub(text: str, url: str) -> str:
     return text
 
 
-def is_store_url(value: str) -> bool:
-    return urlsplit(value).scheme in SCHEMES
-
-
 def check_project(name: str) -> str:
     if not _PROJECT.match(name):
         raise ValidationError(f"project name {name!r} must be 1-64 letters, digits, '_', '.' "

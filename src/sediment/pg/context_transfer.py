@@ -21,7 +21,6 @@ project's range, where the pulled project's writers would give them again.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -36,19 +35,11 @@ from sediment.errors import PermissionDeniedError, SchemaMismatchError
 from sediment.format import Chunk
 from sediment.pg.context import vector_array
 from sediment.pg.database import Conn, Database, bump, next_ids, rows
-from sediment.store.events import event_content
-from sediment.store.refs import rewrite_ids, rewrite_sources
+from sediment.store.events import event_content, event_data
+from sediment.store.refs import rewrite_chunk
 
 Row = tuple[str | None, Chunk, Any]
 """A context row of a file store: its archive day (None: active), the chunk, its vector."""
-
-
-def _data(c: Chunk) -> dict[str, Any] | None:
-    try:
-        data = json.loads(c.content)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _ints(values: Sequence[Any]) -> set[int]:
@@ -63,7 +54,7 @@ def actors_rows(chunks: Sequence[Row], actor: str) -> list[Row]:
     An item no store event claims is no one's, so it stays behind."""
     owners: dict[int, str] = {}
     for _, c, _ in chunks:
-        data = _data(c) if c.kind == ITEM_EVENT else None
+        data = event_data(c) if c.kind == ITEM_EVENT else None
         if data is not None and isinstance(data.get("item"), int):
             owners[data["item"]] = str(data.get("actor", ""))
     mine = {c.id for _, c, _ in chunks
@@ -74,7 +65,7 @@ def actors_rows(chunks: Sequence[Row], actor: str) -> list[Row]:
             if c.id in mine:
                 out.append((day, c, vec))
             continue
-        data = _data(c)
+        data = event_data(c)
         subjects = _ints(c.sources)
         if data is not None and c.kind == USE_EVENT and isinstance(data.get("uses"), dict):
             uses = {k: v for k, v in data["uses"].items() if k.isdigit() and int(k) in mine}
@@ -120,29 +111,22 @@ def push_context(db: Database, actor: str, parts: Sequence[ContextPart], dim: in
         refuse_if_present(conn, db.project, actor)
         order = sorted(chunks, key=lambda x: x[1].id)
         new = dict(zip((c.id for _, c, _ in order), next_ids(conn, len(order)), strict=True))
-
-        def moved_id(cid: int) -> int:
-            return new.get(cid, cid)
-
         out: list[tuple[Any, ...]] = []
-        for day, c, vec in order:
-            sources = list(rewrite_sources(c.sources, moved_id))
+        for day, old, vec in order:
+            c = rewrite_chunk(old, new)
+            sources = list(c.sources)
             subjects = [s for s in sources if isinstance(s, int)]
             if c.kind.startswith(ITEM_PREFIX):
-                out.append((db.project, new[c.id], actor, False, c.kind, c.content, c.author,
+                out.append((db.project, c.id, actor, False, c.kind, c.content, c.author,
                             c.created_at_ms, Jsonb(sources), subjects, None,
                             np.asarray(vec, dtype=np.float32), day))
                 continue
-            try:
-                data = json.loads(c.content)
-            except ValueError:
+            data = event_data(c)
+            if data is None:
                 continue  # not an event the context fold reads, on files either
-            if not isinstance(data, dict):
-                continue
-            data = rewrite_ids(data, moved_id)
             if isinstance(data.get("actor"), str):
                 data["actor"] = actor
-            out.append((db.project, new[c.id], actor, True, c.kind, event_content(**data),
+            out.append((db.project, c.id, actor, True, c.kind, event_content(**data),
                         c.author, c.created_at_ms, Jsonb(sources), subjects, Jsonb(data), None,
                         day))
         with conn.cursor() as cur:

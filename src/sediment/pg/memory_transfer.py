@@ -22,7 +22,6 @@ actor range the files number from (``store.ids.ACTOR_IDS``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,9 +46,10 @@ from sediment.store.events import (
     SUPERSEDE,
     about_memories,
     event_content,
+    parse_event,
 )
 from sediment.store.ids import ACTOR_IDS
-from sediment.store.refs import renumbered, rewrite_ids, rewrite_sources
+from sediment.store.refs import renumbered_into, rewrite_chunk
 
 MAX_LISTED = 10
 _INSERT = ("INSERT INTO memories (project, store, id, layer, owner, shared, is_event, kind, "
@@ -87,14 +87,11 @@ def is_memory_row(chunk: Chunk, memories: set[int]) -> bool:
     return chunk.kind.startswith(MEMORY_KIND_PREFIX) or about_memories(chunk, memories)
 
 
-def memory_row(layer: str, chunk: Chunk, vector: npt.NDArray[np.float32]) -> MemoryRow:
+def memory_row(layer: str, chunk: Chunk, vector: npt.NDArray[np.float32] | None) -> MemoryRow:
     if chunk.kind.startswith(MEMORY_KIND_PREFIX):
-        return MemoryRow(layer, chunk, np.asarray(vector, dtype=np.float32), None)
-    try:
-        data = json.loads(chunk.content)
-    except ValueError:
-        data = None
-    return MemoryRow(layer, chunk, None, data if isinstance(data, dict) else {})
+        return MemoryRow(layer, chunk, None if vector is None else
+                         np.asarray(vector, dtype=np.float32), None)
+    return MemoryRow(layer, chunk, None, parse_event(chunk))
 
 
 def _owner(row: MemoryRow) -> str:
@@ -241,22 +238,10 @@ def push_actor(store: PgStore, actor: str, rows: list[MemoryRow]) -> int:
             "--user-memories`, or forget them there first)")
     rows = sorted(rows, key=lambda r: r.chunk.id)
     new = dict(zip((r.chunk.id for r in rows), _fresh_ids(store, len(rows)), strict=True))
-    hidden = {new.get(i, i) for i in _hidden(rows)}
-
-    def moved_id(cid: int) -> int:
-        return new.get(cid, cid)
-
-    out = []
-    for r in rows:
-        c = r.chunk
-        data = rewrite_ids(r.data, moved_id) if r.data is not None else None
-        content = c.content if data is None else event_content(**data)
-        sources = rewrite_sources(c.sources, moved_id)
-        chunk = Chunk(new[c.id], c.kind, content, c.author, c.confidence, c.created_at_ms,
-                      sources)
-        moved = MemoryRow(r.layer, chunk, r.vector, data)
-        out.append(_values("", "u", moved, actor, False,
-                           data is None and chunk.id in hidden))
+    moved = [memory_row(r.layer, rewrite_chunk(r.chunk, new), r.vector) for r in rows]
+    hidden = _hidden(moved)
+    out = [_values("", "u", r, actor, False, r.data is None and r.chunk.id in hidden)
+           for r in moved]
     with store.cursor() as cur:
         cur.executemany(_INSERT, out)
     return len(out)
@@ -313,11 +298,11 @@ def pull_actor(store: PgStore, actor: str, files: dict[LayerName, Path], *, dim:
         raise PermissionDeniedError(f"{', '.join(existing)} already exist; pass --force to "
                                     f"overwrite them with actor {actor}'s memories")
     mine = LayerSet(files, ids=ACTOR_IDS)
-    every = [c for layer in USER_LAYERS.values() for c, _ in got.get(layer, ())]
-    fresh = ACTOR_IDS.next_ids(mine.written_high_water(), len(every))
-    moved = iter(renumbered(every, fresh))
-    got = {layer: [(next(moved), v) for _, v in got.get(layer, ())]
-           for layer in USER_LAYERS.values()}
+    layers = list(USER_LAYERS.values())
+    groups, fresh = renumbered_into([[c for c, _ in got.get(la, ())] for la in layers],
+                                    ACTOR_IDS, mine.written_high_water())
+    got = {la: list(zip(g, (v for _, v in got.get(la, ())), strict=True))
+           for la, g in zip(layers, groups, strict=True)}
     n = 0
     for name, path in targets.items():
         rows = got[USER_LAYERS[name]]

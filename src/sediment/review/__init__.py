@@ -26,7 +26,6 @@ from sediment.review.jsonl import (
     ImportReport,
     Parsed,
     export_lines,
-    export_text,
     import_file,
     parse,
 )
@@ -71,7 +70,6 @@ __all__ = [
     "compact",
     "diff_layers",
     "export_lines",
-    "export_text",
     "get_proposal",
     "import_file",
     "inspect_chunk",

@@ -72,10 +72,6 @@ def export_lines(path: str | Path) -> Iterator[str]:
         yield _dumps(fields)[:-1] + ',"embedding":[' + vector + "]}"
 
 
-def export_text(path: str | Path) -> str:
-    return "".join(line + "\n" for line in export_lines(path))
-
-
 @dataclass(frozen=True, slots=True)
 class Parsed:
     """A validated export: its header, its chunks and one vector per chunk."""

@@ -1,6 +1,6 @@
 """Exact and approximate vector scoring, BM25, fusion strategies and the layered engine."""
 
-from sediment.search.analysis import ANALYZERS, DEFAULT_ANALYZER, tokenize
+from sediment.search.analysis import ANALYZERS, DEFAULT_ANALYZER
 from sediment.search.bm25 import BM25Index
 from sediment.search.engine import MAX_K, SearchRequest, SearchResult, search
 from sediment.search.fusion import (
@@ -36,5 +36,4 @@ __all__ = [
     "WeightedFusion",
     "make_fusion",
     "search",
-    "tokenize",
 ]

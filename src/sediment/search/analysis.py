@@ -86,11 +86,6 @@ ANALYZERS: dict[str, Analyzer] = {"english": english_tokens, "plain": plain_toke
 DEFAULT_ANALYZER: AnalyzerName = "english"
 
 
-def tokenize(text: str) -> list[str]:
-    """The default analyzer (``english``): what BM25 indexes and queries."""
-    return english_tokens(text)
-
-
 def analyzer(name: str) -> Analyzer:
     try:
         return ANALYZERS[name]

@@ -83,13 +83,19 @@ def event_content(**fields: Any) -> str:
     return json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def parse_event(chunk: Chunk) -> dict[str, Any]:
-    """The event's JSON object; an unreadable one (e.g. another tool's) yields ``{}``."""
+def event_data(chunk: Chunk) -> dict[str, Any] | None:
+    """The JSON object ``chunk`` holds; None when it holds none (not JSON, nested past
+    Python's parser, or not an object: another tool's event)."""
     try:
         value = json.loads(chunk.content)
     except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def parse_event(chunk: Chunk) -> dict[str, Any]:
+    """The event's JSON object; an unreadable one (e.g. another tool's) yields ``{}``."""
+    return event_data(chunk) or {}
 
 
 @dataclass(slots=True)

@@ -35,10 +35,11 @@ import numpy.typing as npt
 
 from sediment.errors import FormatError, SedimentError
 from sediment.format import Chunk, LayerFile, encode_layer
-from sediment.store.events import MEMORY_EVENT_PREFIX, is_meta_kind
+from sediment.store import refs
+from sediment.store.events import MEMORY_EVENT_PREFIX, event_data, is_meta_kind
 from sediment.store.ids import PROJECT_IDS, has_id_ranges, recorded_high_water
 from sediment.store.layers import FILE_NAMES, LayerName
-from sediment.store.refs import rewrite_ids, rewrite_sources
+from sediment.store.refs import rewrite_ids
 
 __all__ = ["MergeConflict", "Plan", "Side", "merge_layer", "plan", "read_version",
            "rewrite_chunk"]
@@ -108,11 +109,8 @@ class Plan:
 
 def _referenced(c: Chunk) -> set[int]:
     found = {s for s in c.sources if isinstance(s, int)}
-    if is_meta_kind(c.kind):
-        try:
-            data = json.loads(c.content)
-        except (ValueError, RecursionError):
-            return found
+    data = event_data(c) if is_meta_kind(c.kind) else None
+    if data is not None:
 
         def note(cid: int) -> int:
             found.add(cid)
@@ -130,11 +128,8 @@ def _handle(c: Chunk) -> tuple[str, str] | None:
     counts per owner, or per project for ``g`` (``sediment.memory.events.Fold``)."""
     if c.kind != MEMORY_SAVE:
         return None
-    try:
-        data = json.loads(c.content)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(data, dict):
+    data = event_data(c)
+    if data is None:
         return None
     handle, actor = data.get("handle"), data.get("actor")
     if not (isinstance(handle, str) and _HANDLE.fullmatch(handle) and isinstance(actor, str)):
@@ -269,26 +264,13 @@ def _handles_only(new: Mapping[str, Mapping[int, list[tuple[str, Chunk]]]],
 
 def rewrite_chunk(c: Chunk, ids: Mapping[int, int],
                   handles: Mapping[tuple[str, str], str] | None = None) -> Chunk:
-    """``c`` with its id and every id it references renumbered through ``ids`` (and a
-    memory's handle through ``handles``); an event's JSON is written again (sorted keys,
-    compact, as events are) only when it changed."""
-    sources = rewrite_sources(c.sources, lambda cid: ids.get(cid, cid))
-    content = c.content
-    if is_meta_kind(c.kind):
-        try:
-            data = json.loads(content)
-        except (ValueError, RecursionError):
-            data = None
-        if isinstance(data, dict):
-            after = rewrite_ids(data, lambda cid: ids.get(cid, cid))
-            named = _handle(c) if handles else None
-            if named is not None and handles and named in handles:
-                after["handle"] = handles[named]
-            if after != data:
-                content = json.dumps(after, sort_keys=True, separators=(",", ":"),
-                                     ensure_ascii=False)
-    return Chunk(ids.get(c.id, c.id), c.kind, content, c.author, c.confidence,
-                 c.created_at_ms, sources)
+    """``c`` with its id and every id it references renumbered through ``ids``
+    (:func:`sediment.store.refs.rewrite_chunk`), and a memory's handle through
+    ``handles``."""
+    named = _handle(c) if handles else None
+    fields = {"handle": handles[named]} if named is not None and handles and named in handles \
+        else None
+    return refs.rewrite_chunk(c, ids, fields)
 
 
 def _rows(f: LayerFile) -> dict[int, npt.NDArray[Any]]:

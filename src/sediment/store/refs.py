@@ -10,14 +10,14 @@ added to an event is renumbered on every path or on none.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from sediment.format import Chunk
-from sediment.store.events import event_content, is_meta_kind
+from sediment.store.events import event_content, event_data, is_meta_kind
+from sediment.store.ids import WrittenRange
 
 Lookup = Callable[[int], int]
 """Old id -> new id (the identity for ids that keep theirs)."""
@@ -69,26 +69,41 @@ def rewrite_sources(sources: Sequence[int | str], ids: Lookup) -> tuple[int | st
                  for s in sources)
 
 
-def renumbered(chunks: Sequence[Chunk], fresh: Sequence[int]) -> list[Chunk]:
-    """``chunks`` given the ids ``fresh`` (one each, ascending) in id order, so their commit
-    order stays, with every reference among them rewritten: integer sources, and the ids in
-    a ``meta.*`` event's JSON (written back as every event is). References to chunks not in
-    ``chunks`` keep their ids. How a pull moves a server's rows into a file store's range."""
-    new = dict(zip(sorted(c.id for c in chunks), fresh, strict=True))
+def rewrite_chunk(c: Chunk, ids: Mapping[int, int],
+                  fields: Mapping[str, Any] | None = None) -> Chunk:
+    """``c`` with its id and every id it references renumbered through ``ids`` (an id not
+    in it keeps its own): integer sources, and the ids in a ``meta.*`` event's JSON, with
+    ``fields`` set in it too; the JSON is written again (as every event is) only when it
+    changed."""
 
     def moved(cid: int) -> int:
-        return new.get(cid, cid)
+        return ids.get(cid, cid)
 
-    out = []
-    for c in chunks:
-        content = c.content
-        if is_meta_kind(c.kind):
-            try:
-                data = json.loads(content)
-            except ValueError:
-                data = None
-            if isinstance(data, dict):
-                content = event_content(**rewrite_ids(data, moved))
-        out.append(replace(c, id=new[c.id], content=content,
-                           sources=rewrite_sources(c.sources, moved)))
-    return out
+    content = c.content
+    data = event_data(c) if is_meta_kind(c.kind) else None
+    if data is not None:
+        after = {**rewrite_ids(data, moved), **(fields or {})}
+        if after != data:
+            content = event_content(**after)
+    return replace(c, id=moved(c.id), content=content,
+                   sources=rewrite_sources(c.sources, moved))
+
+
+def renumbered(chunks: Sequence[Chunk], fresh: Sequence[int]) -> list[Chunk]:
+    """``chunks`` given the ids ``fresh`` (one each, ascending) in id order, so their commit
+    order stays, with every reference among them rewritten (:func:`rewrite_chunk`).
+    References to chunks not in ``chunks`` keep their ids. How a pull moves a server's rows
+    into a file store's range."""
+    new = dict(zip(sorted(c.id for c in chunks), fresh, strict=True))
+    return [rewrite_chunk(c, new) for c in chunks]
+
+def renumbered_into(groups: Sequence[Sequence[Chunk]], ids: WrittenRange, high_water: int
+                    ) -> tuple[list[list[Chunk]], range]:
+    """Every chunk of ``groups`` (a store's files, each in its order) given a fresh id of
+    ``ids`` above ``high_water``, :func:`renumbered` across all of them so references
+    between groups follow; returns the groups and the ids given (whose last is the files'
+    new ``id_high_water``). How a pull moves a server's rows into a file store's range."""
+    every = [c for g in groups for c in g]
+    fresh = ids.next_ids(high_water, len(every))
+    moved = iter(renumbered(every, fresh))
+    return [[next(moved) for _ in g] for g in groups], fresh

@@ -229,6 +229,18 @@ class WebUI:
     async def _form(self, request: Request) -> FormData:
         return await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
 
+    async def _posted(self, request: Request, session: Session) -> FormData | Response:
+        """The form ``session`` posted, or 403 when its CSRF token is missing or stale."""
+        form = await self._form(request)
+        if not csrf_ok(session.csrf, form.get("csrf")):
+            return PlainTextResponse("the form's CSRF token is missing or stale; reload the "
+                                     "page", 403)
+        return form
+
+    def _missing(self, request: Request, session: Session, error: str) -> Response:
+        return self._render(request, "error.html", session, 404, title="Not found",
+                            error=error)
+
     @staticmethod
     def _set_session(response: Response, request: Request, session: Session) -> None:
         response.set_cookie(COOKIE, session.id, max_age=SESSION_SECONDS, path=PREFIX,

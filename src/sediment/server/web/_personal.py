@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from sediment.errors import NotFoundError, SedimentError, ValidationError
@@ -25,7 +25,7 @@ from sediment.server.disclosure import public_message
 from sediment.server.web import _memories as memories
 from sediment.server.web import _progress as progress
 from sediment.server.web import _views as views
-from sediment.server.web._auth import Session, allowed, csrf_ok
+from sediment.server.web._auth import Session, allowed
 
 if TYPE_CHECKING:
     from sediment.server.web._app import WebUI
@@ -45,17 +45,9 @@ def routes(ui: WebUI) -> list[Route]:
     ]
 
 
-def _stale() -> Response:
-    return PlainTextResponse("the form's CSRF token is missing or stale; reload the page", 403)
-
-
 class Personal:
     def __init__(self, ui: WebUI) -> None:
         self.ui = ui
-
-    def _missing(self, request: Request, session: Session, error: str) -> Response:
-        return self.ui._render(request, "error.html", session, 404, title="Not found",
-                               error=error)
 
     def _may_change(self, session: Session, memory: dict[str, Any]) -> bool:
         return allowed(session, "reviewer" if memory["scope"] == "global" else "writer")
@@ -86,7 +78,7 @@ class Personal:
         try:
             shown = await run_in_threadpool(self.ui.memory.show, session.actor, ref)
         except (NotFoundError, ValidationError) as exc:
-            return self._missing(request, session, public_message(exc))
+            return self.ui._missing(request, session, public_message(exc))
         except SedimentError as exc:
             return self.ui._failed(request, session, exc)
         m = shown["memory"]
@@ -102,7 +94,7 @@ class Personal:
             shown = await run_in_threadpool(self.ui.memory.show, session.actor,
                                             request.path_params["ref"])
         except (NotFoundError, ValidationError) as exc:
-            return self._missing(request, session, public_message(exc))
+            return self.ui._missing(request, session, public_message(exc))
         m: dict[str, Any] = shown["memory"]
         if not self._may_change(session, m):
             role = "reviewer" if m["scope"] == "global" else "writer"
@@ -115,9 +107,9 @@ class Personal:
         session = self.ui._guard(request, "writer")
         if not isinstance(session, Session):
             return session
-        form = await self.ui._form(request)
-        if not csrf_ok(session.csrf, form.get("csrf")):
-            return _stale()
+        form = await self.ui._posted(request, session)
+        if isinstance(form, Response):
+            return form
         m = await self._current(request, session)
         if isinstance(m, Response):
             return m
@@ -147,12 +139,12 @@ class Personal:
             if isinstance(m, Response):
                 return m
             if memories.status(m) != "current":
-                return self._missing(request, session, f"memory {m['id']} is "
+                return self.ui._missing(request, session, f"memory {m['id']} is "
                                                        f"{memories.status(m)}")
             return self.ui._render(request, "forget.html", session, m=m)
-        form = await self.ui._form(request)
-        if not csrf_ok(session.csrf, form.get("csrf")):
-            return _stale()
+        form = await self.ui._posted(request, session)
+        if isinstance(form, Response):
+            return form
         m = await self._current(request, session)
         if isinstance(m, Response):
             return m
@@ -179,9 +171,9 @@ class Personal:
             mine = [m for m in got["memories"]
                     if m["scope"] in ("user", "project") and not m.get("pending")]
             return self.ui._render(request, "forget_all.html", session, count=len(mine))
-        form = await self.ui._form(request)
-        if not csrf_ok(session.csrf, form.get("csrf")):
-            return _stale()
+        form = await self.ui._posted(request, session)
+        if isinstance(form, Response):
+            return form
         if form.get("confirm") != "yes":
             session.flash.append(("error", "Nothing was forgotten: tick the box to confirm."))
             return RedirectResponse(f"{PREFIX}/memories/forget-all", 303)

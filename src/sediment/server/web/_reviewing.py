@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from sediment.errors import NotFoundError, SedimentError
@@ -39,7 +39,7 @@ from sediment.server.disclosure import public_message
 from sediment.server.web import _markup as markup
 from sediment.server.web import _review as review
 from sediment.server.web import _views as views
-from sediment.server.web._auth import Session, allowed, csrf_ok
+from sediment.server.web._auth import Session, allowed
 from sediment.store import LayerName
 
 if TYPE_CHECKING:
@@ -177,30 +177,25 @@ class Reviewing:
         pid = _pid(str(request.path_params.get("pid", "")))
         flt = review.Filters.of(request.query_params)
         if pid is None:
-            return self._missing(request, session, "A proposal id is a number.")
+            return self.ui._missing(request, session, "A proposal id is a number.")
         try:
             got = await run_in_threadpool(self._details, pid, flt, session.actor)
         except NotFoundError:
-            return self._missing(request, session, f"There is no proposal {pid}.")
+            return self.ui._missing(request, session, f"There is no proposal {pid}.")
         except SedimentError as exc:
             return self.ui._failed(request, session, exc)
         return self.ui._render(request, "proposal.html", session, status, **got, flt=flt,
                                query=_query(flt), age=review.age, reason=reason, edit=edit,
                                error=error, can_decide=allowed(session, "reviewer"))
 
-    def _missing(self, request: Request, session: Session, error: str) -> Response:
-        return self.ui._render(request, "error.html", session, 404, title="Not found",
-                               error=error)
-
     # -- decisions ------------------------------------------------------------------------
     async def decide(self, request: Request) -> Response:
         session = self.ui._guard(request, "reviewer")
         if not isinstance(session, Session):
             return session
-        form = await self.ui._form(request)
-        if not csrf_ok(session.csrf, form.get("csrf")):
-            return PlainTextResponse("the form's CSRF token is missing or stale; reload the "
-                                     "page", 403)
+        form = await self.ui._posted(request, session)
+        if isinstance(form, Response):
+            return form
         flt = review.Filters.of({k: str(v) for k, v in form.items()})
         action = str(form.get("action", ""))
         reason = str(form.get("reason", ""))
