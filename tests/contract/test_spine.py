@@ -336,7 +336,10 @@ def test_d4_a_memory_proposal_survives_pull_and_push(pg_project: Project,
     copy.mkdir()
     pulled = project.run("pull", *store, "--dir", str(copy))
     assert pulled.code == 0, pulled.err
-    # --replace-base (a reviewer pushing the copy): a plain re-push is refused by defect 9
+    # the issue's own round trip is a plain push (defect 9: it adds only what is new), then
+    # a reviewer pushing the copy over the base
+    plain = project.run("push", *store, "--dir", str(copy))
+    assert plain.code == 0, plain.err
     again = project.run("push", *store, "--dir", str(copy), "--replace-base")
     assert again.code == 0, again.err
     with psycopg.connect(str(project.url)) as conn:
@@ -438,10 +441,11 @@ def test_d6_every_write_proposal_and_decision_shows_its_actor(project: Project) 
 
 # -- 7. the local layer is per actor on the team server ---------------------------------------
 def test_d7_a_local_note_is_its_actors_alone_on_the_team_server(pg_project: Project) -> None:
-    """Defect 7 (pg only): alice's ``scope: local`` write is in her own search and never in
-    bob's. On files the local layer is this machine's agent notes (``AGENTS.local.db`` of one
-    checkout; docs/memory.md calls it "this project's local layer"), readable by every actor
-    of that machine, so there it is not per actor and this test does not run on files."""
+    """Defect 7 (pg): alice's ``scope: local`` write is in her own search and never in
+    bob's, through the team server's HTTP transport with each actor's token. The same rule
+    holds on the layer files (a local-layer chunk is its writer's alone,
+    ``store/rules.py``); ``tests/contract/test_visibility.py`` checks it there on every read
+    path."""
     project = pg_project
     project.compile({"a.md": DOC_DEPLOY})
     alice, bob = project.token("alice"), project.token("bob")
