@@ -1,13 +1,16 @@
 """One workspace: a store and every service built on it, made in this one place.
 
-A workspace holds an opened store (layer files or a team server's PostgreSQL project), the
-embedder for it, and the memory, progressive-context and search services over them. The
-CLI, the MCP server, the HTTP API, the web page and the Python API (``sediment.open``) all
-take their services from a workspace, so a rule about how a service is wired (where an
-actor's memories live, which store a context loop reads, what a memory may relate to) is
-written once. The adapters read the configuration and hand it over as :class:`Places`
-(with the process's own actor and token file, which the servers take from here); nothing
-here reads the environment.
+A workspace holds an opened store (layer files or a team server's PostgreSQL project),
+the embedder for it, and the memory, progressive-context and search services over them.
+The servers (MCP, the HTTP API, the web page, personas), the ``memory`` and ``context``
+commands and the Python API (``sediment.open``) take their services from a workspace, so
+a rule about how a service is wired (where an actor's memories live, which store a
+context loop reads, what a memory may relate to) is written once. The one-shot layer
+commands (``search``, ``write``, ``propose``, ``forget``, ``diff``, ``proposals``) open
+the store alone and call the same ``sediment.ops`` functions the search service calls.
+The adapters read the configuration and hand it over as :class:`Places` (with the
+process's own actor and token file, which the servers take from here); nothing here
+reads the environment.
 
 The address chooses the backend, not the type of an object: :meth:`Workspace.over_files`
 for a directory's layers, :meth:`Workspace.over_database` for a ``postgresql://`` URL.
