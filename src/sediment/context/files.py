@@ -22,7 +22,7 @@ import numpy.typing as npt
 from sediment.context.store import ITEM_PREFIX, NewEvent, NewItem, StoredEvent, StoredItem
 from sediment.errors import SchemaMismatchError, ValidationError
 from sediment.format import Chunk, LayerFile, encode_layer
-from sediment.format.profile import CACHE_KEY_ALG
+from sediment.format.profile import CACHE_KEY_ALG, I8_SCALE, new_element_type
 from sediment.store import LayerName, LayerSet, NewChunk
 from sediment.store.atomic import atomic_write
 from sediment.store.commit import resolve_new
@@ -32,7 +32,6 @@ from sediment.store.refs import renumbered_into
 
 T = TypeVar("T")
 EVENT_PREFIX = META_PREFIX + "context"
-I8_SCALE = 1.0 / 127.0
 ARCHIVE_DIR = "archive"
 
 
@@ -206,7 +205,7 @@ class FileContextStore:
         la = self.layers.layer(LayerName.LOCAL)
         if la is not None and la.file.embedding_info.rows:
             return la.file.element_type
-        return "i8" if (self.profile or {}).get("output_norm") == "l2" else "f32"
+        return new_element_type(self.profile)
 
     def _rewrite(self, path: Path, chunks: list[Chunk], matrix: npt.NDArray[np.float32],
                  high_water: int, metadata: dict[str, Any], element_type: str) -> None:
@@ -355,7 +354,7 @@ class FileContextStore:
                 self.layers.written_high_water(self._archive_high_waters()))
             parts = [replace(p, chunks=g) for p, g in zip(parts, groups, strict=True)]
             top = fresh.stop - 1 if fresh.stop > self.layers.ids.first else 0
-            etype = "i8" if (self.profile or {}).get("output_norm") == "l2" else "f32"
+            etype = new_element_type(self.profile)
             keep = set()
             for p in sorted(parts, key=lambda x: (x.day is None, x.day or "")):
                 path = self.active_path if p.day is None else \

@@ -18,8 +18,9 @@ from typing import Any
 
 from sediment.errors import SchemaMismatchError, ValidationError
 
-__all__ = ["CACHE_KEY_ALG", "PROFILE_FIELDS", "PROFILE_KEYS", "EmbeddingProfile",
-           "check_compatible", "describe_profile", "profile_differences"]
+__all__ = ["CACHE_KEY_ALG", "I8_SCALE", "PROFILE_FIELDS", "PROFILE_KEYS", "EmbeddingProfile",
+           "check_compatible", "describe_profile", "new_element_type", "profile_differences",
+           "quant_scale", "unit_vectors"]
 
 #: Identifies the cache-key algorithm in layer metadata (``cache_key_alg``).
 CACHE_KEY_ALG = "sha256(profile_json_v1 || 0x00 || content_utf8)"
@@ -123,6 +124,29 @@ ProfileLike = EmbeddingProfile | Mapping[str, Any]
 
 def _fields(p: ProfileLike) -> Mapping[str, Any]:
     return p.to_dict() if isinstance(p, EmbeddingProfile) else p
+
+
+I8_SCALE = 1.0 / 127.0
+"""The scale of an i8 layer of unit vectors: every component lies in [-1, 1]."""
+
+
+def unit_vectors(profile: Mapping[str, Any] | None) -> bool:
+    """Whether the embedder of ``profile`` (a layer's recorded ``embedding_profile``)
+    returns unit vectors: then a dot product is the cosine, and i8 at :data:`I8_SCALE`
+    holds every component. Every writer and searcher asks here."""
+    return (profile or {}).get("output_norm") == "l2"
+
+
+def new_element_type(profile: Mapping[str, Any] | None) -> str:
+    """What a new store of ``profile``'s vectors holds them as, when nothing else decides:
+    i8 for unit vectors (a quarter of f32's bytes, the cosine within rounding), else f32."""
+    return "i8" if unit_vectors(profile) else "f32"
+
+
+def quant_scale(element_type: str, profile: Mapping[str, Any] | None) -> float | None:
+    """The i8 scale a new layer of ``element_type`` records: :data:`I8_SCALE` for unit
+    vectors, None otherwise (f32 and f16 have none; the codec scales other i8 itself)."""
+    return I8_SCALE if element_type == "i8" and unit_vectors(profile) else None
 
 
 def profile_differences(a: ProfileLike, b: ProfileLike) -> list[str]:

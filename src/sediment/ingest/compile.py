@@ -26,6 +26,7 @@ from sediment.embed import Embedder
 from sediment.embed.profile import CACHE_KEY_ALG
 from sediment.errors import ValidationError
 from sediment.format import Chunk, Source, encode_layer
+from sediment.format.profile import quant_scale
 from sediment.ingest.chunker import DEFAULT_MAX_CHARS, chunk_file
 from sediment.ingest.connectors import SourceRoot
 from sediment.ingest.discover import discover
@@ -317,9 +318,9 @@ def compile_layer(opts: CompileOptions, embedder: Embedder, *,
     }
     if opts.sources:
         metadata["sources"] = [dict(s.record) for s in opts.sources if s.record is not None]
-    scale = 1.0 / 127.0 if opts.element_type == "i8" and profile["output_norm"] == "l2" else None
     data = encode_layer(chunks, vectors, dim=embedder.profile.dim,
-                        element_type=opts.element_type, quant_scale=scale, metadata=metadata)
+                        element_type=opts.element_type,
+                        quant_scale=quant_scale(opts.element_type, profile), metadata=metadata)
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     write_output(opts.out, data)
     if str(opts.out) != "-" and is_regular_target(opts.out):

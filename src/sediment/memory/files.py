@@ -30,7 +30,12 @@ import numpy.typing as npt
 
 from sediment.errors import SchemaMismatchError
 from sediment.format import Chunk, LayerFile, encode_layer
-from sediment.format.profile import describe_profile, profile_differences
+from sediment.format.profile import (
+    describe_profile,
+    new_element_type,
+    profile_differences,
+    unit_vectors,
+)
 from sediment.memory.events import MEMORY_EVENT_KINDS, USE, StoredEvent
 from sediment.memory.model import CATEGORIES, MemoryRef, Scope, actor_kinds, parse_kind
 from sediment.memory.store import (
@@ -113,8 +118,7 @@ class FileMemoryStore:
         self.profile = dict(profile) if profile is not None else None
         self.dim = dim
         self.embedder_metadata = dict(embedder_metadata or {})
-        self.element_type = element_type or (
-            "i8" if (self.profile or {}).get("output_norm") == "l2" else "f32")
+        self.element_type = element_type or new_element_type(self.profile)
         """What a new memory file stores vectors as: i8 (scale 1/127) for an embedder of
         unit vectors, as the context store does; a file keeps the type it was made with,
         and a project layer the type of its layer set."""
@@ -263,7 +267,7 @@ class FileMemoryStore:
                         f"layer {la.path} was embedded with {describe_profile(recorded)} but "
                         f"the active embedder is {describe_profile(self.profile)}: memories "
                         "are searched with the embedder that wrote them")
-        normalised = all((la.profile or {}).get("output_norm") == "l2" for la in layers)
+        normalised = all(unit_vectors(la.profile) for la in layers)
         request = SearchRequest(text=text if lexical else None, k=k, kinds=tuple(kinds),
                                 layers=names, mode="hybrid" if lexical else "vector")
         result = search(ls, request, np.asarray(vector, dtype=np.float32),

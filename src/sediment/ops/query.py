@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from sediment.embed import Embedder
 from sediment.errors import SchemaMismatchError, ValidationError
-from sediment.format.profile import check_compatible, describe_profile
+from sediment.format.profile import check_compatible, describe_profile, unit_vectors
 from sediment.ops.read import source_matcher
 from sediment.ops.requests import SearchOptions, SearchParams
 from sediment.ops.rerank import RerankerFactory, with_rerankers
@@ -61,7 +61,7 @@ def unit_rows(layerset: LayerStore, names: Sequence[object] | None) -> bool:
 
 
 def _unit_rows(layers: Sequence[LayerSummary]) -> bool:
-    return bool(layers) and all((la.profile or {}).get("output_norm") == "l2" for la in layers)
+    return bool(layers) and all(unit_vectors(la.profile) for la in layers)
 
 
 def run_search(layerset: LayerStore, request: SearchRequest, *,

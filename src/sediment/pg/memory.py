@@ -31,6 +31,7 @@ import numpy.typing as npt
 from psycopg.types.json import Jsonb
 
 from sediment.format import Chunk
+from sediment.format.profile import unit_vectors
 from sediment.memory.events import MEMORY_EVENT_KINDS, USE, StoredEvent
 from sediment.memory.model import CATEGORIES, MemoryRef, Scope, actor_kinds, parse_kind
 from sediment.memory.store import (
@@ -360,7 +361,7 @@ class PgMemoryStore:
         if not kinds:
             return []
         schema = self.layers.schema(_GLOBAL_LAYERS)
-        normalised = schema is not None and (schema.profile or {}).get("output_norm") == "l2"
+        normalised = schema is not None and unit_vectors(schema.profile)
         request = SearchRequest(text=text if lexical else None, k=k, kinds=tuple(kinds),
                                 layers=_GLOBAL_LAYERS, mode="hybrid" if lexical else "vector")
         result = self.layers.search(request, np.asarray(vector, dtype=np.float32),

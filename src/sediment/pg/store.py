@@ -39,6 +39,7 @@ from sediment.errors import (
 )
 from sediment.format import Chunk, Source
 from sediment.format.profile import CACHE_KEY_ALG, check_compatible
+from sediment.format.profile import quant_scale as profile_quant_scale
 from sediment.pg.connection import (
     CONNECT_TIMEOUT_S,
     STATEMENT_TIMEOUT_MS,
@@ -447,9 +448,8 @@ class PgStore:
             if embedder_metadata:
                 meta["embedder_metadata"] = dict(embedder_metadata)
         meta.setdefault("tool_name", "sediment")
-        if quant_scale is None and element_type == "i8":
-            norm = (profile or {}).get("output_norm")
-            quant_scale = 1.0 / 127.0 if norm == "l2" else None
+        if quant_scale is None:
+            quant_scale = profile_quant_scale(element_type, profile)
         with self.cursor() as cur:
             cur.execute("INSERT INTO projects (name) VALUES (%s) ON CONFLICT DO NOTHING",
                         (self.project,))

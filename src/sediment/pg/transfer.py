@@ -31,7 +31,7 @@ import numpy as np
 
 from sediment.errors import NotFoundError, PermissionDeniedError, SchemaMismatchError
 from sediment.format import Chunk, encode_layer
-from sediment.format.profile import check_compatible
+from sediment.format.profile import check_compatible, unit_vectors
 from sediment.pg.memory_transfer import (
     MemoryRow,
     actor_rows,
@@ -160,7 +160,7 @@ def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
     schema = store.schema()
     if schema is not None and schema.dim:
         ensure_vector_index(store, schema.dim,
-                            dot=(schema.profile or {}).get("output_norm") == "l2")
+                            dot=unit_vectors(schema.profile))
     return out
 
 

@@ -32,7 +32,7 @@ from sediment.errors import (
     ValidationError,
 )
 from sediment.format import Chunk, LayerFile, encode_layer
-from sediment.format.profile import CACHE_KEY_ALG, check_compatible
+from sediment.format.profile import CACHE_KEY_ALG, check_compatible, quant_scale
 from sediment.format.writer import write_append
 from sediment.store.atomic import atomic_fill, atomic_write, remove_stale_temporaries
 from sediment.store.backend import LayerSummary
@@ -518,12 +518,9 @@ class LayerSet:
                                                       vectorless=vectorless))
         else:
             etype = schema.element_type if schema is not None else element_type
-            scale = None
-            if etype == "i8":
-                norm = (profile or {}).get("output_norm")
-                scale = 1.0 / 127.0 if norm == "l2" else None
-            data = encode_layer(new, vecs, dim=dim, element_type=etype, quant_scale=scale,
-                                metadata=metadata, vectorless=vectorless)
+            data = encode_layer(new, vecs, dim=dim, element_type=etype,
+                                quant_scale=quant_scale(etype, profile), metadata=metadata,
+                                vectorless=vectorless)
             atomic_write(path, data)
         self._refresh(name)
         return [c.id for c in new]

@@ -61,6 +61,7 @@ import numpy.typing as npt
 
 from sediment.errors import SedimentError
 from sediment.format import LayerFile
+from sediment.format.profile import unit_vectors
 from sediment.search.ann import layout
 from sediment.search.ann.key import rows_key
 from sediment.store.atomic import atomic_write, is_regular_target
@@ -147,7 +148,7 @@ def default_breadth(rows: int) -> int:
 def index_metric(f: LayerFile) -> AnnMetric:
     """``ip`` for layers of unit-length vectors (cosine = dot), else ``cos``."""
     profile = f.embedding_profile or {}
-    return "ip" if profile.get("output_norm") == "l2" else "cos"
+    return "ip" if unit_vectors(profile) else "cos"
 
 
 def index_path(layer_path: str | os.PathLike[str], key: str, rows: int,
