@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -191,18 +192,28 @@ def _forward(line: bytes, to_sdk: int, wire: _Wire, log: Callable[[str], None]) 
         data = data[os.write(to_sdk, data):]
 
 
-def _pump_out(from_sdk: int, wire: _Wire) -> None:
-    for line, complete in _lines(from_sdk):
+def _pump_out(from_sdk: int, wire: _Wire, stop: int) -> None:
+    for line, complete in _lines(from_sdk, stop):
         wire.write_line(line + b"\n" if complete else line)
     with contextlib.suppress(OSError):
         os.close(from_sdk)
 
 
-def _lines(fd: int) -> Iterator[tuple[bytes, bool]]:
+def _lines(fd: int, stop: int | None = None) -> Iterator[tuple[bytes, bool]]:
     """Each line read from ``fd`` without its newline, and whether it had one (only a last
-    line cut off by the end of the stream has not), until the stream ends or fails."""
+    line cut off by the end of the stream has not), until the stream ends or fails, or,
+    once ``stop`` (a pipe's read end) is readable, until ``fd`` has nothing more to give:
+    the SDK keeps a copy of the server's stdout open, so its pipe never reaches its end."""
     pending = b""
+    stopping = False
     while True:
+        if stop is not None:
+            ready = select.select([fd, stop], [], [], 0 if stopping else None)[0]
+            if fd not in ready:
+                if stopping or not ready:
+                    break
+                stopping = True
+                continue
         try:
             chunk = os.read(fd, _READ)
         except OSError:
@@ -234,9 +245,10 @@ def run_stdio(serve: Callable[[], None]) -> None:
         with contextlib.suppress(OSError, ValueError):
             print(message, file=sys.stderr, flush=True)
 
+    stop_r, stop_w = os.pipe()
     pumps = [threading.Thread(target=_pump_in, args=(wire_in, to_sdk, wire, log),
                               name="sediment-stdio-in", daemon=True),
-             threading.Thread(target=_pump_out, args=(from_sdk, wire),
+             threading.Thread(target=_pump_out, args=(from_sdk, wire, stop_r),
                               name="sediment-stdio-out", daemon=True)]
     for t in pumps:
         t.start()
@@ -245,5 +257,7 @@ def run_stdio(serve: Callable[[], None]) -> None:
     finally:
         sys.stdout.flush()
         os.dup2(wire_out, 1)
+        os.close(stop_w)  # the out pump forwards what is left, then stops
         pumps[1].join(10)
+        os.close(stop_r)
         os.dup2(wire_in, 0)
