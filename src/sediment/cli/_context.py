@@ -6,7 +6,6 @@ Item text is untrusted: printed with control characters escaped.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
 from dataclasses import asdict
@@ -16,9 +15,9 @@ from typing import Any
 import click
 
 from sediment.cli._app import cli
-from sediment.cli._options import embedder_option, get_config, json_option, own_actor, store_option
+from sediment.cli._options import embedder_option, get_config, json_option, store_option
 from sediment.cli._output import emit_json, visible
-from sediment.cli._workspace import open_workspace
+from sediment.cli._workspace import Answer, service_command
 from sediment.context import CONTEXT_TYPES, ContextLoop, resolve
 from sediment.context.skills import (
     read_ace,
@@ -28,8 +27,6 @@ from sediment.context.skills import (
 )
 from sediment.context.tokens import SAFETY_MARGIN, tokenizer_name
 from sediment.errors import ValidationError
-
-Answer = dict[str, Any]
 
 
 def _options(f: Callable[..., None]) -> Callable[..., None]:
@@ -44,29 +41,9 @@ def _options(f: Callable[..., None]) -> Callable[..., None]:
 
 def _command(text: Callable[[Answer], None]
              ) -> Callable[[Callable[..., Answer]], Callable[..., None]]:
-    """The options every context command takes, turned into the loop of the actor's
-    context (the layer directory's, or with ``--store`` the actor's rows of the PostgreSQL
-    store, cli/_team.py) and the actor: the command returns the service's answer, which
-    ``--json`` prints as JSON and ``text`` otherwise. Pending access counts are written
-    when the command ends."""
-
-    def decorate(f: Callable[..., Answer]) -> Callable[..., None]:
-        @functools.wraps(f)
-        def run(ctx: click.Context, /, *args: Any, actor: str | None,
-                embedder_name: str | None, store: str | None, layer_dir: Path | None,
-                as_json: bool, **kwargs: Any) -> None:
-            who = actor or own_actor()
-            ws = ctx.with_resource(open_workspace(get_config(ctx), store, layer_dir,
-                                                  embedder_name))
-            out = f(ws.context.of(who), who, *args, **kwargs)
-            if as_json:
-                emit_json(out)
-            else:
-                text(out)
-
-        return _options(run)
-
-    return decorate
+    """A context command over the loop of the actor's context (the layer directory's, or
+    with ``--store`` the actor's rows of the PostgreSQL store, cli/_team.py)."""
+    return service_command(lambda ws, who: ws.context.of(who), _options, text)
 
 
 def _items(rows: list[dict[str, Any]]) -> None:

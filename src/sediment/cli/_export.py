@@ -180,8 +180,8 @@ def import_cmd(ctx: click.Context, /, source: Path, from_format: str | None, int
 def _import_format(ctx: click.Context, fmt: str, source: Path, scope: str | None,
                    layer_dir: Path | None, dry_run: bool, actor: str | None,
                    store: str | None, embedder_name: str | None, as_json: bool) -> None:
-    from sediment.cli._memory import _service
-    from sediment.cli._options import own_actor
+    from sediment.cli._options import get_config, own_actor
+    from sediment.cli._workspace import open_workspace
     from sediment.interop import FORMATS as KNOWN
     from sediment.interop import run_import
 
@@ -201,7 +201,8 @@ def _import_format(ctx: click.Context, fmt: str, source: Path, scope: str | None
             click.echo(f"{label} [{row['category']}] {visible(row['source'])} "
                        f"{visible(row['content'])}")
 
-    with _service(ctx, store, layer_dir, embedder_name, {}) as svc:
+    with open_workspace(get_config(ctx), store, layer_dir, embedder_name) as ws:
+        svc = ws.memory
         report = run_import(svc, fmt, spec.read, source, actor=actor or own_actor(),
                             scope=where, dry_run=dry_run, on_item=show)
     if as_json:
@@ -228,15 +229,16 @@ def _memories(n: int) -> str:
 def _export_format(ctx: click.Context, fmt: str, out: Path, scope: str | None,
                    category: str | None, layer_dir: Path | None, actor: str | None,
                    store: str | None, embedder_name: str | None, as_json: bool) -> None:
-    from sediment.cli._memory import _service
-    from sediment.cli._options import own_actor
+    from sediment.cli._options import get_config, own_actor
+    from sediment.cli._workspace import open_workspace
     from sediment.interop import FORMATS as KNOWN
     from sediment.interop import gather, write_tree
 
     spec = KNOWN[fmt]
     actors = [a.strip() for a in (actor or own_actor()).split(",") if a.strip()]
     chosen = None if scope == "all" else (scope or spec.default_scope)
-    with _service(ctx, store, layer_dir, embedder_name, {}) as svc:
+    with open_workspace(get_config(ctx), store, layer_dir, embedder_name) as ws:
+        svc = ws.memory
         memories = gather(svc, actors, chosen, category)
     written = spec.write(memories)
     if isinstance(written, dict):

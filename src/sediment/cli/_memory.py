@@ -8,10 +8,7 @@ text is untrusted: it is printed literally, with control characters escaped. Wit
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -19,15 +16,12 @@ import click
 from sediment.cli._app import cli
 from sediment.cli._options import (
     embedder_option,
-    get_config,
     json_option,
-    own_actor,
     store_layer_options,
 )
-from sediment.cli._output import emit_json, visible
-from sediment.cli._workspace import open_workspace
+from sediment.cli._output import visible
+from sediment.cli._workspace import Answer, service_command
 from sediment.memory import CATEGORIES, MAX_LIMIT, MemoryService
-from sediment.store import LayerName
 
 SCOPES = ("user", "project", "global")
 
@@ -44,45 +38,19 @@ def actor_option(f: Any) -> Any:
                              "A convenience on one machine, not a security boundary.")(f)
 
 
-@contextmanager
-def _service(ctx: click.Context, store: str | None, layer_dir: Path | None,
-             embedder_name: str | None, paths: dict[str, Path | None]
-             ) -> Iterator[MemoryService]:
-    """The memories of the layer files, or with ``--store`` of a PostgreSQL store's
-    project and the actor's own memories, which follow them across projects."""
-    with open_workspace(get_config(ctx), store, layer_dir, embedder_name, paths) as ws:
-        yield ws.memory
-
-
-Answer = dict[str, Any]
+def _options(f: Callable[..., None]) -> Callable[..., None]:
+    for deco in (click.pass_context, json_option, store_layer_options, embedder_option,
+                 actor_option):
+        f = deco(f)
+    return f
 
 
 def _command(text: Callable[[Answer], None]
              ) -> Callable[[Callable[..., Answer]], Callable[..., None]]:
-    """The options every memory command takes, turned into the service and the actor it
-    acts as: the command returns the service's answer, which ``--json`` prints as JSON and
-    ``text`` otherwise (after the service is closed, so its uses are written)."""
-
-    def decorate(f: Callable[..., Answer]) -> Callable[..., None]:
-        @functools.wraps(f)
-        def run(ctx: click.Context, /, *args: Any, actor: str | None,
-                embedder_name: str | None, store: str | None, layer_dir: Path | None,
-                as_json: bool, **kwargs: Any) -> None:
-            paths = {f"{n.value}_path": kwargs.pop(f"{n.value}_path") for n in LayerName}
-            with _service(ctx, store, layer_dir, embedder_name, paths) as svc:
-                out = f(svc, actor or own_actor(), *args, **kwargs)
-            if as_json:
-                emit_json(out)
-            else:
-                text(out)
-
-        wrapped: Callable[..., None] = run
-        for deco in (click.pass_context, json_option, store_layer_options, embedder_option,
-                     actor_option):
-            wrapped = deco(wrapped)
-        return wrapped
-
-    return decorate
+    """A memory command over the memories of the layer files, or with ``--store`` of a
+    PostgreSQL store's project and the actor's own memories (which follow them across
+    projects)."""
+    return service_command(lambda ws, _: ws.memory, _options, text)
 
 
 def _show_memory(m: dict[str, Any], i: int | None = None) -> None:

@@ -4,15 +4,24 @@ choice is made)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import functools
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
-from sediment.cli._options import build_embedder, open_layerset, open_store
+import click
+
+from sediment.cli._options import build_embedder, get_config, open_layerset, open_store, own_actor
+from sediment.cli._output import emit_json
 from sediment.cli._team import open_database, open_team, team_url
 from sediment.config import Config, places
 from sediment.context import resolve
+from sediment.store import LayerName
 from sediment.workspace import Workspace
+
+Answer = dict[str, Any]
+_LAYER_PATHS = tuple(f"{n.value}_path" for n in LayerName)
 
 
 @contextmanager
@@ -63,3 +72,33 @@ def open_served(cfg: Config, store: str | None, layer_dir: Path | None,
         database.close()
         raise
     return Workspace.over_database(database, embedder, settings, store=layers)
+
+
+def service_command(service: Callable[[Workspace, str], Any],
+                    options: Callable[[Callable[..., None]], Callable[..., None]],
+                    text: Callable[[Answer], None]
+                    ) -> Callable[[Callable[..., Answer]], Callable[..., None]]:
+    """A ``memory`` or ``context`` command: ``options`` (the store, ``--dir``, the
+    embedder, ``--actor``, ``--json``, per-layer paths when it takes them) become the
+    command's workspace, the service ``service`` picks from it for the actor, and the
+    actor; the command returns the service's answer, which ``--json`` prints as JSON and
+    ``text`` otherwise, once the workspace is closed (so pending use counts are written)."""
+
+    def decorate(f: Callable[..., Answer]) -> Callable[..., None]:
+        @functools.wraps(f)
+        def run(ctx: click.Context, /, *args: Any, actor: str | None,
+                embedder_name: str | None, store: str | None, layer_dir: Path | None,
+                as_json: bool, **kwargs: Any) -> None:
+            paths = {k: kwargs.pop(k) for k in _LAYER_PATHS if k in kwargs}
+            who = actor or own_actor()
+            with open_workspace(get_config(ctx), store, layer_dir, embedder_name,
+                                paths) as ws:
+                out = f(service(ws, who), who, *args, **kwargs)
+            if as_json:
+                emit_json(out)
+            else:
+                text(out)
+
+        return options(run)
+
+    return decorate

@@ -205,10 +205,11 @@ class _Lexical:
         count = ("SELECT NULL::text, count(*), coalesce(sum(lex_len), 0) FROM chunks "
                  "WHERE project = %s AND layer = ANY(%s) AND kind LIKE {}")
         return (sql.SQL(count + " UNION ALL " + count + " UNION ALL "
-                        "SELECT term, sum(length(data) / 12), 0 FROM posting_blocks "
+                        "SELECT term, sum(length(data) / {}), 0 FROM posting_blocks "
                         "WHERE project = %s AND layer = ANY(%s) AND term = ANY(%s) AND "
                         "(kind LIKE {} OR kind LIKE {}) GROUP BY term"
-                        ).format(memory, events, memory, events),
+                        ).format(memory, events, sql.Literal(POSTING.itemsize), memory,
+                                 events),
                 [project, layers, project, layers, project, layers,
                  list(set(self.wanted))])
 
