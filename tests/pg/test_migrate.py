@@ -207,3 +207,16 @@ def test_0070_moves_global_memories_and_proposals_into_the_layers(pg_empty_url: 
         memories.close()
     finally:
         db.close()
+
+
+def test_the_chunks_partial_indexes_are_those_the_queries_read(pg_empty_url: str) -> None:
+    """A partial index whose predicate no query implies is never chosen by the planner and
+    only slows every write: the queries filter on events (``meta.%``) and memories
+    (``memory.%``), so those are the partial indexes the chunks table keeps."""
+    with connect(pg_empty_url) as conn:
+        migrate(conn)
+        rows = conn.execute("SELECT indexname, indexdef FROM pg_indexes "
+                            "WHERE tablename = 'chunks' AND indexdef LIKE '%WHERE%'").fetchall()
+    predicates = {str(name): str(d).split("WHERE", 1)[1].strip() for name, d in rows}
+    assert predicates == {"chunks_events": "(kind ~~ 'meta.%'::text)",
+                          "chunks_memories": "(kind ~~ 'memory.%'::text)"}
