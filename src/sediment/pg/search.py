@@ -8,10 +8,9 @@ summed in numpy, as the file store sums it, from the posting blocks of the query
 (table ``posting_blocks``, migration 0074), with document frequencies, document count and
 average length summed over the layers searched (the ``lexicon`` and ``layers`` tables).
 Then, as in the engine, every candidate is scored by both retrievers (in numpy, in
-float32: vectors from the rows fetched, BM25 from the blocks' sums), fused by the
-request's fusion, grouped by id with the highest layer's version winning, hidden
-(superseded, forgotten) ids dropped, filtered on the version shown, and re-ranked by the
-request's rerankers.
+float32: vectors from the rows fetched, BM25 from the blocks' sums), and the pool goes
+to the engine's own ranking core (``search.ranking.rank``: fusion, precedence, hidden ids,
+the filter on the version shown), then to the request's rerankers.
 
 The lexical side uses the default (``english``) analyzer, the one the rows are indexed
 with; asking for another is an error naming it.

@@ -11,7 +11,8 @@ the mapped matrix, or, for a layer of at least ``ann.ANN_MIN_ROWS`` rows with a 
 approximate index, by that index (over-fetching when a kind filter applies, and scanning
 exactly when too few candidates pass); the lexical side by BM25. Every candidate is then
 scored by *both* retrievers (exactly), so fusion sees complete evidence. Candidates from
-all layers are ranked together, fused, and grouped by chunk id: the version in the highest
+all layers go to the ranking core (``ranking.rank``, which the PostgreSQL search calls
+too): ranked together, fused, and grouped by chunk id; the version in the highest
 layer wins (local > user > delta > base, RFC 6.2) and the versions it hides travel with the
 hit; hidden versions whose content differs are conflicts (RFC 12). A logical chunk ranks by
 its best-matching version, so an override that rewords a base chunk is still found by the

@@ -22,16 +22,19 @@ import math
 from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from sediment.format import Chunk
 from sediment.search.fusion import Fusion, Pool
-from sediment.search.hits import HiddenVersion, Hit, Reranker
+from sediment.search.hits import HiddenVersion, Hit
 from sediment.store import LayerName
 from sediment.store.rules import shown_kind
+
+if TYPE_CHECKING:
+    from sediment.search.engine import SearchRequest
 
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
@@ -69,20 +72,11 @@ class Candidates:
     approximate: npt.NDArray[np.bool_]
 
 
-@dataclass(frozen=True, slots=True)
-class Fused:
-    """Per pool entry: its fused score and its rank on each side (0: not ranked there);
-    ``best``: the entries kept, one per id, in fused order."""
-
-    best: I64
-    fused: F32
-    vector_rank: I64
-    lexical_rank: I64
-
-
-def fuse_pool(pool: Candidates, *, mode: str, fusion: Fusion, has_vector: bool) -> Fused:
-    """Rank, fuse and group a pool. ``mode`` is the request's (``hybrid``, ``vector`` or
-    ``lexical``); ``has_vector`` says the query had a vector."""
+def fuse_pool(pool: Candidates, *, mode: str, fusion: Fusion, has_vector: bool
+              ) -> tuple[I64, F32, I64, I64]:
+    """Rank, fuse and group a pool: the entries kept (one per id, in fused order), and per
+    entry its fused score and its rank on each side (0: not ranked there). ``mode`` is the
+    request's (``hybrid``, ``vector`` or ``lexical``); ``has_vector``: the query had one."""
     ids, layer_rank, vec, lex = pool.ids, pool.layer_rank, pool.vec, pool.lex
     tie = [-layer_rank, ids, pool.pos]  # as hits are ordered: layer, then id
     none = np.zeros(len(ids), dtype=np.int64)
@@ -99,7 +93,7 @@ def fuse_pool(pool: Candidates, *, mode: str, fusion: Fusion, has_vector: bool) 
     best = order[np.sort(first)]  # one candidate per id, in fused order
     if mode == "lexical":
         best = best[lex[best] > 0]
-    return Fused(best, fused, vrank, lrank)
+    return best, fused, vrank, lrank
 
 
 class Versions(Protocol[R]):
@@ -120,43 +114,21 @@ class Versions(Protocol[R]):
         ...
 
 
-class Request(Protocol):
-    """What ranking reads of a search request (``engine.SearchRequest`` has it)."""
-
-    @property
-    def mode(self) -> str: ...
-
-    @property
-    def fusion(self) -> Fusion: ...
-
-    @property
-    def kinds(self) -> tuple[str, ...] | None: ...
-
-    @property
-    def include_meta(self) -> bool: ...
-
-    @property
-    def k(self) -> int: ...
-
-    @property
-    def rerankers(self) -> tuple[Reranker, ...]: ...
-
-
-def rank(pool: Candidates, versions: Versions[R], request: Request,
+def rank(pool: Candidates, versions: Versions[R], request: SearchRequest,
          hidden: AbstractSet[int], *, has_vector: bool) -> list[Hit]:
     """The hits of a pool, best first (see the module docstring). A hit shown from a
     higher layer than the one its best version matched in is given that shown version's
     own vector score."""
     if not len(pool.ids):
         return []
-    f = fuse_pool(pool, mode=request.mode, fusion=request.fusion, has_vector=has_vector)
-    best = f.best
+    best, fused, vrank, lrank = fuse_pool(pool, mode=request.mode, fusion=request.fusion,
+                                          has_vector=has_vector)
     ids = pool.ids[best]
     want = 0 if request.rerankers else request.k
     kinds = request.kinds
-    cols = zip(ids.tolist(), f.fused[best].tolist(), pool.vec[best].tolist(),
-               pool.lex[best].tolist(), f.vector_rank[best].tolist(),
-               f.lexical_rank[best].tolist(), pool.layer_rank[best].tolist(),
+    cols = zip(ids.tolist(), fused[best].tolist(), pool.vec[best].tolist(),
+               pool.lex[best].tolist(), vrank[best].tolist(), lrank[best].tolist(),
+               pool.layer_rank[best].tolist(),
                pool.approximate[best].tolist(), versions.of(ids), strict=True)
     hits: list[Hit] = []
     for cid, score, v, lx, vr, lr, matched_rank, approximate, found in cols:
