@@ -636,7 +636,7 @@ class _Rows:
             yield [(n, got[n]) for n in PRECEDENCE if n in got]
 
     def kind(self, layer: LayerName, version: tuple[Any, ...]) -> str:
-        return str(version[2])
+        return str(version[2])  # FETCH_COLS: layer, id, kind, ...
 
     def chunk(self, layer: LayerName, version: tuple[Any, ...]) -> Chunk:
         return chunk_of(version)

@@ -390,7 +390,7 @@ class _FileVersions:
 
 def _one_file_hits(part: _Part, f: LayerFile, request: SearchRequest,
                    hidden: AbstractSet[int]) -> list[Hit]:
-    """:func:`_fuse_and_resolve` for a search of a single layer: no other version can
+    """``ranking.rank`` for a search of a single layer: no other version can
     shadow a candidate, and ``_layer_part`` has applied the kind filter already, so only
     hidden ids are dropped and only the hits returned are decoded (in one batch). A
     vector-only or lexical-only search ranks by its one score without the pool's rank
@@ -430,4 +430,3 @@ def _one_file_hits(part: _Part, f: LayerFile, request: SearchRequest,
                 lexical_score=lx if lx > 0 else None, lexical_rank=lr or None,
                 matched_layer=layer, approximate=approximate)
             for chunk, score, v, lx, vr, lr in cols]
-
