@@ -6,7 +6,10 @@ statistics, the shared ranking core) cost a search, before and after.
 layers once (synthetic texts and unit vectors, written with the layer-file encoder, so
 both trees read the same bytes), then times hybrid, lexical and vector searches (k=10) of
 this tree and, with ``--before``, of ``git archive REV src`` in a child process, the two
-alternating in rounds so both see the same machine. Prints p50/p99 per mode and tree.
+alternating query by query (two long-lived children) so both see the same machine. Prints
+p50/p99 per mode and tree, and the p50 of the engine's own ``fusion`` timing (the ranking
+core: fusion, precedence, hits); with ``--before``, also the median of the per-query ratios
+after / before.
 """
 
 from __future__ import annotations
@@ -72,17 +75,17 @@ rng = np.random.default_rng(5)
 vecs = rng.standard_normal((len(queries), 384)).astype(np.float32)
 vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
 extra = {"actor": actor} if "actor" in SearchRequest.__dataclass_fields__ else {}
-out = {}
 for mode in ("hybrid", "lexical", "vector"):
     for q, v in zip(queries[:5], vecs[:5]):  # warm: BM25 build, kind masks, hidden ids
         search(ls, SearchRequest(text=q, k=10, mode=mode, **extra), v, normalised=True)
-    times = []
-    for q, v in zip(queries, vecs):
-        t = time.perf_counter()
-        search(ls, SearchRequest(text=q, k=10, mode=mode, **extra), v, normalised=True)
-        times.append((time.perf_counter() - t) * 1e3)
-    out[mode] = times
-print(json.dumps(out))
+print("ready", flush=True)
+for line in sys.stdin:
+    mode, i = line.split()
+    t = time.perf_counter()
+    r = search(ls, SearchRequest(text=queries[int(i)], k=10, mode=mode, **extra),
+               vecs[int(i)], normalised=True)
+    print(json.dumps([(time.perf_counter() - t) * 1e3, r.timings_ms.get("fusion", 0.0)]),
+          flush=True)
 """
 
 
@@ -93,12 +96,22 @@ def _tree(rev: str, into: Path) -> Path:
     return into / "src"
 
 
-def _run(src: Path, directory: Path, queries: list[str], actor: str) -> dict[str, list[float]]:
-    got = subprocess.run([sys.executable, "-c", CHILD, str(directory), json.dumps(queries),
-                          actor], check=True, capture_output=True, text=True,
-                         env={"PYTHONPATH": f"{src}:{Path.cwd()}", "PATH": "/usr/bin:/bin"})
-    out: dict[str, list[float]] = json.loads(got.stdout)
-    return out
+def _start(src: Path, directory: Path, queries: list[str], actor: str
+           ) -> subprocess.Popen[str]:
+    """A child searching with the tree ``src``: one query per line in, its times out."""
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(directory), json.dumps(queries),
+                              actor], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             env={"PYTHONPATH": f"{src}:{Path.cwd()}", "PATH": "/usr/bin:/bin"})
+    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    return child
+
+
+def _ask(child: subprocess.Popen[str], mode: str, i: int) -> list[float]:
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.write(f"{mode} {i}\n")
+    child.stdin.flush()
+    got: list[float] = json.loads(child.stdout.readline())
+    return got
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -119,17 +132,31 @@ def main(argv: list[str] | None = None) -> None:
         trees = {"after": Path("src").resolve()}
         if args.before:
             trees[f"before ({args.before})"] = _tree(args.before, work / "before")
-        samples: dict[str, dict[str, list[float]]] = {k: {m: [] for m in MODES} for k in trees}
-        for _ in range(args.rounds):
-            for label, src in trees.items():
-                for mode, times in _run(src, layers, queries, "alice").items():
-                    samples[label][mode].extend(times)
-        print("| tree | mode | p50 (ms) | p99 (ms) |")
-        print("|---|---|---:|---:|")
+        samples: dict[str, dict[str, list[list[float]]]] = {k: {m: [] for m in MODES}
+                                                            for k in trees}
+        children = {label: _start(src, layers, queries, "alice") for label, src in trees.items()}
+        labels = list(trees)
+        for r in range(args.rounds):
+            for mode in MODES:
+                for i in range(len(queries)):  # query by query, the trees' order alternating
+                    for label in labels[::-1] if (r + i) % 2 else labels:
+                        samples[label][mode].append(_ask(children[label], mode, i))
+        for child in children.values():
+            assert child.stdin is not None
+            child.stdin.close()
+            child.wait()
+        print("| tree | mode | p50 (ms) | p99 (ms) | ranking p50 (ms) |")
+        print("|---|---|---:|---:|---:|")
         for label in trees:
             for mode in MODES:
                 x = np.asarray(samples[label][mode])
-                print(f"| {label} | {mode} | {np.median(x):.2f} | {np.percentile(x, 99):.2f} |")
+                print(f"| {label} | {mode} | {np.median(x[:, 0]):.2f} | "
+                      f"{np.percentile(x[:, 0], 99):.2f} | {np.median(x[:, 1]):.3f} |")
+        if len(labels) == 2:
+            for mode in MODES:
+                a, b = (np.asarray(samples[x][mode]) for x in labels)
+                ratio = np.median(a / np.maximum(b, 1e-9), axis=0)
+                print(f"| after / before | {mode} | {ratio[0]:.3f} | | {ratio[1]:.3f} |")
 
 
 if __name__ == "__main__":

@@ -8,10 +8,9 @@ summed in numpy, as the file store sums it, from the posting blocks of the query
 (table ``posting_blocks``, migration 0074), with document frequencies, document count and
 average length summed over the layers searched (the ``lexicon`` and ``layers`` tables).
 Then, as in the engine, every candidate is scored by both retrievers (in numpy, in
-float32: vectors from the rows fetched, BM25 from the blocks' sums), fused by the
-request's fusion, grouped by id with the highest layer's version winning, hidden
-(superseded, forgotten) ids dropped, filtered on the version shown, and re-ranked by the
-request's rerankers.
+float32: vectors from the rows fetched, BM25 from the blocks' sums), and the pool goes
+to the engine's own ranking core (``search.ranking.rank``: fusion, precedence, hidden ids,
+the filter on the version shown), then to the request's rerankers.
 
 The lexical side uses the default (``english``) analyzer, the one the rows are indexed
 with; asking for another is an error naming it.
@@ -28,10 +27,9 @@ right, only their completeness varies).
 from __future__ import annotations
 
 import hashlib
-import math
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,12 +38,15 @@ import psycopg
 from psycopg import sql
 
 from sediment.errors import ValidationError
+from sediment.format import Chunk
 from sediment.pg.store import CHUNK_COLS, as_vector, chunk_of
 from sediment.search.analysis import DEFAULT_ANALYZER, analyzer
 from sediment.search.ann import ANN_MIN_ROWS, MAX_FETCH, default_breadth
+from sediment.search.bm25 import QueryStats, stats_of, term_scores
 from sediment.search.engine import SearchRequest, SearchResult, check_schema
-from sediment.search.hits import HiddenVersion, Hit
-from sediment.search.ranking import fuse_pool
+from sediment.search.hits import Hit
+from sediment.search.ranking import Candidates, default_candidates, rank
+from sediment.search.vector import Metric, scores_of
 from sediment.store import PRECEDENCE, LayerName
 from sediment.store.events import (
     FORGET,
@@ -56,7 +57,7 @@ from sediment.store.events import (
     hidden_ids,
     iter_events,
 )
-from sediment.store.rules import counted_in_statistics, private_ids, shown_kind
+from sediment.store.rules import counted_in_statistics, private_ids
 
 if TYPE_CHECKING:
     from sediment.pg.store import Cursor, PgStore
@@ -152,10 +153,6 @@ def _kind_filter(request: SearchRequest) -> tuple[sql.Composable, list[Any]]:
             [META_PREFIX + "%", MEMORY_KIND_PREFIX + "%"])
 
 
-def _default_candidates(request: SearchRequest) -> int:
-    return max(request.k * 5, 50) if request.mode == "hybrid" else max(request.k * 2, 20)
-
-
 Query = tuple[sql.SQL | sql.Composed, list[Any]]
 
 
@@ -169,9 +166,7 @@ class _Lexical:
         self.general = not request.kinds or all(counted_in_statistics(k)
                                                 for k in request.kinds)
         self.wanted: list[str] = []
-        self.terms: list[str] = []
-        self.idf = np.zeros(0, dtype=np.float32)
-        self.avg_len = 0.0
+        self.stats: QueryStats | None = None
         if request.mode == "vector" or not request.text:
             return
         if request.bm25.analyzer != DEFAULT_ANALYZER:
@@ -227,10 +222,7 @@ class _Lexical:
         if not self.wanted or n <= 0:
             return
         dfs = {str(t): int(d) - out.get(str(t), 0) for t, d in df_rows}
-        df = np.asarray([dfs.get(t, 0) for t in self.wanted], dtype=np.float64)
-        self.terms = self.wanted
-        self.idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
-        self.avg_len = total / n
+        self.stats = stats_of(self.wanted, [dfs.get(t, 0) for t in self.wanted], n, total)
 
     def blocks(self, project: str, names: Sequence[LayerName], kind_sql: sql.Composable,
                kind_args: list[Any]) -> Query | None:
@@ -256,7 +248,8 @@ class _Lexical:
         return {n: self._score_layer(by_term) for n, by_term in parts.items()}
 
     def _score_layer(self, by_term: dict[str, list[bytes]]) -> Scored:
-        if not self.terms or self.avg_len <= 0:
+        stats = self.stats
+        if stats is None or stats.avg_len <= 0:
             return Scored.empty()
         postings = {t: np.frombuffer(b"".join(p), dtype=POSTING) for t, p in by_term.items()}
         ids = np.concatenate([p["id"] for p in postings.values()]).astype(np.int64)
@@ -275,14 +268,12 @@ class _Lexical:
             for t, p in postings.items():
                 slots[t] = inverse[start:start + len(p)]
                 start += len(p)
-        k1, b = np.float32(self.k1), np.float32(self.b / self.avg_len)
-        for term, idf in zip(self.terms, self.idf.tolist(), strict=True):
+        for term, idf in zip(stats.terms, stats.idf.tolist(), strict=True):
             held = postings.get(term)
             if held is None or not len(held):
                 continue
-            tf = held["tf"].astype(np.float32)
-            norm = k1 * (np.float32(1.0 - self.b) + b * held["len"].astype(np.float32))
-            acc[slots[term]] += np.float32(idf) * tf * np.float32(self.k1 + 1.0) / (tf + norm)
+            acc[slots[term]] += term_scores(held["tf"], held["len"], idf, stats.avg_len,
+                                            self.k1, self.b)
         if dense:
             at = np.flatnonzero(acc)
             return Scored(at + lo, acc[at])
@@ -369,16 +360,6 @@ def _vector_query(store: PgStore, layer: LayerName, dim: int, q: F32, c: int, do
         "ORDER BY c.embedding::vector({}) {} %s::vector({}) LIMIT %s").format(
         sql.Literal(dim), scope, sql.Literal(dim), op, sql.Literal(dim), kind_sql,
         sql.Literal(dim), op, sql.Literal(dim)), [q, ef, *base, q, c])
-
-
-def _vector_scores(vectors: F32, q: F32, metric: str, normalised: bool) -> F32:
-    scores: F32 = (vectors @ q).astype(np.float32)
-    if metric == "cosine" and not normalised:
-        norms = np.linalg.norm(vectors, axis=1)
-        qn = float(np.linalg.norm(q)) or 1.0
-        with np.errstate(over="ignore", invalid="ignore"):
-            scores = (scores / (np.maximum(norms, 1e-12) * qn)).astype(np.float32)
-    return scores
 
 
 def _hidden_query(project: str, names: Sequence[LayerName]) -> Query:
@@ -497,7 +478,7 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
     q = None
     if query_vec is not None and request.mode != "lexical":
         q = np.asarray(query_vec, dtype=np.float32).reshape(-1)
-    c = request.candidates or _default_candidates(request)
+    c = request.candidates or default_candidates(request.mode, request.k)
     dot = normalised or request.metric == "dot"
     guess = _guess(store, names, request, q, c, dot)
     with store.cursor() as cur:
@@ -614,7 +595,7 @@ def _resolve(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
              picked: dict[tuple[LayerName, int], bool], scored: dict[LayerName, Scored],
              q: F32 | None, request: SearchRequest, normalised: bool, hidden: set[int]
              ) -> list[Hit]:
-    """Score the pool by both retrievers, fuse, and resolve precedence (engine semantics)."""
+    """Score the pool by both retrievers and rank it (``search.ranking.rank``)."""
     if not picked:
         return []
     rows, versions = _fetch(store, cur, layers, picked)
@@ -626,47 +607,41 @@ def _resolve(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
     if q is not None:
         mat = np.stack([as_vector(r[EMBEDDING], len(q)) if r[DIM] else
                         np.zeros(len(q), np.float32) for r in rows])
-        vec = _vector_scores(mat, q, request.metric, normalised)
+        vec = scores_of(mat, q, request.metric, normalised)
     else:
         vec = np.full(len(rows), np.nan, dtype=np.float32)
     lexs = np.zeros(len(rows), dtype=np.float32)
     for n, got in scored.items():
         mine = layer_of == n.rank
         lexs[mine] = got.of(ids[mine])
-    f = fuse_pool(ids, layer_of, pos, vec, lexs, mode=request.mode, fusion=request.fusion,
-                  has_vector=q is not None)
-    best, fused, vrank, lrank = f.best, f.fused, f.vector_rank, f.lexical_rank
-    hits: list[Hit] = []
-    for b in best.tolist():
-        cid = int(ids[b])
-        if cid in hidden or cid not in versions:
-            continue
-        found = [(n, versions[cid][n]) for n in PRECEDENCE if n in versions[cid]]
-        top_name, top_row = found[0]
-        top = chunk_of(top_row)
-        if request.kinds:
-            if top.kind not in request.kinds:
-                continue
-        elif not shown_kind(top.kind, request.include_meta):
-            continue
-        shadowed = []
-        for name, r in found[1:]:
-            lower = chunk_of(r)
-            shadowed.append(HiddenVersion(name, lower,
-                                          (lower.content, lower.kind) != (top.content, top.kind)))
-        matched = LayerName(rows[b][0])
-        v, lx = float(vec[b]), float(lexs[b])
-        hit = Hit(layer=top_name, chunk=top, score=float(fused[b]),
-                  vector_score=v if math.isfinite(v) else None,
-                  vector_rank=int(vrank[b]) or None,
-                  lexical_score=lx if lx > 0 else None, lexical_rank=int(lrank[b]) or None,
-                  matched_layer=matched, hidden=shadowed,
-                  approximate=picked.get((matched, cid), False))
-        if top_name != matched and q is not None:
-            tv = as_vector(top_row[EMBEDDING], int(top_row[DIM]))
-            hit.vector_score = float(_vector_scores(tv[None, :], q, request.metric,
-                                                    normalised)[0])
-        hits.append(hit)
-        if len(hits) >= request.k and not request.rerankers:
-            break
-    return hits
+    approximate = np.asarray([picked.get((LayerName(r[0]), int(r[1])), False) for r in rows],
+                             dtype=np.bool_)
+    return rank(Candidates(ids, layer_of, pos, vec, lexs, approximate),
+                _Rows(versions, q, request.metric, normalised), request, hidden,
+                has_vector=q is not None)
+
+
+class _Rows:
+    """:class:`~sediment.search.ranking.Versions` over the rows :func:`_fetch` read."""
+
+    __slots__ = ("metric", "normalised", "q", "versions")
+
+    def __init__(self, versions: dict[int, dict[LayerName, tuple[Any, ...]]], q: F32 | None,
+                 metric: Metric, normalised: bool) -> None:
+        self.versions, self.q, self.metric, self.normalised = versions, q, metric, normalised
+
+    def of(self, ids: I64) -> Iterator[list[tuple[LayerName, tuple[Any, ...]]]]:
+        for cid in ids.tolist():
+            got = self.versions.get(cid, {})
+            yield [(n, got[n]) for n in PRECEDENCE if n in got]
+
+    def kind(self, layer: LayerName, version: tuple[Any, ...]) -> str:
+        return str(version[2])  # FETCH_COLS: layer, id, kind, ...
+
+    def chunk(self, layer: LayerName, version: tuple[Any, ...]) -> Chunk:
+        return chunk_of(version)
+
+    def vector_score(self, layer: LayerName, version: tuple[Any, ...]) -> float:
+        assert self.q is not None
+        v = as_vector(version[EMBEDDING], int(version[DIM]))
+        return float(scores_of(v[None, :], self.q, self.metric, self.normalised)[0])

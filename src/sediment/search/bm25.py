@@ -27,6 +27,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -152,11 +153,19 @@ class Postings:
                 continue
             lo, hi = int(self.offsets[tid]), int(self.offsets[tid + 1])
             docs = self.docs[lo:hi]
-            tf = self.tf[lo:hi].astype(np.float32)
-            norm = np.float32(k1) * (np.float32(1.0 - b) + np.float32(b / stats.avg_len)
-                                     * self.doc_len[docs].astype(np.float32))
-            out[docs] += np.float32(idf) * tf * np.float32(k1 + 1.0) / (tf + norm)
+            out[docs] += term_scores(self.tf[lo:hi], self.doc_len[docs], idf, stats.avg_len,
+                                     k1, b)
         return out
+
+
+def term_scores(tf: npt.NDArray[np.integer], doc_len: npt.NDArray[np.integer], idf: float,
+                avg_len: float, k1: float, b: float) -> F32:
+    """One query term's Okapi BM25 part in each document holding it, in float32: the one
+    formula both stores sum, so they rank alike, ties included."""
+    tf32 = tf.astype(np.float32)
+    norm = np.float32(k1) * (np.float32(1.0 - b) + np.float32(b / avg_len)
+                             * doc_len.astype(np.float32))
+    return cast(F32, np.float32(idf) * tf32 * np.float32(k1 + 1.0) / (tf32 + norm))
 
 
 class PostingsStack:
@@ -232,10 +241,17 @@ def query_stats(layers: Sequence[Postings | PostingsStack], terms: Sequence[str]
     less the ``excluded`` documents."""
     n = sum(p.n_docs for p in layers) - sum(x.n_docs for x in excluded)
     total = sum(p.total_len for p in layers) - sum(x.total_len for x in excluded)
-    df = np.asarray([sum(p.term_df(t) for p in layers) - sum(x.term_df(t) for x in excluded)
-                     for t in terms], dtype=np.float64)
-    idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
-    return QueryStats(tuple(terms), idf, n, total / n if n else 0.0)
+    return stats_of(terms, [sum(p.term_df(t) for p in layers)
+                            - sum(x.term_df(t) for x in excluded) for t in terms], n, total)
+
+
+def stats_of(terms: Sequence[str], df: Sequence[int], n_docs: int, total_len: int
+             ) -> QueryStats:
+    """A query's statistics from its terms' document frequencies and the collection's
+    document count and total length, however a backend counted them."""
+    d = np.asarray(df, dtype=np.float64)
+    idf = np.log1p((n_docs - d + 0.5) / (d + 0.5)).astype(np.float32)
+    return QueryStats(tuple(terms), idf, n_docs, total_len / n_docs if n_docs else 0.0)
 
 
 class BM25Index:

@@ -11,7 +11,8 @@ the mapped matrix, or, for a layer of at least ``ann.ANN_MIN_ROWS`` rows with a 
 approximate index, by that index (over-fetching when a kind filter applies, and scanning
 exactly when too few candidates pass); the lexical side by BM25. Every candidate is then
 scored by *both* retrievers (exactly), so fusion sees complete evidence. Candidates from
-all layers are ranked together, fused, and grouped by chunk id: the version in the highest
+all layers go to the ranking core (``ranking.rank``, which the PostgreSQL search calls
+too): ranked together, fused, and grouped by chunk id; the version in the highest
 layer wins (local > user > delta > base, RFC 6.2) and the versions it hides travel with the
 hit; hidden versions whose content differs are conflicts (RFC 12). A logical chunk ranks by
 its best-matching version, so an override that rewords a base chunk is still found by the
@@ -23,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Literal
@@ -32,19 +33,19 @@ import numpy as np
 import numpy.typing as npt
 
 from sediment.errors import SchemaMismatchError, ValidationError
-from sediment.format import LayerFile
+from sediment.format import Chunk, LayerFile
 from sediment.format.arrays import distinct
 from sediment.search import ann
 from sediment.search.analysis import analyzer
 from sediment.search.bm25 import QueryStats, query_stats
 from sediment.search.fusion import ConvexFusion, Fusion, Pool
-from sediment.search.hits import ChunkAt, HiddenVersion, Hit, Reranker
+from sediment.search.hits import ChunkAt, Hit, Reranker
 from sediment.search.layer_index import I64, LayerIndex, Mask, layer_index
 from sediment.search.params import BM25Params
-from sediment.search.ranking import fuse_pool, ranks
-from sediment.search.vector import F32, Metric, top_k
+from sediment.search.ranking import Candidates, default_candidates, rank, ranks
+from sediment.search.vector import F32, Metric, scores_of, top_k
 from sediment.store import PRECEDENCE, LayerName, LayerSet, LayerStore, OpenLayer
-from sediment.store.rules import counted_in_statistics, shown_kind
+from sediment.store.rules import counted_in_statistics
 
 Mode = Literal["hybrid", "vector", "lexical"]
 MAX_K = 1000
@@ -201,15 +202,6 @@ def _layer_part(layer: OpenLayer, request: SearchRequest, q: F32 | None,
                  lex.astype(np.float32, copy=False), approximate)
 
 
-def _default_candidates(request: SearchRequest) -> int:
-    """Per retriever and layer: a deep pool for fusion, a shallow one for one retriever
-    (it only has to survive precedence and filters; an approximate index then searches
-    less, which is most of its cost)."""
-    if request.mode == "hybrid":
-        return max(request.k * 5, 50)
-    return max(request.k * 2, 20)
-
-
 def _add(timings: dict[str, float], key: str, since: float) -> None:
     timings[key] = timings.get(key, 0.0) + (time.perf_counter() - since) * 1e3
 
@@ -271,7 +263,7 @@ def search(layerset: LayerSet, request: SearchRequest,
             if layer.file.chunk_count and layer.file.dim != len(q):
                 raise ValidationError(f"query vector has {len(q)} dims but layer "
                                       f"{layer.name.value} has {layer.file.dim}")
-    c = request.candidates or _default_candidates(request)
+    c = request.candidates or default_candidates(request.mode, request.k)
     timings: dict[str, float] = {}
     stats = _lexical_stats(layers, request, timings)
     hidden = layerset.hidden(layers, request.actor)
@@ -326,12 +318,12 @@ def _approximate_hits(layer: OpenLayer, request: SearchRequest, q: F32, c: int,
     want = len(order) if request.rerankers else request.k
     name = layer.name
     hits: list[Hit] = []
-    for rank, (score, cid, pos) in enumerate(zip(scores[order].tolist(), ids[order].tolist(),
+    for place, (score, cid, pos) in enumerate(zip(scores[order].tolist(), ids[order].tolist(),
                                                  got[order].tolist(), strict=True), 1):
         if cid in hidden:
             continue
         hits.append(Hit(layer=name, chunk=ChunkAt(f, pos, cid), score=score,
-                        vector_score=score, vector_rank=rank, matched_layer=name,
+                        vector_score=score, vector_rank=place, matched_layer=name,
                         approximate=True))
         if len(hits) == want:
             break
@@ -341,8 +333,7 @@ def _approximate_hits(layer: OpenLayer, request: SearchRequest, q: F32, c: int,
 def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: SearchRequest,
                       q: F32 | None, normalised: bool, hidden: AbstractSet[int],
                       shortcuts: bool = True) -> list[Hit]:
-    """Fuse the pool, group it by chunk id, keep the highest layer's version, drop
-    superseded and forgotten ids, and filter on the version that is shown."""
+    """The parts' candidates as one pool, ranked by ``ranking.rank``."""
     if not parts:
         return []
     if len(layers) == 1 and shortcuts:
@@ -350,9 +341,9 @@ def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: Sear
     files = {layer.name: layer.file for layer in layers}
     if len(parts) == 1 and shortcuts:
         p0 = parts[0]
-        which = np.zeros(len(p0.pos), dtype=np.int64)
         pos, vec, lex = p0.pos, p0.vec, p0.lex
-        lrank_of_layer = np.full(len(pos), p0.layer.rank, dtype=np.int64)
+        layer_rank = np.full(len(pos), p0.layer.rank, dtype=np.int64)
+        approximate = np.full(len(pos), p0.approximate)
         ids = files[p0.layer].ids[pos].astype(np.int64)
     else:
         which = np.concatenate([np.full(len(p.pos), n, dtype=np.int64)
@@ -360,54 +351,46 @@ def _fuse_and_resolve(layers: list[OpenLayer], parts: list[_Part], request: Sear
         pos = np.concatenate([p.pos for p in parts])
         vec = np.concatenate([p.vec for p in parts])
         lex = np.concatenate([p.lex for p in parts])
-        lrank_of_layer = np.asarray([p.layer.rank for p in parts], dtype=np.int64)[which]
+        layer_rank = np.asarray([p.layer.rank for p in parts], dtype=np.int64)[which]
+        approximate = np.asarray([p.approximate for p in parts])[which]
         ids = np.concatenate([files[p.layer].ids[p.pos] for p in parts]).astype(np.int64)
-    f = fuse_pool(ids, lrank_of_layer, pos, vec, lex, mode=request.mode,
-                  fusion=request.fusion, has_vector=q is not None)
-    best, fused, vrank, lrank = f.best, f.fused, f.vector_rank, f.lexical_rank
-    id_arr = ids[best].astype(np.uint32)
-    where = {name: layer_index(f).positions(id_arr) for name, f in files.items()}
-    order_names = [name for name in PRECEDENCE if name in files]
-    where_l = {name: w.tolist() for name, w in where.items()}
-    cols = zip(ids[best].tolist(), fused[best].tolist(), vec[best].tolist(),
-               lex[best].tolist(), vrank[best].tolist(), lrank[best].tolist(),
-               which[best].tolist(), strict=True)
-    hits: list[Hit] = []
-    for n, (cid, score, v, lx, vr, lr, part_no) in enumerate(cols):
-        if cid in hidden:
-            continue
-        versions = [(name, where_l[name][n]) for name in order_names
-                    if where_l[name][n] >= 0]
-        top_name, top_pos = versions[0]
-        top_file = files[top_name]
-        top_kind = top_file.kind_at(top_pos)
-        if request.kinds:
-            if top_kind not in request.kinds:
-                continue
-        elif not shown_kind(top_kind, request.include_meta):
-            continue
-        top = top_file.chunk_at(top_pos)
-        shadowed = []
-        for name, p in versions[1:]:
-            lower = files[name].chunk_at(p)
-            differs = (lower.content, lower.kind) != (top.content, top.kind)
-            shadowed.append(HiddenVersion(name, lower, differs))
-        part = parts[part_no]
-        hit = Hit(layer=top_name, chunk=top, score=score,
-                  vector_score=v if math.isfinite(v) else None, vector_rank=vr or None,
-                  lexical_score=lx if lx > 0 else None, lexical_rank=lr or None,
-                  matched_layer=part.layer, hidden=shadowed, approximate=part.approximate)
-        if top_name != part.layer and q is not None:
-            hit.vector_score = _score_one(top_file, top_pos, q, request.metric, normalised)
-        hits.append(hit)
-        if len(hits) >= request.k and not request.rerankers:
-            break
-    return hits
+    return rank(Candidates(ids, layer_rank, pos, vec, lex, approximate),
+                _FileVersions(files, q, request.metric, normalised), request, hidden,
+                has_vector=q is not None)
+
+
+class _FileVersions:
+    """:class:`~sediment.search.ranking.Versions` over the layer files searched: a version
+    is a position in its file's chunk table, found through the file's id index."""
+
+    __slots__ = ("files", "metric", "normalised", "q")
+
+    def __init__(self, files: dict[LayerName, LayerFile], q: F32 | None, metric: Metric,
+                 normalised: bool) -> None:
+        self.files, self.q, self.metric, self.normalised = files, q, metric, normalised
+
+    def of(self, ids: I64) -> Iterator[list[tuple[LayerName, int]]]:
+        keys = ids.astype(np.uint32)
+        where = [(name, layer_index(self.files[name]).positions(keys).tolist())
+                 for name in PRECEDENCE if name in self.files]
+        for n in range(len(ids)):
+            yield [(name, w[n]) for name, w in where if w[n] >= 0]
+
+    def kind(self, layer: LayerName, version: int) -> str:
+        return self.files[layer].kind_at(version)
+
+    def chunk(self, layer: LayerName, version: int) -> Chunk:
+        return self.files[layer].chunk_at(version)
+
+    def vector_score(self, layer: LayerName, version: int) -> float:
+        assert self.q is not None
+        v = self.files[layer].vector(version)
+        return float(scores_of(v[None, :], self.q, self.metric, self.normalised)[0])
 
 
 def _one_file_hits(part: _Part, f: LayerFile, request: SearchRequest,
                    hidden: AbstractSet[int]) -> list[Hit]:
-    """:func:`_fuse_and_resolve` for a search of a single layer: no other version can
+    """``ranking.rank`` for a search of a single layer: no other version can
     shadow a candidate, and ``_layer_part`` has applied the kind filter already, so only
     hidden ids are dropped and only the hits returned are decoded (in one batch). A
     vector-only or lexical-only search ranks by its one score without the pool's rank
@@ -447,11 +430,3 @@ def _one_file_hits(part: _Part, f: LayerFile, request: SearchRequest,
                 lexical_score=lx if lx > 0 else None, lexical_rank=lr or None,
                 matched_layer=layer, approximate=approximate)
             for chunk, score, v, lx, vr, lr in cols]
-
-
-def _score_one(f: LayerFile, pos: int, q: F32, metric: Metric, normalised: bool) -> float:
-    v = f.vector(pos)
-    s = float(v @ q)
-    if metric == "cosine" and not normalised:
-        s /= max(float(np.linalg.norm(v)) * float(np.linalg.norm(q)), 1e-12)
-    return s

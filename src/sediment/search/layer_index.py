@@ -20,7 +20,7 @@ from sediment.format import LayerFile
 from sediment.format.arrays import distinct
 from sediment.search import ann, lexicon
 from sediment.search.bm25 import Excluded, PostingsStack
-from sediment.search.vector import F32, Metric, dot_scores, row_norms, top_k
+from sediment.search.vector import F32, Metric, cosine, dot_scores, row_norms, top_k
 from sediment.store.derived import derived
 from sediment.store.rules import counted_in_statistics, shown_kind
 
@@ -99,10 +99,7 @@ class LayerIndex:
     def _cosine(self, scores: F32, rows: I64 | slice | None, q: F32) -> F32:
         if self._norms is None:
             self._norms = row_norms(self.file.embeddings, self.file.quant_scale)
-        norms = self._norms if rows is None else self._norms[rows]
-        qn = float(np.linalg.norm(q)) or 1.0
-        with np.errstate(over="ignore", invalid="ignore"):  # inf / inf: NaN, which top_k skips
-            return (scores / (np.maximum(norms, 1e-12) * qn)).astype(np.float32)
+        return cosine(scores, self._norms if rows is None else self._norms[rows], q)
 
     def vector_scores(self, q: F32, metric: Metric, normalised: bool) -> F32:
         """The score of every chunk, in chunk-table order (an exact scan)."""

@@ -75,6 +75,23 @@ def row_norms(matrix: npt.NDArray[Any], quant_scale: float = 1.0,
     return out
 
 
+def cosine(dots: F32, norms: F32, q: F32) -> F32:
+    """Dot products of rows with ``q`` turned into cosines, given the rows' norms (a zero
+    row scores 0; an infinite one NaN, which ``top_k`` skips)."""
+    qn = float(np.linalg.norm(q)) or 1.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (dots / (np.maximum(norms, 1e-12) * qn)).astype(np.float32)
+
+
+def scores_of(vectors: F32, q: F32, metric: Metric, normalised: bool) -> F32:
+    """The scores of a few vectors (rows of ``vectors``) against ``q``: what both backends
+    give a candidate they fetched rather than scanned."""
+    dots: F32 = (vectors @ q).astype(np.float32)
+    if metric == "cosine" and not normalised:
+        return cosine(dots, np.linalg.norm(vectors, axis=1), q)
+    return dots
+
+
 def top_k(scores: F32, k: int) -> npt.NDArray[np.int64]:
     """Indices of the ``k`` largest finite scores, best first (ties: lower index first)."""
     finite = np.isfinite(scores)
