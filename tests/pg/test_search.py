@@ -78,7 +78,7 @@ def test_the_approximate_query_walks_the_hnsw_index(store: PgStore) -> None:
 def test_hidden_ids_are_read_through_the_events_index(store: PgStore) -> None:
     """Without ``kind LIKE 'meta.%'`` the planner could not use chunks_events and read the
     whole table on every search (seq scans off: only a usable index avoids one)."""
-    plan = _explain(store, pg_search._hidden_query(store.project, [LayerName.BASE]),
+    plan = _explain(store, pg_search._hidden_query(store, [LayerName.BASE]),
                     "SET enable_seqscan = off")
     assert "chunks_events" in plan and "Seq Scan" not in plan
 
@@ -92,6 +92,43 @@ def test_a_forget_from_another_connection_hides_the_chunk_at_once(
                                                 sources=(first,))],
                      np.zeros((1, DIM), dtype=np.float32), profile=PROFILE)
     assert first not in [i for i, _ in _search(store, q)]
+
+
+def _event_rows(store: PgStore) -> list[tuple[str, int | None]]:
+    """What the hidden-ids statement would read now: (layer, event id) per row."""
+    query = pg_search._hidden_query(store, list(LayerName))
+    with store.cursor() as cur:
+        cur.execute(query[0], query[1])
+        return [(str(r[0]), r[1]) for r in cur.fetchall()]
+
+
+def _note(store: PgStore, kind: str, text: str, sources: tuple[int, ...] = ()) -> None:
+    store.append(LayerName.LOCAL, [NewChunk(kind, text, "human", 1.0, sources=sources)],
+                 np.zeros((1, DIM), dtype=np.float32), profile=PROFILE)
+
+
+def test_a_search_reads_a_layers_events_again_only_when_they_changed(
+        store: PgStore, pg_url: str) -> None:
+    """The events are folded once per change of them (migration 0077's generation), not
+    once per query: a plain note leaves the generation alone, an event from any
+    connection moves it, and only the layer it changed is read again."""
+    q = _unit(1, 3)[0]
+    _note(store, "note", "a plain note")
+    first, second = [i for i, _ in _search(store, q)][:2]
+    assert _event_rows(store) == []  # every layer as the search read it
+    _note(store, "note", "another plain note")
+    assert _event_rows(store) == []
+    with PgStore(pg_url) as other:
+        _note(other, FORGET, f"forget {first}", (first,))
+    rows = _event_rows(store)
+    assert [layer for layer, _ in rows] == ["local"] and rows[0][1] is not None
+    assert first not in [i for i, _ in _search(store, q)]
+    assert _event_rows(store) == []
+    with store.cursor() as cur:  # a statement that removes an event moves it too
+        cur.execute("DELETE FROM chunks WHERE project = %s AND kind = %s",
+                    (store.project, FORGET))
+    assert [layer for layer, _ in _event_rows(store)] == ["local"]
+    assert [i for i, _ in _search(store, q)][:2] == [first, second]
 
 
 def _ef(store: PgStore) -> str:

@@ -30,6 +30,8 @@ import hashlib
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -57,7 +59,7 @@ from sediment.store.events import (
     hidden_ids,
     iter_events,
 )
-from sediment.store.rules import counted_in_statistics, private_ids
+from sediment.store.rules import counted_in_statistics, others_ids, private_by_actor
 
 if TYPE_CHECKING:
     from sediment.pg.store import Cursor, PgStore
@@ -362,19 +364,76 @@ def _vector_query(store: PgStore, layer: LayerName, dim: int, q: F32, c: int, do
         sql.Literal(dim), op, sql.Literal(dim)), [q, ef, *base, q, c])
 
 
-def _hidden_query(project: str, names: Sequence[LayerName]) -> Query:
+@dataclass(frozen=True, slots=True)
+class _Hiding:
+    """What one layer's events hide, as of its events generation (migration 0077)."""
+
+    gen: int
+    hidden: frozenset[int]
+    by_actor: dict[str, set[int]]
+
+
+class _Seen:
+    """A store's events per layer as last read, and the hidden sets answered from them."""
+
+    def __init__(self) -> None:
+        self.layers: dict[LayerName, _Hiding] = {}
+        self.answers: dict[tuple[Any, ...], frozenset[int]] = {}
+
+
+_events_seen: weakref.WeakKeyDictionary[PgStore, _Seen] = weakref.WeakKeyDictionary()
+
+
+def _hidden_query(store: PgStore, names: Sequence[LayerName]) -> Query:
+    """The events of the layers among ``names`` whose events generation moved since this
+    store last read them, each such layer with its generation (one row with no event for
+    a layer that has none), so a search pays for reading and folding a layer's events once
+    per change of them, not once per query."""
+    seen = _events_seen.get(store)
+    gens = [h.gen for h in seen.layers.values()] if seen is not None else []
     # ``kind LIKE 'meta.%'`` is the predicate of the partial index chunks_events: without
     # it the planner cannot prove the index applies and reads the whole table every query.
     # A literal, not a parameter, so a prepared statement's generic plan can prove it too
     # (``%%`` is psycopg's escape for ``%``).
-    return (sql.SQL(f"SELECT {CHUNK_COLS} FROM chunks WHERE project = %s AND layer = ANY(%s) "
-                    "AND kind LIKE {} AND kind = ANY(%s)").format(sql.Literal(META_PREFIX + "%%")),
-            [project, [x.value for x in names], [SUPERSEDE, FORGET, WRITE]])
+    cols = ", ".join(f"c.{x.strip()}" for x in CHUNK_COLS.split(",")[1:])
+    return (sql.SQL(f"SELECT l.layer, {cols}, l.events_gen FROM layers AS l "
+                    "LEFT JOIN chunks AS c ON c.project = l.project AND c.layer = l.layer "
+                    "AND c.kind LIKE {} AND c.kind = ANY(%s) WHERE l.project = %s "
+                    "AND l.layer = ANY(%s) AND l.events_gen <> ALL(%s)"
+                    ).format(sql.Literal(META_PREFIX + "%%")),
+            [[SUPERSEDE, FORGET, WRITE], store.project, [x.value for x in names], gens])
 
 
-def _hidden(rows: Sequence[tuple[Any, ...]], actor: str | None) -> set[int]:
-    events = list(iter_events((LayerName(r[0]), chunk_of(r)) for r in rows))
-    return hidden_ids(events) | private_ids(events, actor)
+def _hidden(store: PgStore, rows: Sequence[tuple[Any, ...]], layers: Sequence[LayerName],
+            actor: str | None) -> frozenset[int]:
+    """Ids a search of ``layers`` by ``actor`` leaves out (``sediment.store.rules``), from
+    the layers' events :func:`_hidden_query` read and those remembered for the others."""
+    seen = _events_seen.setdefault(store, _Seen())
+    fresh: dict[LayerName, list[tuple[LayerName, Chunk]]] = {}
+    gens: dict[LayerName, int] = {}
+    for r in rows:
+        name = LayerName(r[0])
+        gens[name] = int(r[-1])
+        chunks = fresh.setdefault(name, [])
+        if r[1] is not None:
+            chunks.append((name, chunk_of(r)))
+    for name, gen in gens.items():
+        events = list(iter_events(fresh[name]))
+        seen.layers[name] = _Hiding(gen, frozenset(hidden_ids(events)),
+                                    private_by_actor(events))
+    parts = [seen.layers[n] for n in layers if n in seen.layers]
+    key = (actor, tuple(h.gen for h in parts))
+    got = seen.answers.get(key)
+    if got is None:
+        out: set[int] = set()
+        for h in parts:
+            out |= h.hidden
+            if actor is not None:
+                out |= others_ids(h.by_actor, actor)
+        if len(seen.answers) >= 256:
+            seen.answers.clear()
+        got = seen.answers[key] = frozenset(out)
+    return got
 
 
 def _send(conn: psycopg.Connection[Any], query: Query | None, *, binary: bool = False
@@ -488,7 +547,7 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
         with conn.pipeline():
             cur.execute("SELECT layer, n_docs, total_len, dim FROM layers WHERE project = %s "
                         "AND layer = ANY(%s)", (store.project, [n.value for n in names]))
-            events = _send(conn, _hidden_query(store.project, names))
+            events = _send(conn, _hidden_query(store, names))
             dfs = _send(conn, lex.query(store.project, names))
             left_out = _send(conn, lex.excluded(store.project, names))
             blocks = _send(conn, lex.blocks(store.project, names, kind_sql, kind_args),
@@ -559,7 +618,7 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
                 picked.setdefault((n, i), False)
         t = time.perf_counter()
         hits = _resolve(store, cur, layers, picked, scored, q, request, normalised,
-                        _hidden(hidden_rows, request.actor))
+                        _hidden(store, hidden_rows, layers, request.actor))
     for rerank in request.rerankers:
         hits = rerank(hits)
     timings["fusion"] = (time.perf_counter() - t) * 1e3
@@ -593,7 +652,8 @@ def _fetch(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
 
 def _resolve(store: PgStore, cur: Cursor, layers: Sequence[LayerName],
              picked: dict[tuple[LayerName, int], bool], scored: dict[LayerName, Scored],
-             q: F32 | None, request: SearchRequest, normalised: bool, hidden: set[int]
+             q: F32 | None, request: SearchRequest, normalised: bool,
+             hidden: AbstractSet[int]
              ) -> list[Hit]:
     """Score the pool by both retrievers and rank it (``search.ranking.rank``)."""
     if not picked:

@@ -29,7 +29,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, Protocol
 
 from sediment.format import Chunk
@@ -146,17 +147,33 @@ def private_ids(events: Iterable[Event], actor: str | None) -> set[int]:
     with the words it changed, forgets, uses), which are as private as the memory."""
     if actor is None:
         return set()
-    out: set[int] = set()
+    return others_ids(private_by_actor(events), actor)
+
+
+def private_by_actor(events: Iterable[Event]) -> dict[str, set[int]]:
+    """Per actor, the ids of :func:`private_ids` that are theirs: computed once for a
+    state of the layers and answered for every reader by :func:`others_ids`."""
+    out: dict[str, set[int]] = {}
     for e in events:
         if e.layer not in PRIVATE_LAYERS:
             continue
         who = e.data.get("actor")
-        if not isinstance(who, str) or who == actor:
+        if not isinstance(who, str):
             continue
-        out.add(e.chunk.id)
+        mine = out.setdefault(who, set())
+        mine.add(e.chunk.id)
         if e.kind == WRITE:
-            out.update(s for s in e.chunk.sources
-                       if isinstance(s, int) and not isinstance(s, bool))
+            mine.update(s for s in e.chunk.sources
+                        if isinstance(s, int) and not isinstance(s, bool))
+    return out
+
+
+def others_ids(by_actor: Mapping[str, AbstractSet[int]], actor: str) -> set[int]:
+    """The ids of :func:`private_by_actor` that are not ``actor``'s."""
+    out: set[int] = set()
+    for who, ids in by_actor.items():
+        if who != actor:
+            out.update(ids)
     return out
 
 
