@@ -14,8 +14,6 @@ from sediment.cli._output import emit_json, visible
 from sediment.config import data_dir, store_url
 from sediment.errors import ConfigError, NotFoundError, PermissionDeniedError
 from sediment.pg import PgStore, Transfer, parse_store_url, pull, push
-from sediment.pg.memory_transfer import USER_LAYERS, pull_actor
-from sediment.pg.staging import Staging
 from sediment.store import LayerSet
 
 if TYPE_CHECKING:
@@ -79,7 +77,7 @@ def _push_context(target: PgStore, directory: Path, actor: str, *, check_only: b
     """Check (``check_only``) or push the directory's context store as ``actor``'s, over
     the store's own pool (one per process, as every other path)."""
     from sediment.format.profile import check_compatible
-    from sediment.pg.context_transfer import push_context, refuse_if_present
+    from sediment.pg.context_transfer import CONTEXT, push_context
 
     probe = _context_store(directory, None, 0)
     stored = probe.stored_schema()
@@ -95,7 +93,7 @@ def _push_context(target: PgStore, directory: Path, actor: str, *, check_only: b
     files = _context_store(directory, profile, dim)
     if check_only:
         with target.db.connection() as conn:
-            refuse_if_present(conn, target.project, actor)
+            CONTEXT.refuse_twice(conn, target.project, actor)
         return 0
     return push_context(target.db, actor, files.parts(), schema.dim if schema else 0)
 
@@ -195,20 +193,12 @@ def pull_cmd(store: str | None, project: str | None, layer_dir: Path, force: boo
     `sediment validate` accepts and that search as the server does; the project's memories
     go back into the layers that hold them on files."""
     directory = _directory(layer_dir)
-    with _store(store, project) as source, Staging() as staging:
+    with _store(store, project) as source:
         source.require_project()
         write_context = _pull_context(source, directory, actor or own_actor(), force) \
             if with_context else None
-        done = pull(source, directory, force=force, staging=staging)
-        if user_memories:
-            who, own = _actor_files(actor)
-            schema = source.schema()
-            done.memories["user"] = pull_actor(
-                source, who, {n: own.paths[n] for n in USER_LAYERS if n in own.paths},
-                dim=schema.dim if schema is not None else 0,
-                profile=schema.profile if schema is not None else None, force=force,
-                staging=staging)
-        staging.commit()
+        done = pull(source, directory, force=force,
+                    actor_files=_actor_files(actor) if user_memories else None)
         if write_context is not None:
             done.context = write_context()
         name = source.project

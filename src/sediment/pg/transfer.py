@@ -30,26 +30,24 @@ from typing import Any
 import numpy as np
 
 from sediment.errors import NotFoundError, PermissionDeniedError, SchemaMismatchError
-from sediment.format import Chunk, encode_layer
+from sediment.format import Chunk
 from sediment.format.profile import check_compatible, unit_vectors
 from sediment.pg.memory_transfer import (
     MemoryRow,
-    actor_rows,
     is_memory_row,
-    listed_ids,
     memory_ids,
     memory_row,
-    merged,
-    private_ids,
+    project_rows,
+    pull_actor,
     push_actor,
     push_project,
-    stored_rows,
 )
 from sediment.pg.search import ensure_vector_index
 from sediment.pg.staging import Staging
 from sediment.pg.store import PgStore
+from sediment.pg.transfer_rows import Pair, new_ids, new_metadata, refuse_existing, stage
 from sediment.store import PRECEDENCE, LayerName, LayerSet
-from sediment.store.ids import WRITTEN_START, recorded_high_water
+from sediment.store.ids import recorded_high_water
 
 _GLOBAL = (LayerName.USER, LayerName.BASE)
 
@@ -87,12 +85,6 @@ def _check_schema(store: PgStore, files: LayerSet) -> None:
                      consequence="their vectors cannot be searched together")
 
 
-def _replace_base(store: PgStore) -> None:
-    with store.cursor() as cur:
-        cur.execute("DELETE FROM layers WHERE project = %s AND layer = 'base'",
-                    (store.project,))
-
-
 def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
          on_layer: Callable[[str, int], None] | None = None,
          actor_files: tuple[str, LayerSet] | None = None) -> Transfer:
@@ -107,15 +99,15 @@ def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
         raise NotFoundError("no layer files to push (looked for "
                             f"{', '.join(n.file_name for n in LayerName)})")
     out = Transfer()
-    with store.transaction():
-        with store.cursor() as cur:
-            cur.execute("SET LOCAL statement_timeout = 0")
+    with store.transaction(), store.db.connection() as conn:
+        conn.execute("SET LOCAL statement_timeout = 0")
         _check_schema(store, files)
         present = set(store.present())
         base = next((la for la in layers if la.name is LayerName.BASE), None)
         if base is not None and LayerName.BASE in present:
             if replace_base:
-                _replace_base(store)
+                conn.execute("DELETE FROM layers WHERE project = %s AND layer = 'base'",
+                             (store.project,))
                 present.discard(LayerName.BASE)
             elif not _same_base(store, list(base.file.chunks())):
                 raise PermissionDeniedError(
@@ -125,35 +117,32 @@ def push(store: PgStore, files: LayerSet, *, replace_base: bool = False,
         mem_ids = memory_ids(files)
         memory: list[MemoryRow] = []
         for layer in layers:
-            f = layer.file
+            f, name = layer.file, layer.name
             every = list(f.chunks())
-            private = layer.name is LayerName.LOCAL
-            plain = [i for i, c in enumerate(every)
-                     if not (private and is_memory_row(c, mem_ids))]
-            memory.extend(memory_row(layer.name.value, every[i], f.vector(i))
-                          for i in sorted(set(range(len(every))) - set(plain)))
-            chunks = [every[i] for i in plain]
-            keep = _new_chunks(store, layer.name, chunks)
-            rows = [i for i in plain if every[i].id in keep]
+            moved = {i for i, c in enumerate(every)
+                     if name is LayerName.LOCAL and is_memory_row(c, mem_ids)}
+            memory += [memory_row(name.value, every[i], f.vector(i)) for i in sorted(moved)]
+            plain = [c for i, c in enumerate(every) if i not in moved]
+            keep = new_ids(conn, store.project, name.value, plain)
+            rows = [i for i, c in enumerate(every) if i not in moved and c.id in keep]
             vectors = (np.stack([f.vector(i) for i in rows]) if rows
                        else np.zeros((0, f.dim), dtype=np.float32))
-            store.ensure_layer(layer.name, f.dim, f.element_type, f.embedding_profile,
-                               metadata=(dict(f.metadata or {}) if layer.name not in present
-                                         else None),
+            store.ensure_layer(name, f.dim, f.element_type, f.embedding_profile,
+                               metadata=dict(f.metadata or {}) if name not in present else None,
                                quant_scale=float(f.quant_scale) if f.element_type == "i8"
                                else None)
             if rows:
-                store.insert(layer.name, [every[i] for i in rows], vectors)
-            store.note_ids(layer.name, [i for i in (recorded_high_water(f.metadata),
-                                                    *(c.id for c in every)) if i])
-            out.layers[layer.name.value] = len(rows)
-            out.skipped[layer.name.value] = len(chunks) - len(rows)
+                store.insert(name, [every[i] for i in rows], vectors)
+            store.note_ids(name, [i for i in (recorded_high_water(f.metadata),
+                                              *(c.id for c in every)) if i])
+            out.layers[name.value] = len(rows)
+            out.skipped[name.value] = len(plain) - len(rows)
             if on_layer is not None:
-                on_layer(layer.name.value, len(rows))
-        out.memories["project"] = push_project(store, memory, memory_ids(files, _GLOBAL))
+                on_layer(name.value, len(rows))
+        out.memories["project"] = push_project(conn, store.project, memory,
+                                               memory_ids(files, _GLOBAL))
         if actor_files is not None:
-            actor, own = actor_files
-            out.memories["user"] = push_actor(store, actor, actor_rows(actor, own))
+            out.memories["user"] = push_actor(conn, *actor_files)
     with store.cursor() as cur:
         # the planner's row counts, for every query after
         cur.execute("ANALYZE chunks, posting_blocks")
@@ -181,89 +170,47 @@ def _same_base(store: PgStore, chunks: list[Chunk]) -> bool:
     return got is not None and int(got[0]) == len(chunks) and got[1] == digest.hexdigest()
 
 
-def _new_chunks(store: PgStore, name: LayerName, chunks: list[Chunk]) -> set[int]:
-    """The ids of ``chunks`` to insert; identical ones already there are left out, and a
-    clash (different content under a used id) is an error naming the ids."""
-    if not chunks:
-        return set()
-    with store.cursor() as cur:
-        cur.execute("SELECT layer, id, kind, content FROM chunks WHERE project = %s AND "
-                    "id = ANY(%s)", (store.project, [c.id for c in chunks]))
-        rows = cur.fetchall()
-    same_layer = {int(r[1]): (r[2], r[3]) for r in rows if r[0] == name.value}
-    elsewhere: dict[int, tuple[str, str]] = {}
-    for r in rows:
-        if r[0] != name.value:
-            elsewhere.setdefault(int(r[1]), (r[2], r[3]))
-    clash = [c.id for c in chunks if c.id in same_layer and same_layer[c.id] != (c.kind, c.content)]
-    if clash:
-        raise PermissionDeniedError(
-            f"project {store.project} already holds different chunks under ids {listed_ids(clash)} "
-            f"in its {name.value} layer; a push into a project may only add new ids")
-    reused = [c.id for c in chunks if c.id >= WRITTEN_START and c.id not in same_layer
-              and c.id in elsewhere and elsewhere[c.id] != (c.kind, c.content)]
-    private = private_ids(store, [c.id for c in chunks if c.id not in same_layer])
-    reused = sorted(set(reused) | private)
-    if reused:
-        raise PermissionDeniedError(
-            f"project {store.project} already uses ids {listed_ids(reused)} for other chunks, "
-            "memories or context items; the "
-            "files and the server both gave them out, so pushing would merge unrelated "
-            "chunks (pull the project, copy your chunks with `sediment write`, then push)")
-    return {c.id for c in chunks if c.id not in same_layer}
-
-
 def pull(store: PgStore, directory: Path, *, force: bool = False,
-         staging: Staging | None = None) -> Transfer:
-    """Write the project's layers, its memory rows among them, as files in ``directory``;
-    ``force`` overwrites. Every file is built before any is put in place (into
-    ``staging`` when given, for the caller to commit with files of its own), so a failure
-    leaves the directory as it was."""
-    if staging is None:
-        with Staging() as own:
-            return pull(store, directory, force=force, staging=own)
+         actor_files: tuple[str, LayerSet] | None = None) -> Transfer:
+    """Write the project's layers, its memory rows among them, as files in ``directory``
+    (and, with ``actor_files``, that actor's own memories as their files); ``force``
+    overwrites. Every file is built before any is put in place, so a failure leaves the
+    directory as it was."""
     if not directory.is_dir():
         raise NotFoundError(f"--dir {directory}: no such directory")
-    names = set(store.present())
-    memories = stored_rows(store)
-    names |= {n for n in LayerName if n.value in memories}
+    with store.db.connection() as conn:
+        memories = project_rows(conn, store.project)
+    names = set(store.present()) | {n for n in LayerName if n.value in memories}
     if not names:
         raise NotFoundError(f"project {store.project} has no layers ({store.url.redacted})")
     targets = {n: directory / n.file_name for n in PRECEDENCE if n in names}
-    existing = [str(p) for p in targets.values() if p.exists()]
-    if existing and not force:
-        raise PermissionDeniedError(f"{', '.join(existing)} already exist; pass --force to "
-                                    "overwrite them with the server's layers")
+    refuse_existing(targets.values(), force, "the server's layers")
     schema = store.schema()
     out = Transfer()
-    for name, path in targets.items():
-        summary = store.summary(name, max_ids=0)
-        dim = summary.dim if summary is not None and summary.dim else \
-            schema.dim if schema is not None else _memory_dim(memories)
-        element_type = summary.element_type if summary is not None else \
-            schema.element_type if schema is not None else "f32"
-        pairs = list(store.chunks(name)) if summary is not None else []
-        chunks, vectors = merged([c for c, _ in pairs],
-                                 np.stack([v for _, v in pairs]) if pairs
-                                 else np.zeros((0, dim), dtype=np.float32),
-                                 memories.get(name.value, []), dim)
-        metadata = store.layer_metadata(name) or {}
-        if summary is None:
-            metadata = {"v": 1, "tool_name": "sediment"}
-            if schema is not None and schema.profile is not None:
-                metadata["embedding_profile"] = schema.profile
-        if chunks:
-            metadata["id_high_water"] = max(recorded_high_water(metadata),
-                                            max(c.id for c in chunks))
-        data = encode_layer(chunks, vectors, dim=dim, element_type=element_type,
-                            quant_scale=store.quant_scale(name), metadata=metadata)
-        staging.write(path, data)
-        out.layers[name.value] = len(chunks) - len(memories.get(name.value, []))
-        out.files.append(str(path))
-    out.memories["project"] = sum(len(v) for v in memories.values())
+    with Staging() as staging:
+        for name, path in targets.items():
+            summary = store.summary(name, max_ids=0)
+            mine = memories.get(name.value, [])
+            pairs: list[Pair] = list(store.chunks(name)) if summary is not None else []
+            if mine:
+                pairs = sorted([*pairs, *mine], key=lambda p: p[0].id)
+            n = stage(staging, path, pairs,
+                      dim=summary.dim if summary is not None and summary.dim else
+                      schema.dim if schema is not None else _memory_dim(memories),
+                      element_type=summary.element_type if summary is not None else
+                      schema.element_type if schema is not None else "f32",
+                      quant_scale=store.quant_scale(name),
+                      metadata=(store.layer_metadata(name) or {}) if summary is not None else
+                      new_metadata(schema.profile if schema is not None else None))
+            out.layers[name.value] = n - len(mine)
+            out.files.append(str(path))
+        out.memories["project"] = sum(len(v) for v in memories.values())
+        if actor_files is not None:
+            out.memories["user"] = pull_actor(store, *actor_files, force=force,
+                                              staging=staging)
     return out
 
 
-def _memory_dim(memories: dict[str, list[tuple[Chunk, Any]]]) -> int:
+def _memory_dim(memories: dict[str | None, list[Pair]]) -> int:
     return next((int(v.shape[0]) for rows in memories.values() for _, v in rows
                  if v is not None), 0)
