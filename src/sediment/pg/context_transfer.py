@@ -8,15 +8,11 @@ and a pull writes one actor's rows back as a directory's store.
 
 Ids: a file store numbers its items and events from its own range, and the server's one
 id sequence numbers every row of a project, so a push gives every row a new id from the
-sequence and rewrites every reference to it: integer sources (an event's subjects), and
-in an event's data the item it is about (``item``), what a summary replaced
-(``summary_of``, ``old_id``, ``new_id``), what a prune forgot (``context_id``), the keys of
-an access count (``uses``) and the iteration an error belongs to
-(``metadata.iteration_item``). An event's ``actor`` becomes the actor pushed as, since on
-the server the rows are that actor's. A pull gives
-them back ids of the range a context store numbers from (``store.ids.CONTEXT_IDS``,
-``FileContextStore.replace``), the same references rewritten: the server's ids are in the
-project's range, where the pulled project's writers would give them again.
+sequence, every reference following (:mod:`sediment.store.refs`: an event's subjects, its
+``item``, ``summary_of``, ``context_id``, the keys of ``uses``, ``iteration_item``, ...),
+and an event's ``actor`` becomes the actor pushed as. A pull gives them back ids of the
+range a context store numbers from (``FileContextStore.replace``): the server's ids are in
+the project's range, where the pulled project's writers would give them again.
 """
 
 from __future__ import annotations
@@ -34,15 +30,15 @@ from sediment.context.store import ITEM_PREFIX
 from sediment.errors import SchemaMismatchError
 from sediment.format import Chunk
 from sediment.pg.database import Database, bump
-from sediment.pg.transfer_rows import Owned, insert
+from sediment.pg.transfer import Owned, insert
 from sediment.store.events import event_content, event_data
 
 Row = tuple[str | None, Chunk, Any]
 """A context row of a file store: its archive day (None: active), the chunk, its vector."""
 CONTEXT = Owned("context_rows", "project = %(project)s AND actor = %(actor)s", "archive",
-                rows="context rows in project {project}", again="this store",
-                hint="pull them with `sediment pull --context`, or prune them there first",
-                confidence="1.0")
+                "context rows in project {project}; pushing this store again would "
+                "duplicate them (pull them with `sediment pull --context`, or prune them "
+                "there first)", confidence="1.0")
 """An actor's context rows."""
 _COLUMNS = ("project, id, actor, is_event, kind, content, author, created_at_ms, sources, "
             "subjects, data, embedding, archive")
