@@ -79,23 +79,21 @@ def _push_context(target: PgStore, directory: Path, actor: str, *, check_only: b
     from sediment.format.profile import check_compatible
     from sediment.pg.context_transfer import CONTEXT, push_context
 
-    probe = _context_store(directory, None, 0)
-    stored = probe.stored_schema()
+    stored = _context_store(directory, None, 0).stored_schema()
     if stored is None:
         return 0
-    dim, profile = stored
+    files = _context_store(directory, stored[1], stored[0])
     schema = target.schema()
-    if schema is not None and profile is not None and schema.profile is not None:
-        check_compatible(profile, schema.profile, a_name=f"the context store in "
-                         f"{probe.directory}", b_name=f"project {target.project}",
+    if schema is not None and files.profile is not None and schema.profile is not None:
+        check_compatible(files.profile, schema.profile, a_name=f"the context store in "
+                         f"{files.directory}", b_name=f"project {target.project}",
                          consequence="its items could not be searched with the server's "
                                      "embedder")
-    files = _context_store(directory, profile, dim)
-    if check_only:
-        with target.db.connection() as conn:
-            CONTEXT.refuse_twice(conn, target.project, actor)
-        return 0
-    return push_context(target.db, actor, files.parts(), schema.dim if schema else 0)
+    if not check_only:
+        return push_context(target.db, actor, files.parts(), schema.dim if schema else 0)
+    with target.db.connection() as conn:
+        CONTEXT.refuse_twice(conn, target.project, actor)
+    return 0
 
 
 def _pull_context(source: PgStore, directory: Path, actor: str, force: bool
@@ -193,10 +191,10 @@ def pull_cmd(store: str | None, project: str | None, layer_dir: Path, force: boo
     `sediment validate` accepts and that search as the server does; the project's memories
     go back into the layers that hold them on files."""
     directory = _directory(layer_dir)
+    who = actor or own_actor()
     with _store(store, project) as source:
         source.require_project()
-        write_context = _pull_context(source, directory, actor or own_actor(), force) \
-            if with_context else None
+        write_context = _pull_context(source, directory, who, force) if with_context else None
         done = pull(source, directory, force=force,
                     actor_files=_actor_files(actor) if user_memories else None)
         if write_context is not None:
@@ -207,7 +205,7 @@ def pull_cmd(store: str | None, project: str | None, layer_dir: Path, force: boo
         return
     for path, (layer, n) in zip(done.files, done.layers.items(), strict=True):
         click.echo(f"{layer:<6} {n} chunks -> {visible(path)}")
-    _memories(done, (actor or own_actor()) if user_memories else None)
+    _memories(done, who if user_memories else None)
     if with_context:
-        click.echo(f"context rows: {done.context} of {visible(actor or own_actor())}")
+        click.echo(f"context rows: {done.context} of {visible(who)}")
     click.echo(f"pulled project {visible(name)}")
