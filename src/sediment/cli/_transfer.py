@@ -14,8 +14,6 @@ from sediment.cli._output import emit_json, visible
 from sediment.config import data_dir, store_url
 from sediment.errors import ConfigError, NotFoundError, PermissionDeniedError
 from sediment.pg import PgStore, Transfer, parse_store_url, pull, push
-from sediment.pg.memory_transfer import USER_LAYERS, pull_actor
-from sediment.pg.staging import Staging
 from sediment.store import LayerSet
 
 if TYPE_CHECKING:
@@ -79,25 +77,23 @@ def _push_context(target: PgStore, directory: Path, actor: str, *, check_only: b
     """Check (``check_only``) or push the directory's context store as ``actor``'s, over
     the store's own pool (one per process, as every other path)."""
     from sediment.format.profile import check_compatible
-    from sediment.pg.context_transfer import push_context, refuse_if_present
+    from sediment.pg.context_transfer import CONTEXT, push_context
 
-    probe = _context_store(directory, None, 0)
-    stored = probe.stored_schema()
+    stored = _context_store(directory, None, 0).stored_schema()
     if stored is None:
         return 0
-    dim, profile = stored
+    files = _context_store(directory, stored[1], stored[0])
     schema = target.schema()
-    if schema is not None and profile is not None and schema.profile is not None:
-        check_compatible(profile, schema.profile, a_name=f"the context store in "
-                         f"{probe.directory}", b_name=f"project {target.project}",
+    if schema is not None and files.profile is not None and schema.profile is not None:
+        check_compatible(files.profile, schema.profile, a_name=f"the context store in "
+                         f"{files.directory}", b_name=f"project {target.project}",
                          consequence="its items could not be searched with the server's "
                                      "embedder")
-    files = _context_store(directory, profile, dim)
-    if check_only:
-        with target.db.connection() as conn:
-            refuse_if_present(conn, target.project, actor)
-        return 0
-    return push_context(target.db, actor, files.parts(), schema.dim if schema else 0)
+    if not check_only:
+        return push_context(target.db, actor, files.parts(), schema.dim if schema else 0)
+    with target.db.connection() as conn:
+        CONTEXT.refuse_twice(conn, target.project, actor)
+    return 0
 
 
 def _pull_context(source: PgStore, directory: Path, actor: str, force: bool
@@ -195,20 +191,12 @@ def pull_cmd(store: str | None, project: str | None, layer_dir: Path, force: boo
     `sediment validate` accepts and that search as the server does; the project's memories
     go back into the layers that hold them on files."""
     directory = _directory(layer_dir)
-    with _store(store, project) as source, Staging() as staging:
+    who = actor or own_actor()
+    with _store(store, project) as source:
         source.require_project()
-        write_context = _pull_context(source, directory, actor or own_actor(), force) \
-            if with_context else None
-        done = pull(source, directory, force=force, staging=staging)
-        if user_memories:
-            who, own = _actor_files(actor)
-            schema = source.schema()
-            done.memories["user"] = pull_actor(
-                source, who, {n: own.paths[n] for n in USER_LAYERS if n in own.paths},
-                dim=schema.dim if schema is not None else 0,
-                profile=schema.profile if schema is not None else None, force=force,
-                staging=staging)
-        staging.commit()
+        write_context = _pull_context(source, directory, who, force) if with_context else None
+        done = pull(source, directory, force=force,
+                    actor_files=_actor_files(actor) if user_memories else None)
         if write_context is not None:
             done.context = write_context()
         name = source.project
@@ -217,7 +205,7 @@ def pull_cmd(store: str | None, project: str | None, layer_dir: Path, force: boo
         return
     for path, (layer, n) in zip(done.files, done.layers.items(), strict=True):
         click.echo(f"{layer:<6} {n} chunks -> {visible(path)}")
-    _memories(done, (actor or own_actor()) if user_memories else None)
+    _memories(done, who if user_memories else None)
     if with_context:
-        click.echo(f"context rows: {done.context} of {visible(actor or own_actor())}")
+        click.echo(f"context rows: {done.context} of {visible(who)}")
     click.echo(f"pulled project {visible(name)}")

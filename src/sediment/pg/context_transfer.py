@@ -8,15 +8,11 @@ and a pull writes one actor's rows back as a directory's store.
 
 Ids: a file store numbers its items and events from its own range, and the server's one
 id sequence numbers every row of a project, so a push gives every row a new id from the
-sequence and rewrites every reference to it: integer sources (an event's subjects), and
-in an event's data the item it is about (``item``), what a summary replaced
-(``summary_of``, ``old_id``, ``new_id``), what a prune forgot (``context_id``), the keys of
-an access count (``uses``) and the iteration an error belongs to
-(``metadata.iteration_item``). An event's ``actor`` becomes the actor pushed as, since on
-the server the rows are that actor's. A pull gives
-them back ids of the range a context store numbers from (``store.ids.CONTEXT_IDS``,
-``FileContextStore.replace``), the same references rewritten: the server's ids are in the
-project's range, where the pulled project's writers would give them again.
+sequence, every reference following (:mod:`sediment.store.refs`: an event's subjects, its
+``item``, ``summary_of``, ``context_id``, the keys of ``uses``, ``iteration_item``, ...),
+and an event's ``actor`` becomes the actor pushed as. A pull gives them back ids of the
+range a context store numbers from (``FileContextStore.replace``): the server's ids are in
+the project's range, where the pulled project's writers would give them again.
 """
 
 from __future__ import annotations
@@ -31,15 +27,21 @@ from psycopg.types.json import Jsonb
 from sediment.context.files import ContextPart, is_context_event
 from sediment.context.state import ITEM_EVENT, USE_EVENT
 from sediment.context.store import ITEM_PREFIX
-from sediment.errors import PermissionDeniedError, SchemaMismatchError
+from sediment.errors import SchemaMismatchError
 from sediment.format import Chunk
-from sediment.pg.context import vector_array
-from sediment.pg.database import Conn, Database, bump, next_ids, rows
+from sediment.pg.database import Database, bump
+from sediment.pg.transfer import Owned, insert
 from sediment.store.events import event_content, event_data
-from sediment.store.refs import rewrite_chunk
 
 Row = tuple[str | None, Chunk, Any]
 """A context row of a file store: its archive day (None: active), the chunk, its vector."""
+CONTEXT = Owned("context_rows", "project = %(project)s AND actor = %(actor)s", "archive",
+                "context rows in project {project}; pushing this store again would "
+                "duplicate them (pull them with `sediment pull --context`, or prune them "
+                "there first)", confidence="1.0")
+"""An actor's context rows."""
+_COLUMNS = ("project, id, actor, is_event, kind, content, author, created_at_ms, sources, "
+            "subjects, data, embedding, archive")
 
 
 def _ints(values: Sequence[Any]) -> set[int]:
@@ -80,18 +82,6 @@ def actors_rows(chunks: Sequence[Row], actor: str) -> list[Row]:
     return out
 
 
-def refuse_if_present(conn: Conn, project: str, actor: str) -> None:
-    """Refuse a push for ``actor`` who already has context in ``project``: a second push
-    of the same store would duplicate it."""
-    have = rows(conn, "SELECT count(*) FROM context_rows WHERE project = %s AND actor = %s",
-                (project, actor))
-    if have and int(have[0][0]):
-        raise PermissionDeniedError(
-            f"actor {actor} already has {int(have[0][0])} context rows in project "
-            f"{project}; pushing this store again would duplicate them (pull them with "
-            "`sediment pull --context`, or prune them there first)")
-
-
 def push_context(db: Database, actor: str, parts: Sequence[ContextPart], dim: int) -> int:
     """Write ``parts`` (a file store's, from ``FileContextStore.parts``) as ``actor``'s
     context rows in ``db``'s project, in one transaction; return how many rows. Refused
@@ -107,33 +97,24 @@ def push_context(db: Database, actor: str, parts: Sequence[ContextPart], dim: in
         raise SchemaMismatchError(f"the context store has {width}-dim vectors, project "
                                   f"{db.project} has {dim}-dim: they cannot be searched "
                                   "together")
+    chunks.sort(key=lambda x: x[1].id)
     with db.transaction(lock=f"context-push:{db.project}:{actor}") as conn:
-        refuse_if_present(conn, db.project, actor)
-        order = sorted(chunks, key=lambda x: x[1].id)
-        new = dict(zip((c.id for _, c, _ in order), next_ids(conn, len(order)), strict=True))
+        moved = CONTEXT.renumbered(conn, db.project, actor, [c for _, c, _ in chunks])
         out: list[tuple[Any, ...]] = []
-        for day, old, vec in order:
-            c = rewrite_chunk(old, new)
-            sources = list(c.sources)
-            subjects = [s for s in sources if isinstance(s, int)]
-            if c.kind.startswith(ITEM_PREFIX):
-                out.append((db.project, c.id, actor, False, c.kind, c.content, c.author,
-                            c.created_at_ms, Jsonb(sources), subjects, None,
-                            np.asarray(vec, dtype=np.float32), day))
-                continue
-            data = event_data(c)
-            if data is None:
+        for (day, _, vec), c in zip(chunks, moved, strict=True):
+            item = c.kind.startswith(ITEM_PREFIX)
+            data = None if item else event_data(c)
+            if not item and data is None:
                 continue  # not an event the context fold reads, on files either
-            if isinstance(data.get("actor"), str):
+            if data is not None and isinstance(data.get("actor"), str):
                 data["actor"] = actor
-            out.append((db.project, c.id, actor, True, c.kind, event_content(**data),
-                        c.author, c.created_at_ms, Jsonb(sources), subjects, Jsonb(data), None,
-                        day))
-        with conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO context_rows (project, id, actor, is_event, kind, content, "
-                "author, created_at_ms, sources, subjects, data, embedding, archive) VALUES "
-                "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", out)
+            out.append((db.project, c.id, actor, not item, c.kind,
+                        c.content if data is None else event_content(**data), c.author,
+                        c.created_at_ms, Jsonb(list(c.sources)),
+                        [s for s in c.sources if isinstance(s, int)],
+                        None if data is None else Jsonb(data),
+                        np.asarray(vec, dtype=np.float32) if item else None, day))
+        insert(conn, "context_rows", _COLUMNS, out)
         bump(conn, f"context:{db.project}")
     return len(out)
 
@@ -142,22 +123,14 @@ def pull_context(db: Database, actor: str, dim: int) -> list[ContextPart]:
     """``actor``'s context rows in ``db``'s project as a file store's parts: one per
     archive day (oldest first), then the active rows, each in id (commit) order."""
     with db.connection() as conn:
-        got = rows(conn, "SELECT id, is_event, kind, content, author, created_at_ms, "
-                         "sources, embedding, archive FROM context_rows WHERE project = %s "
-                         "AND actor = %s ORDER BY archive IS NULL, archive, id",
-                   (db.project, actor))
-    days: dict[str | None, tuple[list[Chunk], list[np.ndarray]]] = {}
+        got = CONTEXT.read(conn, db.project, actor)
     zero = np.zeros(dim, dtype=np.float32)
-    for r in got:
-        sources = tuple(s for s in (r[6] or ()) if isinstance(s, int | str))
-        chunk = Chunk(int(r[0]), str(r[2]), str(r[3]), str(r[4]), 1.0, int(r[5]), sources)
-        vec = vector_array(r[7]) if r[7] is not None and not r[1] else zero
-        if len(vec) != dim:
-            raise SchemaMismatchError(f"context row {chunk.id} has a {len(vec)}-dim vector, "
-                                      f"the embedder {dim}")
-        part = days.setdefault(None if r[8] is None else str(r[8]), ([], []))
-        part[0].append(chunk)
-        part[1].append(vec)
-    return [ContextPart(day, chunks, np.stack(vecs) if vecs else
-                        np.zeros((0, dim), dtype=np.float32))
-            for day, (chunks, vecs) in days.items()]
+    parts: list[ContextPart] = []
+    for day, pairs in got.items():
+        for c, v in pairs:
+            if v is not None and len(v) != dim:
+                raise SchemaMismatchError(f"context row {c.id} has a {len(v)}-dim vector, "
+                                          f"the embedder {dim}")
+        parts.append(ContextPart(day, [c for c, _ in pairs],
+                                 np.stack([zero if v is None else v for _, v in pairs])))
+    return parts

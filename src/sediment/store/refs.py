@@ -92,8 +92,9 @@ def rewrite_chunk(c: Chunk, ids: Mapping[int, int],
 def renumbered(chunks: Sequence[Chunk], fresh: Sequence[int]) -> list[Chunk]:
     """``chunks`` given the ids ``fresh`` (one each, ascending) in id order, so their commit
     order stays, with every reference among them rewritten (:func:`rewrite_chunk`).
-    References to chunks not in ``chunks`` keep their ids. How a pull moves a server's rows
-    into a file store's range."""
+    References to chunks not in ``chunks`` keep their ids. How a push moves an actor's rows
+    onto a server's sequence (``pg.transfer.Owned``), and a pull back into a file store's
+    range."""
     new = dict(zip(sorted(c.id for c in chunks), fresh, strict=True))
     return [rewrite_chunk(c, new) for c in chunks]
 
