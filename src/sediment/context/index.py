@@ -118,43 +118,32 @@ class ItemIndex:
         each retriever's best ``max(5k, 50)``, fused by the default convex fusion; then
         the ``extra`` positions (allowed ones) not among them, scored the same way."""
         n = len(self.items)
-        empty = Scored(np.zeros(0, np.int64), np.zeros(0, np.float32),
-                       np.zeros(0, np.float32), np.zeros(0, np.float32))
+        pos, fused = np.zeros(0, np.int64), np.zeros(0, np.float32)
         if n == 0 or not allowed.any():
-            return empty
+            return Scored(pos, fused, fused, fused)
+        vec = np.full(n, np.nan, dtype=np.float32)
+        lex = self._bm25(text)
+        lex = lex if lex is not None else np.zeros(n, dtype=np.float32)
         c = max(5 * k, 50)
-        vec = None
         pools: list[I64] = []
         if vector is not None and len(vector) == self.dim:
             vec = (self._buffer[:n] @ np.asarray(vector, dtype=np.float32)).astype(np.float32)
             pools.append(top_k(np.where(allowed, vec, -np.inf).astype(np.float32), c))
-        lex = self._bm25(text)
-        if lex is not None:
-            ok = (lex > 0) & allowed
-            if ok.any():
-                pools.append(top_k(np.where(ok, lex, -np.inf).astype(np.float32), c))
-        out = self._fuse(pools, vec, lex, allowed, k) if pools else empty
-        if extra is None or not len(extra):
-            return out
-        more = np.setdiff1d(np.asarray(extra, dtype=np.int64), out.pos)
-        more = more[allowed[more]]
-        return Scored(np.concatenate([out.pos, more]),
-                      np.concatenate([out.fused, np.zeros(len(more), np.float32)]),
-                      np.concatenate([out.cosine, vec[more] if vec is not None
-                                      else np.full(len(more), np.nan, np.float32)]),
-                      np.concatenate([out.lexical, lex[more] if lex is not None
-                                      else np.zeros(len(more), np.float32)]))
-
-    def _fuse(self, pools: list[I64], vec: F32 | None, lex: F32 | None, allowed: Mask,
-              k: int) -> Scored:
-        pos = np.unique(np.concatenate(pools)).astype(np.int64)
-        pos = pos[allowed[pos]]
-        v = vec[pos] if vec is not None else np.full(len(pos), np.nan, dtype=np.float32)
-        lx = lex[pos] if lex is not None else np.zeros(len(pos), dtype=np.float32)
-        got = fuse_pool(self.ids[pos], np.zeros(len(pos), np.int64), pos, v, lx, mode="hybrid",
-                        fusion=ConvexFusion(), has_vector=True)
-        best = got.best[:k]
-        return Scored(pos[best], got.fused[best], v[best], lx[best])
+        ok = (lex > 0) & allowed
+        if ok.any():
+            pools.append(top_k(np.where(ok, lex, -np.inf).astype(np.float32), c))
+        if pools:
+            pool = np.unique(np.concatenate(pools)).astype(np.int64)
+            pool = pool[allowed[pool]]
+            got = fuse_pool(self.ids[pool], np.zeros(len(pool), np.int64), pool, vec[pool],
+                            lex[pool], mode="hybrid", fusion=ConvexFusion(), has_vector=True)
+            pos, fused = pool[got.best[:k]], got.fused[got.best[:k]]
+        if extra is not None and len(extra):
+            more = np.setdiff1d(np.asarray(extra, dtype=np.int64), pos)
+            more = more[allowed[more]]
+            pos = np.concatenate([pos, more])
+            fused = np.concatenate([fused, np.zeros(len(more), np.float32)])
+        return Scored(pos, fused, vec[pos], lex[pos])
 
     def _bm25(self, text: str) -> F32 | None:
         terms = analyzer(self.params.analyzer)(text)
