@@ -17,6 +17,7 @@ import json
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -370,19 +371,18 @@ class ContextLoop:
 
     # -- reading ----------------------------------------------------------------------
     def _describe(self, st: ItemState, item: StoredItem, f: Fold) -> dict[str, Any]:
+        """The item as every answer shows it; its accesses are the written ones plus those
+        not written yet."""
         age = f.current(st.actor, st.run_id) - st.iteration
+        n, last = self.uses.pending(st.id)
+        last = max(last, st.last_accessed_ms)
         return {"id": item_ref(st.id), "type": st.type, "content": item.chunk.content,
                 "run_id": st.run_id, "iteration": st.iteration, "age": age,
                 "state": state_of(st, age, item.archived, self.settings), "tags": st.tags,
                 "metadata": st.metadata,
                 "usefulness": round(ranking.usefulness(st.helpful, st.unhelpful), 4),
-                "sources": [item_ref(s) for s in st.summary_of], **self._access(st)}
-
-    def _access(self, st: ItemState) -> dict[str, Any]:
-        """Access count and last access, the written ones plus those not written yet."""
-        n, last = self.uses.pending(st.id)
-        last = max(last, st.last_accessed_ms)
-        return {"access_count": st.access_count + n,
+                "sources": [item_ref(s) for s in st.summary_of],
+                "access_count": st.access_count + n,
                 "last_accessed": datetime.fromtimestamp(last / 1000, UTC).isoformat(
                     timespec="seconds") if last else None}
 
@@ -657,8 +657,8 @@ class ContextLoop:
 
     def stats(self, actor: str) -> dict[str, Any]:
         f, items = self._state(archived=True)
-        by_type: dict[str, int] = {}
-        by_state: dict[str, int] = {}
+        by_type: Counter[str] = Counter()
+        by_state: Counter[str] = Counter()
         hidden = {"superseded": 0, "forgotten": 0}
         helpful = unhelpful = accesses = 0
         for st in f.items.values():
@@ -667,18 +667,14 @@ class ContextLoop:
             accesses += st.access_count + self.uses.pending(st.id)[0]
             if st.hidden:
                 hidden[st.hidden] += 1
-                continue
-            if st.id not in items:
-                continue
-            it = items[st.id]
-            by_type[st.type] = by_type.get(st.type, 0) + 1
-            age = f.current(st.actor, st.run_id) - st.iteration
-            state = state_of(st, age, it.archived, self.settings)
-            by_state[state] = by_state.get(state, 0) + 1
-            helpful += st.helpful
-            unhelpful += st.unhelpful
+            elif st.id in items:
+                by_type[st.type] += 1
+                by_state[state_of(st, f.current(st.actor, st.run_id) - st.iteration,
+                                  items[st.id].archived, self.settings)] += 1
+                helpful += st.helpful
+                unhelpful += st.unhelpful
         runs = {run: it for (a, run), it in f.runs.items() if a == actor}
-        return {"total": sum(by_type.values()), "by_type": by_type, "by_state": by_state,
+        return {"total": by_type.total(), "by_type": dict(by_type), "by_state": dict(by_state),
                 "hidden": hidden, "feedback": {"helpful": helpful, "not_helpful": unhelpful},
                 "accesses": accesses,
                 "runs": runs, "size_bytes": self.store.size_bytes(),
