@@ -17,7 +17,7 @@ import json
 import os
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -321,9 +321,9 @@ class ContextLoop:
         and the helpful ones no older than ``feedback_lift_iterations`` (those that may
         lift an item into the ranked set). Without vectors only the same query text
         counts."""
-        good: dict[int, float] = {}
-        bad: dict[int, float] = {}
-        lift: dict[int, float] = {}
+        good: defaultdict[int, float] = defaultdict(float)
+        bad: defaultdict[int, float] = defaultdict(float)
+        lift: defaultdict[int, float] = defaultdict(float)
         if not f.votes:
             return good, bad, lift
         texts = list(f.votes)
@@ -344,10 +344,9 @@ class ContextLoop:
                     continue
                 age = f.current(st.actor, st.run_id) - when
                 vote = w * ranking.vote_decay(age, self.settings.feedback_half_life)
-                side = good if helpful else bad
-                side[cid] = side.get(cid, 0.0) + vote
+                (good if helpful else bad)[cid] += vote
                 if helpful and age <= self.settings.feedback_lift_iterations:
-                    lift[cid] = lift.get(cid, 0.0) + vote
+                    lift[cid] += vote
         return good, bad, lift
 
     def _vote_matrix(self, texts: list[str]) -> npt.NDArray[np.float32] | None:
@@ -452,10 +451,8 @@ class ContextLoop:
                 break
             self.uses.add(st.id)
             self._remember(actor, st.id, q)
-            d = self._describe(st, item, f)
-            d["score"] = score
-            d["factors"] = fac.explain(s)
-            out.append(d)
+            out.append({**self._describe(st, item, f), "score": score,
+                        "factors": fac.explain(s)})
         return out, int(allowed.sum()), mode
 
     def _index(self, f: Fold, archived: bool) -> ItemIndex:
@@ -529,13 +526,10 @@ class ContextLoop:
                        and not st.summary_of and st.id in items
                        and st.hidden != "forgotten"),
                       key=lambda st: (st.iteration, st.id))[-last_n:]
-        out = []
-        for st in reversed(rows):
-            d = self._describe(st, items[st.id], f)
-            d["success"] = st.metadata.get("success")
-            out.append(d)
         return {"run_id": run_id, "current_iteration": f.current(actor, run_id),
-                "iterations": out}
+                "iterations": [{**self._describe(st, items[st.id], f),
+                                "success": st.metadata.get("success")}
+                               for st in reversed(rows)]}
 
     def get_skills(self, actor: str, tags: Sequence[str] | None = None,
                    min_score: float = 0.5) -> dict[str, Any]:
