@@ -46,13 +46,6 @@ def _command(text: Callable[[Answer], None]
     return service_command(lambda ws, who: ws.context.of(who), _options, text)
 
 
-_types = click.option("--type", "types", type=click.Choice(CONTEXT_TYPES), multiple=True)
-_across = click.option("--skills-across-runs/--run-skills-only", "across", default=None,
-                       help="With --run: also the skills of other runs, or only the run's "
-                            "(default: [context] skills_across_runs, true).")
-_run = click.option("--run", "run_id", default="default", show_default=True)
-
-
 def _items(rows: list[dict[str, Any]]) -> None:
     if not rows:
         click.echo("No context items.")
@@ -83,12 +76,14 @@ def _relevant(out: Answer) -> None:
 @context.command(name="relevant")
 @click.argument("query")
 @click.option("--max-items", type=click.IntRange(1, 50), default=10, show_default=True)
-@_types
+@click.option("--type", "types", type=click.Choice(CONTEXT_TYPES), multiple=True)
 @click.option("--min-score", type=click.FloatRange(0, 1), default=0.3, show_default=True)
 @click.option("--run", "run_id", default=None,
               help="Only this loop's items (and the skills of every run, see below).")
 @click.option("--archived", is_flag=True, help="Search the archive too.")
-@_across
+@click.option("--skills-across-runs/--run-skills-only", "across", default=None,
+              help="With --run: also the skills of other runs, or only the run's "
+                   "(default: [context] skills_across_runs, true).")
 @_command(_relevant)
 def relevant_cmd(loop: ContextLoop, actor: str, /, query: str, max_items: int,
                  types: tuple[str, ...], min_score: float, run_id: str | None,
@@ -108,10 +103,12 @@ def _injected(out: Answer) -> None:
 @click.option("--max-tokens", type=click.IntRange(16, 200_000), default=None,
               help="Token budget (default: [context] max_context_tokens).")
 @click.option("--max-items", type=click.IntRange(1, 50), default=None)
-@_types
+@click.option("--type", "types", type=click.Choice(CONTEXT_TYPES), multiple=True)
 @click.option("--min-score", type=click.FloatRange(0, 1), default=None)
 @click.option("--run", "run_id", default=None)
-@_across
+@click.option("--skills-across-runs/--run-skills-only", "across", default=None,
+              help="With --run: also the skills of other runs, or only the run's "
+                   "(default: [context] skills_across_runs, true).")
 @_command(_injected)
 def inject_cmd(loop: ContextLoop, actor: str, /, query: str, max_tokens: int | None,
                max_items: int | None, types: tuple[str, ...], min_score: float | None,
@@ -129,7 +126,7 @@ def inject_cmd(loop: ContextLoop, actor: str, /, query: str, max_tokens: int | N
 @click.option("--type", "context_type", type=click.Choice(CONTEXT_TYPES), required=True)
 @click.option("--tag", "tags", multiple=True)
 @click.option("--metadata", default=None, help="A JSON object.")
-@_run
+@click.option("--run", "run_id", default="default", show_default=True)
 @_command(lambda out: click.echo(f"stored {out['id']} ({out['context_type']}, iteration "
                                  f"{out['iteration']})"))
 def store_cmd(loop: ContextLoop, actor: str, /, content: str, context_type: str,
@@ -154,7 +151,7 @@ def store_cmd(loop: ContextLoop, actor: str, /, content: str, context_type: str,
 @click.option("--duration-ms", type=click.IntRange(0), default=0)
 @click.option("--tokens-used", type=click.IntRange(0), default=0)
 @click.option("--cost", type=click.FloatRange(0), default=0.0)
-@_run
+@click.option("--run", "run_id", default="default", show_default=True)
 @_command(lambda out: click.echo(f"stored iteration {out['iteration']} as {out['id']}"))
 def iteration_cmd(loop: ContextLoop, actor: str, /, iteration: int, summary: str,
                   failed: bool, error: str | None, duration_ms: int, tokens_used: int,
@@ -166,7 +163,7 @@ def iteration_cmd(loop: ContextLoop, actor: str, /, iteration: int, summary: str
 
 @context.command(name="history")
 @click.option("--last", "last_n", type=click.IntRange(1, 100), default=5, show_default=True)
-@_run
+@click.option("--run", "run_id", default="default", show_default=True)
 @_command(lambda out: _items(out["iterations"]))
 def history_cmd(loop: ContextLoop, actor: str, /, last_n: int, run_id: str) -> Answer:
     """The last iterations of a run."""
