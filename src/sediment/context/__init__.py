@@ -1,11 +1,11 @@
 """Progressive context for agent loops (docs/context.md)."""
 
 from sediment.context.files import FileContextStore
-from sediment.context.service import ContextLoop, inject, parse_ref, state_of
-from sediment.context.settings import CONTEXT_TYPES, PRESETS, ContextSettings, resolve
-from sediment.context.store import ContextStore, NewEvent, NewItem, StoredEvent, StoredItem
-from sediment.context.tokens import SAFETY_MARGIN, count_tokens
+from sediment.context.service import ContextLoop, inject, state_of
+from sediment.context.settings import CONTEXT_TYPES, ContextSettings, resolve
+from sediment.context.store import ContextStore, NewEvent, NewItem
+from sediment.context.tokens import count_tokens
 
-__all__ = ["CONTEXT_TYPES", "PRESETS", "SAFETY_MARGIN", "ContextLoop", "ContextSettings",
-           "ContextStore", "FileContextStore", "NewEvent", "NewItem", "StoredEvent",
-           "StoredItem", "count_tokens", "inject", "parse_ref", "resolve", "state_of"]
+__all__ = ["CONTEXT_TYPES", "ContextLoop", "ContextSettings", "ContextStore",
+           "FileContextStore", "NewEvent", "NewItem", "count_tokens", "inject", "resolve",
+           "state_of"]

@@ -28,6 +28,7 @@ from sediment.store.atomic import atomic_write
 from sediment.store.commit import resolve_new
 from sediment.store.events import FORGET, META_PREFIX, SUPERSEDE, event_content, event_data
 from sediment.store.ids import CONTEXT_IDS
+from sediment.store.layerset import vectorless_events
 from sediment.store.refs import renumbered_into
 
 T = TypeVar("T")
@@ -39,22 +40,21 @@ def is_context_event(kind: str) -> bool:
     return kind.startswith(EVENT_PREFIX) or kind in (SUPERSEDE, FORGET)
 
 
-def _vectors(f: LayerFile, pos: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
-    """The dequantised vectors of the chunks at ``pos``."""
+def _rows(f: LayerFile, start: int = 0) -> tuple[list[Chunk], npt.NDArray[np.float32]]:
+    """The chunks of ``f`` from position ``start`` on, in file (commit) order, and their
+    dequantised vectors."""
+    pos = np.arange(start, f.chunk_count)
     matrix = np.asarray(f.embeddings[f.rows[pos]], dtype=np.float32)
     if f.element_type == "i8":
         matrix *= np.float32(f.quant_scale)
-    return matrix
+    return f.chunks_at(pos), matrix
 
 
 def _read(f: LayerFile, start: int = 0) -> tuple[list[StoredItem], list[StoredEvent]]:
     """The items and events of ``f`` from position ``start`` on, in file (commit) order."""
-    n = f.chunk_count
-    if n <= start:
+    if f.chunk_count <= start:
         return [], []
-    pos = np.arange(start, n)
-    chunks = f.chunks_at(pos)
-    matrix = _vectors(f, pos)
+    chunks, matrix = _rows(f, start)
     items: list[StoredItem] = []
     events: list[StoredEvent] = []
     for i, c in enumerate(chunks):
@@ -161,13 +161,10 @@ class FileContextStore:
         return ids[:len(items)]
 
     def items(self, *, archived: bool = False) -> list[StoredItem]:
-        active, _ = self._active()
-        if not archived:
-            return list(active)
-        out = list(active)
-        for path in self._archive_paths():
+        out: list[StoredItem] = []
+        for path in self._archive_paths() if archived else ():
             out.extend(self._archive(path)[0])
-        return out
+        return out + self._active()[0]
 
     def _archive(self, path: Path) -> tuple[list[StoredItem], list[StoredEvent]]:
         def read() -> tuple[list[StoredItem], list[StoredEvent]]:
@@ -182,6 +179,9 @@ class FileContextStore:
         for path in self._archive_paths():
             out.extend(self._archive(path)[1])
         return out + self._active()[1]
+
+    def _archive_path(self, day: str) -> Path:
+        return self.directory / ARCHIVE_DIR / f"AGENTS.archive-{day}.db"
 
     def _archive_paths(self) -> list[Path]:
         d = self.directory / ARCHIVE_DIR
@@ -214,57 +214,54 @@ class FileContextStore:
         md = dict(metadata)
         md["id_high_water"] = max(high_water, int(md.get("id_high_water") or 0))
         matrix = matrix.reshape(len(chunks), self.dim)
-        zero = set(np.flatnonzero(~matrix.any(axis=1)).tolist())
         data = encode_layer(chunks, matrix, dim=self.dim, metadata=md,
                             element_type=element_type,
                             quant_scale=I8_SCALE if element_type == "i8" else None,
-                            vectorless=[i in zero and is_context_event(c.kind)
-                                        for i, c in enumerate(chunks)])
+                            vectorless=vectorless_events(chunks, matrix))
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, data)
 
-    def _split(self, ids: Sequence[int], *, with_events: bool
+    @staticmethod
+    def _split(f: LayerFile, moves: Callable[[Chunk], bool]
                ) -> tuple[list[Chunk], npt.NDArray[np.float32], list[Chunk],
-                          npt.NDArray[np.float32], int, dict[str, Any]]:
-        la = self.layers.layer(LayerName.LOCAL)
-        if la is None or not la.file.chunk_count:
-            empty = np.zeros((0, self.dim), dtype=np.float32)
-            return [], empty, [], empty, 0, {}
-        f = la.file
-        pos = np.arange(f.chunk_count)
-        chunks = f.chunks_at(pos)
-        matrix = _vectors(f, pos)
-        drop = set(ids)
-        moved = [i for i, c in enumerate(chunks) if c.id in drop
-                 or (with_events and c.kind.startswith(EVENT_PREFIX)
-                     and any(s in drop for s in c.sources))]
-        moved_set = set(moved)
-        kept = [i for i in range(len(chunks)) if i not in moved_set]
-        top = max(int((f.metadata or {}).get("id_high_water") or 0), int(f.ids.max()))
+                          npt.NDArray[np.float32]]:
+        """The chunks of ``f`` that stay and those that ``moves``, each with its vectors."""
+        chunks, matrix = _rows(f)
+        moved = [i for i, c in enumerate(chunks) if moves(c)]
+        gone = set(moved)
+        kept = [i for i in range(len(chunks)) if i not in gone]
         return ([chunks[i] for i in kept], matrix[kept], [chunks[i] for i in moved],
-                matrix[moved], top, dict(f.metadata or {}))
+                matrix[moved])
+
+    def _active_file(self) -> LayerFile | None:
+        la = self.layers.layer(LayerName.LOCAL)
+        return la.file if la is not None and la.file.chunk_count else None
+
+    @staticmethod
+    def _top(f: LayerFile) -> int:
+        """The largest id ``f`` used or ever used."""
+        return max(int((f.metadata or {}).get("id_high_water") or 0), int(f.ids.max()))
 
     def archive(self, ids: Sequence[int], day: str) -> int:
         if not ids:
             return 0
+        drop = set(ids)
         with self.layers.transaction():
-            etype = self._element_type()
-            kept, kmat, moved, mmat, top, md = self._split(ids, with_events=True)
+            f = self._active_file()
+            if f is None:
+                return 0
+            kept, kmat, moved, mmat = self._split(
+                f, lambda c: c.id in drop or (c.kind.startswith(EVENT_PREFIX)
+                                              and any(s in drop for s in c.sources)))
             if not moved:
                 return 0
-            path = self.directory / ARCHIVE_DIR / f"AGENTS.archive-{day}.db"
-            old: list[Chunk] = []
-            omat = np.zeros((0, self.dim), dtype=np.float32)
-            archive_type = etype
-            if path.exists():
-                f = LayerFile.open(path)
-                pos = np.arange(f.chunk_count)
-                old = f.chunks_at(pos)
-                omat = _vectors(f, pos)
-                archive_type = f.element_type
-            self._rewrite(path, old + moved, np.concatenate([omat, mmat]), top, md,
-                          archive_type)
-            self._rewrite(self.active_path, kept, kmat, top, md, etype)
+            top, md = self._top(f), dict(f.metadata or {})
+            path = self._archive_path(day)
+            old = LayerFile.open(path) if path.exists() else None
+            chunks, vectors = _rows(old) if old is not None else ([], mmat[:0])
+            self._rewrite(path, chunks + moved, np.concatenate([vectors, mmat]), top, md,
+                          old.element_type if old is not None else f.element_type)
+            self._rewrite(self.active_path, kept, kmat, top, md, f.element_type)
         self._cache = None
         return sum(1 for c in moved if c.kind.startswith(ITEM_PREFIX))
 
@@ -274,24 +271,18 @@ class FileContextStore:
         if not ids:
             return 0
         drop = set(ids)
+        count = 0
         with self.layers.transaction():
-            etype = self._element_type()
-            kept, kmat, moved, _, top, md = self._split(ids, with_events=False)
-            if moved:
-                self._rewrite(self.active_path, kept, kmat, top, md, etype)
-            count = len(moved)
-            for path in self._archive_paths():
-                f = LayerFile.open(path)
+            active = self._active_file()
+            top = self._top(active) if active is not None else 0
+            files = [(self.active_path, active)] if active is not None else []
+            for path, f in [*files, *((p, LayerFile.open(p)) for p in self._archive_paths())]:
                 if not f.chunk_count or not np.isin(f.ids, list(drop)).any():
                     continue
-                pos = np.arange(f.chunk_count)
-                chunks = f.chunks_at(pos)
-                matrix = _vectors(f, pos)
-                keep = [i for i, c in enumerate(chunks) if c.id not in drop]
-                count += len(chunks) - len(keep)
-                self._rewrite(path, [chunks[i] for i in keep], matrix[keep],
-                              max(top, int(f.ids.max())), dict(f.metadata or {}),
-                              f.element_type)
+                kept, kmat, gone, _ = self._split(f, lambda c: c.id in drop)
+                count += len(gone)
+                self._rewrite(path, kept, kmat, max(top, int(f.ids.max())),
+                              dict(f.metadata or {}), f.element_type)
         self._cache = None
         return count
 
@@ -307,10 +298,8 @@ class FileContextStore:
             if f.chunk_count and f.dim != self.dim:
                 raise SchemaMismatchError(f"{path} has {f.dim}-dim vectors, the embedder "
                                           f"{self.dim}")
-            pos = np.arange(f.chunk_count)
-            vectors = _vectors(f, pos) if f.chunk_count else \
-                np.zeros((0, self.dim), dtype=np.float32)
-            out.append(ContextPart(day, f.chunks_at(pos) if f.chunk_count else [], vectors))
+            out.append(ContextPart(day, *_rows(f)) if f.chunk_count else
+                       ContextPart(day, [], np.zeros((0, self.dim), dtype=np.float32)))
         return out
 
     @staticmethod
@@ -357,8 +346,7 @@ class FileContextStore:
             etype = new_element_type(self.profile)
             keep = set()
             for p in sorted(parts, key=lambda x: (x.day is None, x.day or "")):
-                path = self.active_path if p.day is None else \
-                    self.directory / ARCHIVE_DIR / f"AGENTS.archive-{p.day}.db"
+                path = self.active_path if p.day is None else self._archive_path(p.day)
                 if p.day is not None and ARCHIVE_NAME.match(path.name) is None:
                     raise ValidationError(f"archive day {p.day!r} is not YYYY-MM-DD")
                 self._rewrite(path, list(p.chunks), np.asarray(p.vectors, dtype=np.float32),

@@ -14,22 +14,24 @@ A compaction (archive, drop), which rewrites the list, rebuilds it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from sediment.context.store import StoredItem
-from sediment.search import BM25Params, ConvexFusion, Pool
+from sediment.search import BM25Params, ConvexFusion
 from sediment.search.analysis import analyzer
 from sediment.search.bm25 import Postings, query_stats
-from sediment.search.ranking import ranks
+from sediment.search.ranking import fuse_pool
 from sediment.search.vector import top_k
 
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
+A = TypeVar("A", F32, I64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,27 +45,50 @@ class Scored:
     lexical: F32
 
 
-class ItemIndex:
-    """Vectors and BM25 postings of a list of items that grows at its end."""
+def _grown(buf: A, n: int, end: int) -> A:
+    """``buf`` with room for ``end`` rows, its first ``n`` kept: grown by a quarter at
+    least, so that appends rarely copy."""
+    if end <= len(buf):
+        return buf
+    bigger = np.zeros((max(end + 1024, len(buf) * 5 // 4), *buf.shape[1:]), dtype=buf.dtype)
+    bigger[:n] = buf[:n]
+    return bigger
 
-    def __init__(self, dim: int, params: BM25Params | None = None) -> None:
+
+class ItemIndex:
+    """Vectors, BM25 postings and integer labels (the item's id, then what the ``label`` of
+    :meth:`sync` gives, fixed when the item is added) of a list of items that grows at its
+    end."""
+
+    def __init__(self, dim: int, params: BM25Params | None = None, labels: int = 0) -> None:
         self.params = params or BM25Params()
         self.dim = dim
         self.items: list[StoredItem] = []
         self._texts: list[str] = []
         self._buffer: F32 = np.zeros((0, dim), dtype=np.float32)
+        self._labels: I64 = np.zeros((0, 1 + labels), dtype=np.int64)
         self._segments: list[Postings] = []
 
     def __len__(self) -> int:
         return len(self.items)
 
-    def sync(self, items: Sequence[StoredItem]) -> None:
+    @property
+    def ids(self) -> I64:
+        return self._labels[:len(self.items), 0]
+
+    def labels(self, j: int) -> I64:
+        """Each item's label ``j`` (0-based, of those ``label`` gave)."""
+        return self._labels[:len(self.items), 1 + j]
+
+    def sync(self, items: Sequence[StoredItem],
+             label: Callable[[StoredItem], Sequence[int]] | None = None) -> None:
         """Follow ``items``: add what was appended since the last call, or start over when
         the list was rewritten (it no longer starts with what the index holds)."""
         n = len(self.items)
         if not (n <= len(items) and (n == 0 or items[n - 1].chunk.id == self.items[-1].chunk.id)
                 and (n == 0 or items[0].chunk.id == self.items[0].chunk.id)):
-            self.__init__(self.dim, self.params)  # type: ignore[misc]
+            self.__init__(self.dim, self.params,  # type: ignore[misc]
+                          self._labels.shape[1] - 1)
             n = 0
         new = items[n:]
         if not new:
@@ -72,14 +97,12 @@ class ItemIndex:
         texts = [i.chunk.content for i in new]
         self._texts.extend(texts)
         end = n + len(new)
-        if end > len(self._buffer):  # grown by a quarter: an append copies nothing
-            bigger = np.zeros((max(end + 1024, len(self._buffer) * 5 // 4), self.dim),
-                              np.float32)
-            bigger[:n] = self._buffer[:n]
-            self._buffer = bigger
+        self._buffer = _grown(self._buffer, n, end)
+        self._labels = _grown(self._labels, n, end)
         for r, it in enumerate(new, n):
             v = np.asarray(it.vector, dtype=np.float32).reshape(-1)
             self._buffer[r] = v if len(v) == self.dim else 0.0
+            self._labels[r] = (it.chunk.id, *(label(it) if label is not None else ()))
         self._segments.append(Postings.build(texts, self.params.analyzer))
         while (len(self._segments) >= 2
                and self._segments[-2].n_docs <= 2 * self._segments[-1].n_docs):
@@ -95,45 +118,32 @@ class ItemIndex:
         each retriever's best ``max(5k, 50)``, fused by the default convex fusion; then
         the ``extra`` positions (allowed ones) not among them, scored the same way."""
         n = len(self.items)
-        empty = Scored(np.zeros(0, np.int64), np.zeros(0, np.float32),
-                       np.zeros(0, np.float32), np.zeros(0, np.float32))
+        pos, fused = np.zeros(0, np.int64), np.zeros(0, np.float32)
         if n == 0 or not allowed.any():
-            return empty
+            return Scored(pos, fused, fused, fused)
+        vec = np.full(n, np.nan, dtype=np.float32)
+        lex = self._bm25(text)
+        lex = lex if lex is not None else np.zeros(n, dtype=np.float32)
         c = max(5 * k, 50)
-        vec = None
         pools: list[I64] = []
         if vector is not None and len(vector) == self.dim:
             vec = (self._buffer[:n] @ np.asarray(vector, dtype=np.float32)).astype(np.float32)
             pools.append(top_k(np.where(allowed, vec, -np.inf).astype(np.float32), c))
-        lex = self._bm25(text)
-        if lex is not None:
-            ok = (lex > 0) & allowed
-            if ok.any():
-                pools.append(top_k(np.where(ok, lex, -np.inf).astype(np.float32), c))
-        out = self._fuse(pools, vec, lex, allowed, k) if pools else empty
-        if extra is None or not len(extra):
-            return out
-        more = np.setdiff1d(np.asarray(extra, dtype=np.int64), out.pos)
-        more = more[allowed[more]]
-        return Scored(np.concatenate([out.pos, more]),
-                      np.concatenate([out.fused, np.zeros(len(more), np.float32)]),
-                      np.concatenate([out.cosine, vec[more] if vec is not None
-                                      else np.full(len(more), np.nan, np.float32)]),
-                      np.concatenate([out.lexical, lex[more] if lex is not None
-                                      else np.zeros(len(more), np.float32)]))
-
-    def _fuse(self, pools: list[I64], vec: F32 | None, lex: F32 | None, allowed: Mask,
-              k: int) -> Scored:
-        pos = np.unique(np.concatenate(pools)).astype(np.int64)
-        pos = pos[allowed[pos]]
-        v = vec[pos] if vec is not None else np.full(len(pos), np.nan, dtype=np.float32)
-        lx = lex[pos] if lex is not None else np.zeros(len(pos), dtype=np.float32)
-        ids = np.asarray([self.items[p].chunk.id for p in pos.tolist()], dtype=np.int64)
-        vrank = ranks(v, np.isfinite(v), (ids,))
-        lrank = ranks(lx, lx > 0, (ids,))
-        fused = ConvexFusion().combine(Pool(v, lx, vrank, lrank))
-        order = np.lexsort((ids, -fused))[:k]
-        return Scored(pos[order], fused[order], v[order], lx[order])
+        ok = (lex > 0) & allowed
+        if ok.any():
+            pools.append(top_k(np.where(ok, lex, -np.inf).astype(np.float32), c))
+        if pools:
+            pool = np.unique(np.concatenate(pools)).astype(np.int64)
+            pool = pool[allowed[pool]]
+            got = fuse_pool(self.ids[pool], np.zeros(len(pool), np.int64), pool, vec[pool],
+                            lex[pool], mode="hybrid", fusion=ConvexFusion(), has_vector=True)
+            pos, fused = pool[got.best[:k]], got.fused[got.best[:k]]
+        if extra is not None and len(extra):
+            more = np.setdiff1d(np.asarray(extra, dtype=np.int64), pos)
+            more = more[allowed[more]]
+            pos = np.concatenate([pos, more])
+            fused = np.concatenate([fused, np.zeros(len(more), np.float32)])
+        return Scored(pos, fused, vec[pos], lex[pos])
 
     def _bm25(self, text: str) -> F32 | None:
         terms = analyzer(self.params.analyzer)(text)

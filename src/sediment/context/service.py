@@ -17,6 +17,7 @@ import json
 import os
 import threading
 import time
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -105,70 +106,6 @@ def state_of(st: ItemState, age: int, archived: bool, s: ContextSettings) -> str
     return "active" if age <= s.active_iterations else "aging"
 
 
-def _archived_first(every: list[StoredItem], active: list[StoredItem]) -> list[StoredItem]:
-    """``every`` with the archived items first, so that appends to the active store
-    extend the list at its end (two slices when ``every`` lists the active ones first, as
-    the file store does)."""
-    n = len(active)
-    if n <= len(every) and (n == 0 or (every[0] is active[0] and every[n - 1] is active[-1])):
-        return every[n:] + every[:n]
-    return [i for i in every if i.archived] + [i for i in every if not i.archived]
-
-
-class _Columns:
-    """Per index position: the item's id, actor and run (as codes) and whether it is a
-    skill; fixed at store time, so they follow the index's appends (buffers that grow by
-    a quarter, so an append copies nothing)."""
-
-    def __init__(self) -> None:
-        self.codes: dict[str | None, int] = {None: 0}
-        self._buf = np.zeros((0, 4), dtype=np.int64)
-        self.n = 0
-
-    @property
-    def ids(self) -> npt.NDArray[np.int64]:
-        return self._buf[:self.n, 0]
-
-    @property
-    def actor(self) -> npt.NDArray[np.int64]:
-        return self._buf[:self.n, 1]
-
-    @property
-    def run(self) -> npt.NDArray[np.int64]:
-        return self._buf[:self.n, 2]
-
-    @property
-    def skill(self) -> npt.NDArray[np.bool_]:
-        return np.asarray(self._buf[:self.n, 3] == 1, dtype=bool)
-
-    def code(self, value: str | None) -> int:
-        """The code of ``value``; -1 for one no item has (matches nothing)."""
-        return self.codes.get(value, -1)
-
-    def sync(self, items: Sequence[StoredItem], f: Fold) -> None:
-        n = self.n
-        if n > len(items) or (n and (items[0].chunk.id != int(self._buf[0, 0])
-                                     or items[n - 1].chunk.id != int(self._buf[n - 1, 0]))):
-            self.__init__()  # type: ignore[misc]
-            n = 0
-        new = items[n:]
-        if not new:
-            return
-        end = n + len(new)
-        if end > len(self._buf):
-            bigger = np.zeros((max(end + 1024, len(self._buf) * 5 // 4), 4), dtype=np.int64)
-            bigger[:n] = self._buf[:n]
-            self._buf = bigger
-        codes = self.codes
-        for r, it in enumerate(new, n):
-            st = f.items.get(it.chunk.id)
-            actor, run = (st.actor, st.run_id) if st is not None else (None, None)
-            self._buf[r] = (it.chunk.id, codes.setdefault(actor, len(codes)),
-                            codes.setdefault(run, len(codes)),
-                            1 if st is not None and st.type == "skill" else 0)
-        self.n = end
-
-
 class ContextLoop:
     """The context service of one project's store."""
 
@@ -183,7 +120,9 @@ class ContextLoop:
         self._fold: tuple[Any, Fold] | None = None
         self._folded: tuple[int, int, Fold] | None = None
         self._items: tuple[Any, dict[int, StoredItem]] | None = None
-        self._indexes: dict[bool, tuple[Any, ItemIndex, _Columns]] = {}
+        self._indexes: dict[bool, tuple[Any, ItemIndex]] = {}
+        self._codes: dict[str | None, int] = {None: 0}
+        """The codes of actors and runs in the index's labels."""
         self._hidden: tuple[Any, npt.NDArray[np.int64]] | None = None
         self.uses: UseCounts[int] = UseCounts()
         self._queries: dict[str, npt.NDArray[np.float32]] = {}
@@ -382,9 +321,9 @@ class ContextLoop:
         and the helpful ones no older than ``feedback_lift_iterations`` (those that may
         lift an item into the ranked set). Without vectors only the same query text
         counts."""
-        good: dict[int, float] = {}
-        bad: dict[int, float] = {}
-        lift: dict[int, float] = {}
+        good: defaultdict[int, float] = defaultdict(float)
+        bad: defaultdict[int, float] = defaultdict(float)
+        lift: defaultdict[int, float] = defaultdict(float)
         if not f.votes:
             return good, bad, lift
         texts = list(f.votes)
@@ -405,10 +344,9 @@ class ContextLoop:
                     continue
                 age = f.current(st.actor, st.run_id) - when
                 vote = w * ranking.vote_decay(age, self.settings.feedback_half_life)
-                side = good if helpful else bad
-                side[cid] = side.get(cid, 0.0) + vote
+                (good if helpful else bad)[cid] += vote
                 if helpful and age <= self.settings.feedback_lift_iterations:
-                    lift[cid] = lift.get(cid, 0.0) + vote
+                    lift[cid] += vote
         return good, bad, lift
 
     def _vote_matrix(self, texts: list[str]) -> npt.NDArray[np.float32] | None:
@@ -432,19 +370,18 @@ class ContextLoop:
 
     # -- reading ----------------------------------------------------------------------
     def _describe(self, st: ItemState, item: StoredItem, f: Fold) -> dict[str, Any]:
+        """The item as every answer shows it; its accesses are the written ones plus those
+        not written yet."""
         age = f.current(st.actor, st.run_id) - st.iteration
+        n, last = self.uses.pending(st.id)
+        last = max(last, st.last_accessed_ms)
         return {"id": item_ref(st.id), "type": st.type, "content": item.chunk.content,
                 "run_id": st.run_id, "iteration": st.iteration, "age": age,
                 "state": state_of(st, age, item.archived, self.settings), "tags": st.tags,
                 "metadata": st.metadata,
                 "usefulness": round(ranking.usefulness(st.helpful, st.unhelpful), 4),
-                "sources": [item_ref(s) for s in st.summary_of], **self._access(st)}
-
-    def _access(self, st: ItemState) -> dict[str, Any]:
-        """Access count and last access, the written ones plus those not written yet."""
-        n, last = self.uses.pending(st.id)
-        last = max(last, st.last_accessed_ms)
-        return {"access_count": st.access_count + n,
+                "sources": [item_ref(s) for s in st.summary_of],
+                "access_count": st.access_count + n,
                 "last_accessed": datetime.fromtimestamp(last / 1000, UTC).isoformat(
                     timespec="seconds") if last else None}
 
@@ -464,17 +401,17 @@ class ContextLoop:
         if qv is None:
             mode = "lexical"
             warnings.append("embedder unavailable: ranked by lexical relevance only")
-        index, meta = self._index(f, archived)
-        allowed = meta.actor == meta.code(actor)
+        index = self._index(f, archived)
+        allowed = index.labels(0) == self._codes.get(actor, -1)
         hidden = self._hidden_ids(f)
         if len(hidden):
-            allowed &= ~np.isin(meta.ids, hidden)
+            allowed &= ~np.isin(index.ids, hidden)
         if run_id is not None:
-            same_run = meta.run == meta.code(run_id)
-            allowed &= (same_run | meta.skill) if skills_across_runs else same_run
+            same_run = index.labels(1) == self._codes.get(run_id, -1)
+            allowed &= (same_run | (index.labels(2) == 1)) if skills_across_runs else same_run
         reach = max_items * max(1, s.feedback_reach)
         good, bad, lift = self._query_votes(f, q, qv[0] if qv is not None else None)
-        extra = np.flatnonzero(np.isin(meta.ids, np.fromiter(lift, np.int64, len(lift)))
+        extra = np.flatnonzero(np.isin(index.ids, np.fromiter(lift, np.int64, len(lift)))
                                & allowed) if lift else None
         pool = index.search(q, qv[0] if qv is not None else None, allowed, reach, extra)
         rows = []
@@ -514,29 +451,32 @@ class ContextLoop:
                 break
             self.uses.add(st.id)
             self._remember(actor, st.id, q)
-            d = self._describe(st, item, f)
-            d["score"] = score
-            d["factors"] = fac.explain(s)
-            out.append(d)
+            out.append({**self._describe(st, item, f), "score": score,
+                        "factors": fac.explain(s)})
         return out, int(allowed.sum()), mode
 
-    def _index(self, f: Fold, archived: bool) -> tuple[ItemIndex, _Columns]:
+    def _index(self, f: Fold, archived: bool) -> ItemIndex:
         """The index of the active items (or of the archived then the active ones),
-        following appends, with each position's actor, run and skill flag."""
+        following appends, labelled with each item's actor, run (as codes) and whether it
+        is a skill."""
         key = self.store.version()
         slot = self._indexes.get(archived)
         if slot is not None and slot[0] == key:
-            return slot[1], slot[2]
+            return slot[1]
         items = self.store.items(archived=archived)
-        if archived:
-            items = _archived_first(items, self.store.items())
-        if slot is None:
-            slot = (key, ItemIndex(self._dim()), _Columns())
-        index, cols = slot[1], slot[2]
-        index.sync(items)
-        cols.sync(index.items, f)
-        self._indexes[archived] = (key, index, cols)
-        return index, cols
+        index = slot[1] if slot is not None else ItemIndex(self._dim(), labels=3)
+        codes = self._codes
+
+        def label(it: StoredItem) -> tuple[int, int, int]:
+            st = f.items.get(it.chunk.id)
+            if st is None:
+                return 0, 0, 0
+            return (codes.setdefault(st.actor, len(codes)),
+                    codes.setdefault(st.run_id, len(codes)), int(st.type == "skill"))
+
+        index.sync(items, label)
+        self._indexes[archived] = (key, index)
+        return index
 
     def _hidden_ids(self, f: Fold) -> npt.NDArray[np.int64]:
         key = self.store.version()
@@ -586,13 +526,10 @@ class ContextLoop:
                        and not st.summary_of and st.id in items
                        and st.hidden != "forgotten"),
                       key=lambda st: (st.iteration, st.id))[-last_n:]
-        out = []
-        for st in reversed(rows):
-            d = self._describe(st, items[st.id], f)
-            d["success"] = st.metadata.get("success")
-            out.append(d)
         return {"run_id": run_id, "current_iteration": f.current(actor, run_id),
-                "iterations": out}
+                "iterations": [{**self._describe(st, items[st.id], f),
+                                "success": st.metadata.get("success")}
+                               for st in reversed(rows)]}
 
     def get_skills(self, actor: str, tags: Sequence[str] | None = None,
                    min_score: float = 0.5) -> dict[str, Any]:
@@ -650,18 +587,17 @@ class ContextLoop:
             if len(members) < 2:
                 continue
             members.sort(key=lambda st: st.id)
-            body = text.central_sentences([items[m.id].chunk.content for m in members],
-                                          self._embed_or_none())
+            embed = self.embedder.embed if self.embedder is not None else None
+            body = text.central_sentences([items[m.id].chunk.content for m in members], embed)
             cid, _ = self._store(actor, run, body, ctype, max(m.iteration for m in members),
                                  sorted({t for m in members for t in m.tags}),
                                  {"summary": True}, [m.id for m in members])
             summaries.append({"id": item_ref(cid), "type": ctype, "run_id": run,
                               "sources": [item_ref(m.id) for m in members]})
         f, every = self._state(archived=True)
-        expired = [(st, f"older than {s.prune_after_iterations} iterations and never "
-                        "marked helpful") for st in f.items.values()
+        expired = [(st, why) for st in f.items.values()
                    if st.actor == actor and not st.hidden and st.id in every
-                   and (run_id is None or st.run_id == run_id) and self._expired(st, f)]
+                   and (run_id is None or st.run_id == run_id) and (why := self._expiry(st, f))]
         pruned = self._forget(actor, expired, every)
         gone = {st.id for st, _ in expired}
         day = datetime.now(UTC).strftime("%Y-%m-%d")
@@ -669,9 +605,6 @@ class ContextLoop:
         return {"summaries": summaries, "summarized": sum(len(x["sources"]) for x in summaries),
                 "archived": archived, "archive": f"AGENTS.archive-{day}.db" if archived else None,
                 "pruned": pruned}
-
-    def _embed_or_none(self) -> Any:
-        return self.embedder.embed if self.embedder is not None else None
 
     def prune(self, actor: str, min_score: float = 0.3, *, everyone: bool = False
               ) -> dict[str, Any]:
@@ -688,18 +621,19 @@ class ContextLoop:
             use = ranking.usefulness(st.helpful, st.unhelpful)
             if use < min_score:
                 out.append((st, f"usefulness {use:.2f} < {min_score}"))
-            elif self._expired(st, f):
-                out.append((st, f"older than {self.settings.prune_after_iterations} "
-                                "iterations and never marked helpful"))
+            elif why := self._expiry(st, f):
+                out.append((st, why))
         removed = self._forget(actor, out, items)
         return {"removed": removed, "count": len(removed)}
 
-    def _expired(self, st: ItemState, f: Fold) -> bool:
-        """Past ``prune_after_iterations`` (iterations since stored) and never helpful;
-        ``AGELESS`` types never expire."""
-        age = f.current(st.actor, st.run_id) - st.iteration
-        return (st.type not in AGELESS and st.helpful == 0
-                and age > self.settings.prune_after_iterations)
+    def _expiry(self, st: ItemState, f: Fold) -> str:
+        """Why the item expired: past ``prune_after_iterations`` (iterations since stored)
+        and never helpful; empty if it did not (``AGELESS`` types never expire)."""
+        after = self.settings.prune_after_iterations
+        if (st.type in AGELESS or st.helpful
+                or f.current(st.actor, st.run_id) - st.iteration <= after):
+            return ""
+        return f"older than {after} iterations and never marked helpful"
 
     def _forget(self, actor: str, entries: Sequence[tuple[ItemState, str]],
                 items: dict[int, StoredItem]) -> list[dict[str, Any]]:
@@ -717,8 +651,8 @@ class ContextLoop:
 
     def stats(self, actor: str) -> dict[str, Any]:
         f, items = self._state(archived=True)
-        by_type: dict[str, int] = {}
-        by_state: dict[str, int] = {}
+        by_type: Counter[str] = Counter()
+        by_state: Counter[str] = Counter()
         hidden = {"superseded": 0, "forgotten": 0}
         helpful = unhelpful = accesses = 0
         for st in f.items.values():
@@ -727,18 +661,14 @@ class ContextLoop:
             accesses += st.access_count + self.uses.pending(st.id)[0]
             if st.hidden:
                 hidden[st.hidden] += 1
-                continue
-            if st.id not in items:
-                continue
-            it = items[st.id]
-            by_type[st.type] = by_type.get(st.type, 0) + 1
-            age = f.current(st.actor, st.run_id) - st.iteration
-            state = state_of(st, age, it.archived, self.settings)
-            by_state[state] = by_state.get(state, 0) + 1
-            helpful += st.helpful
-            unhelpful += st.unhelpful
+            elif st.id in items:
+                by_type[st.type] += 1
+                by_state[state_of(st, f.current(st.actor, st.run_id) - st.iteration,
+                                  items[st.id].archived, self.settings)] += 1
+                helpful += st.helpful
+                unhelpful += st.unhelpful
         runs = {run: it for (a, run), it in f.runs.items() if a == actor}
-        return {"total": sum(by_type.values()), "by_type": by_type, "by_state": by_state,
+        return {"total": by_type.total(), "by_type": dict(by_type), "by_state": dict(by_state),
                 "hidden": hidden, "feedback": {"helpful": helpful, "not_helpful": unhelpful},
                 "accesses": accesses,
                 "runs": runs, "size_bytes": self.store.size_bytes(),

@@ -36,12 +36,9 @@ def read_ace(path: Path) -> list[Skill]:
     except (OSError, ValueError) as exc:
         raise ValidationError(f"{path}: not a readable ACE skillbook: {exc}") from exc
     raw = data.get("skills") if isinstance(data, dict) else None
-    if isinstance(raw, dict):
-        rows: Iterable[Any] = raw.values()
-    elif isinstance(raw, list):
-        rows = raw
-    else:
+    if not isinstance(raw, dict | list):
         raise ValidationError(f"{path}: an ACE skillbook needs a 'skills' object or list")
+    rows: Iterable[Any] = raw.values() if isinstance(raw, dict) else raw
     out = []
     for i, s in enumerate(rows):
         if not isinstance(s, dict) or not isinstance(s.get("content"), str) \
@@ -108,7 +105,7 @@ def read_agent_skills(folder: Path) -> list[Skill]:
 
 
 def write_agent_skills(folder: Path, skills: Iterable[dict[str, Any]]) -> int:
-    n = 0
+    skills = list(skills)
     for d in skills:
         meta = d.get("metadata") or {}
         name = meta.get("name") or _NAME.sub("-", d["content"][:40].lower()).strip("-") \
@@ -122,5 +119,4 @@ def write_agent_skills(folder: Path, skills: Iterable[dict[str, Any]]) -> int:
         (target / "SKILL.md").write_text(
             f"---\nname: {name}\ndescription: {json.dumps(description)}\n---\n\n{body}\n",
             encoding="utf-8")
-        n += 1
-    return n
+    return len(skills)

@@ -32,6 +32,8 @@ ITEM_EVENT = EVENT_PREFIX + "_item"
 FEEDBACK_EVENT = EVENT_PREFIX + "_feedback"
 USE_EVENT = EVENT_PREFIX + "_use"
 DEFAULT_RUN = "default"
+HIDES = {SUPERSEDE: ("old_id", "superseded"), FORGET: ("context_id", "forgotten")}
+"""The events that hide an item: the key naming it, and why it is hidden."""
 
 
 @dataclass(slots=True)
@@ -120,14 +122,10 @@ def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
                         and _int(value[0]) is not None and _int(value[1]) is not None):
                     got.access_count += value[0]
                     got.last_accessed_ms = max(got.last_accessed_ms, value[1])
-        elif e.kind == SUPERSEDE:
-            got = out.items.get(_int(d.get("old_id")) or -1)
+        elif e.kind in HIDES:
+            field_name, why = HIDES[e.kind]
+            got = out.items.get(_int(d.get(field_name)) or -1)
             if got is not None:
-                got.hidden = "superseded"
-                out.hidden.add(got.id)
-        elif e.kind == FORGET:
-            got = out.items.get(_int(d.get("context_id")) or -1)
-            if got is not None:
-                got.hidden = "forgotten"
+                got.hidden = why
                 out.hidden.add(got.id)
     return out

@@ -10,7 +10,7 @@ a PostgreSQL backend implements the same Protocol.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -47,7 +47,7 @@ class StoredEvent:
     kind: str
     created_at_ms: int
     data: dict[str, Any]
-    sources: tuple[int | str, ...] = field(default=())
+    sources: tuple[int | str, ...] = ()
 
 
 class ContextStore(Protocol):
@@ -56,7 +56,8 @@ class ContextStore(Protocol):
         ...
 
     def items(self, *, archived: bool = False) -> list[StoredItem]:
-        """Every active item (and with ``archived``, every archived one too)."""
+        """Every active item (and with ``archived``, every archived one too, before them:
+        so that an append to the active store extends the list at its end)."""
         ...
 
     def events(self) -> list[StoredEvent]:

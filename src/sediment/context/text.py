@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Sequence
 
@@ -28,13 +29,10 @@ def central_sentences(texts: Sequence[str], embed: Callable[[list[str]], npt.NDA
         return " ".join(unique)
     chosen = list(range(k))
     if embed is not None:
-        try:
+        with contextlib.suppress(Exception):  # an embedder failure keeps the first k
             m = np.asarray(embed(unique), dtype=np.float32)
-            centroid = m.mean(axis=0)
-            sims = m @ centroid
+            sims = m @ m.mean(axis=0)
             chosen = sorted(np.argsort(-sims, kind="stable")[:k].tolist())
-        except Exception:
-            chosen = list(range(k))
     return " ".join(unique[i] for i in chosen)
 
 

@@ -40,6 +40,8 @@ class PgContextStore:
         self.project = database.project
         self.dim = dim
         self.actor = actor
+        self.subject = f"context:{self.project}"
+        """What ``version`` reads: every change of the project's rows bumps it."""
 
     def bound(self, actor: str) -> PgContextStore:
         """The same store seen by ``actor`` alone."""
@@ -47,13 +49,8 @@ class PgContextStore:
 
     def _who(self) -> tuple[str, dict[str, Any]]:
         """The condition every query adds, and its parameters."""
-        params: dict[str, Any] = {"project": self.project, "actor": self.actor}
-        if self.actor is None:
-            return "project = %(project)s", params
-        return "project = %(project)s AND actor = %(actor)s", params
-
-    def _subject(self) -> str:
-        return f"context:{self.project}"
+        mine = "" if self.actor is None else " AND actor = %(actor)s"
+        return "project = %(project)s" + mine, {"project": self.project, "actor": self.actor}
 
     def append(self, items: Sequence[NewItem], events: Sequence[NewEvent]) -> list[int]:
         now = int(time.time() * 1000)
@@ -82,19 +79,18 @@ class PgContextStore:
                     "INSERT INTO context_rows (project, id, actor, is_event, kind, content, "
                     "author, created_at_ms, sources, subjects, data, embedding) VALUES (%s, "
                     "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", out)
-            bump(conn, self._subject())
+            bump(conn, self.subject)
         return ids[:len(items)]
 
     def items(self, *, archived: bool = False) -> list[StoredItem]:
         who, params = self._who()
-        params["archived"] = archived
-        params["prefix"] = ITEM_PREFIX + "%"
+        params.update(archived=archived, prefix=ITEM_PREFIX + "%")
         with self.db.connection() as conn:
             got = rows(
                 conn, "SELECT id, kind, content, author, created_at_ms, sources, embedding, "
                 f"archive FROM context_rows WHERE {who} AND NOT is_event AND kind LIKE "
                 "%(prefix)s AND (archive IS NULL OR %(archived)s) "
-                "ORDER BY archive IS NOT NULL, archive, id", params)
+                "ORDER BY archive IS NULL, archive, id", params)
         zero = np.zeros(self.dim, dtype=np.float32)
         return [StoredItem(Chunk(int(r[0]), str(r[1]), str(r[2]), str(r[3]), 1.0, int(r[4]),
                                  tuple(r[5] or ())),
@@ -126,7 +122,7 @@ class PgContextStore:
                 "NULL AND (id = ANY(%(ids)s) OR (is_event AND kind LIKE %(events)s AND "
                 "subjects && %(ids)s::bigint[])) RETURNING kind LIKE %(prefix)s", params)
             if got:
-                bump(conn, self._subject())
+                bump(conn, self.subject)
         return sum(1 for r in got if r[0])
 
     def drop(self, ids: Sequence[int]) -> int:
@@ -138,7 +134,7 @@ class PgContextStore:
             got = rows(conn, f"DELETE FROM context_rows WHERE {who} AND archive IS NULL "
                              "AND id = ANY(%(ids)s) RETURNING id", params)
             if got:
-                bump(conn, self._subject())
+                bump(conn, self.subject)
         return len(got)
 
     def size_bytes(self) -> int:
@@ -150,4 +146,4 @@ class PgContextStore:
 
     def version(self) -> Hashable:
         with self.db.connection() as conn:
-            return revision(conn, self._subject())
+            return revision(conn, self.subject)

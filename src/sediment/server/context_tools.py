@@ -11,7 +11,7 @@ actor is the one bound to the HTTP request's bearer token, else the server's own
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, ToolAnnotations
@@ -38,7 +38,6 @@ Score = Annotated[float, Field(ge=0.0, le=1.0)]
 RunId = Annotated[str, StringConstraints(min_length=1, max_length=100,
                                          pattern=r"^[A-Za-z0-9_.:-]+$")]
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=100)]
-M = TypeVar("M", bound=BaseModel)
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True,
                               idempotent_hint=False, open_world_hint=False)
 
@@ -121,13 +120,6 @@ class NoArgs(_Strict):
     pass
 
 
-def _tool(name: str, model: type[M], handler: Callable[[M, Principal], CallToolResult],
-          fallback: str, description: str, annotations: ToolAnnotations,
-          output: type[BaseModel]) -> Tool:
-    return actor_tool(name, model, handler, output=output, description=description,
-                      annotations=annotations, actor=fallback)
-
-
 def _render(items: list[dict[str, Any]]) -> str:
     return "\n".join(f"{i}. [{d['id']} {d['type']}, {d['state']}, score "
                      f"{d.get('score', d.get('usefulness', 0)):.3f}] {d['content']}"
@@ -149,98 +141,80 @@ OUTPUTS: dict[str, type[BaseModel]] = {
 """Each context tool's output schema."""
 
 
+def _relevant_text(out: dict[str, Any]) -> str:
+    text = out["block"] if "block" in out else _render(out["items"])
+    if out["warnings"]:
+        text = "Warnings: " + "; ".join(out["warnings"]) + "\n" + text
+    return text
+
+
+def _pruned_text(out: dict[str, Any]) -> str:
+    return "\n".join([f"Removed {out['count']} items.",
+                      *(f"- {d['id']} {d['type']} ({d['reason']})" for d in out["removed"])])
+
+
+Text = Callable[[dict[str, Any]], str]
+SPECS: list[tuple[str, type[BaseModel], str, Text, ToolAnnotations, str]] = [
+    ("get_relevant_context", RelevantRequest, "get_relevant_context", _relevant_text,
+     READ_ONLY,
+     """Get the few items from earlier iterations that matter for this task, best first
+     (0.40 semantic + 0.25 recency + 0.20 usefulness + 0.15 type match; each result
+     explains its factors). With max_tokens, also a Markdown block to inject."""),
+    ("get_iteration_history", HistoryRequest, "get_iteration_history",
+     lambda out: _render(out["iterations"]), READ_ONLY,
+     "The last iterations of a loop (run_id): what was tried, what succeeded or failed."),
+    ("get_skills", SkillsRequest, "get_skills", lambda out: _render(out["skills"]), READ_ONLY,
+     """Learned skills, most useful first; min_score is the skill's usefulness from
+     feedback (0.5 until marked)."""),
+    ("store_context", StoreRequest, "store_context",
+     lambda out: f"Stored {out['id']} ({out['context_type']}, iteration {out['iteration']} "
+                 f"of run {out['run_id']}).", APPEND_ONLY,
+     """Store context for later iterations: task, iteration, skill, file, output or
+     error. Never include secrets: content that looks like a credential is refused."""),
+    ("store_iteration_result", IterationRequest, "store_iteration_result",
+     lambda out: f"Stored iteration {out['iteration']} as {out['id']}.", APPEND_ONLY,
+     """Record the result of a finished iteration (its error, if any, becomes an error
+     item too). Call it after every iteration of the loop."""),
+    ("mark_useful", MarkRequest, "mark_useful",
+     lambda out: f"Recorded: {out['id']} {'helpful' if out['helpful'] else 'not helpful'} "
+                 f"(usefulness now {out['usefulness']:.2f}).", APPEND_ONLY,
+     """Say whether a returned item helped (+0.1 usefulness) or not (-0.15). A vote
+     counts for queries like the one it names, fades over the run's next iterations
+     (half after feedback_half_life, 3), and an item's helpful votes count at most
+     one: mark what helped this iteration, re-marking adds nothing."""),
+    ("summarize_old_context", SummarizeRequest, "summarize_old_context",
+     lambda out: f"Summarized {out['summarized']} items into {len(out['summaries'])} "
+                 f"summaries; archived {out['archived']}; pruned {len(out['pruned'])}.",
+     APPEND_ONLY,
+     """Replace items older than older_than_iterations by extractive summaries (the
+     originals are superseded, not deleted) and archive items past the archive age."""),
+    ("prune_low_value_context", PruneRequest, "prune", _pruned_text, DESTRUCTIVE,
+     """Forget items whose usefulness is under min_score, and items older than
+     [context] prune_after_iterations never marked helpful (never a skill marked
+     helpful); says what it removed."""),
+    ("get_context_stats", NoArgs, "stats",
+     lambda out: f"{out['total']} items: {out['by_state']}; types {out['by_type']}.",
+     READ_ONLY,
+     "Counts of stored context by type and lifecycle state, feedback, runs and size."),
+    ("health_check", NoArgs, "health", lambda out: f"{out['status']}: {out['checks']}",
+     READ_ONLY, "Whether the context store, the embedder and the tokenizer work."),
+]
+"""Each tool: its request, the service method its arguments (by name) go to, after the
+caller's actor, and the text of its answer."""
+
+
 def context_loop_tools(cl: ContextLoop, actor: str) -> list[Tool]:
     """The ten context tools over ``cl``, for :func:`sediment.server.build_server` to
     construct the server with (the SDK takes built tools only then). ``actor`` is whom a
     call without a bearer token acts as (the server's own)."""
 
-    def relevant(r: RelevantRequest, p: Principal) -> CallToolResult:
-        out = cl.get_relevant_context(p.actor, r.query, r.max_items, r.context_types,
-                                      r.min_score, r.max_tokens, r.run_id, r.include_archived,
-                                      r.skills_across_runs)
-        text = out["block"] if r.max_tokens is not None else _render(out["items"])
-        if out["warnings"]:
-            text = "Warnings: " + "; ".join(out["warnings"]) + "\n" + text
-        return result(out, text)
+    def handler(method: str, text: Text) -> Callable[[BaseModel, Principal], CallToolResult]:
+        def call(r: BaseModel, p: Principal) -> CallToolResult:
+            run = getattr(cl, method)
+            out = run() if method == "health" else run(p.actor, **dict(r))
+            return result(out, text(out))
+        return call
 
-    def history(r: HistoryRequest, p: Principal) -> CallToolResult:
-        out = cl.get_iteration_history(p.actor, r.last_n, r.run_id)
-        return result(out, _render(out["iterations"]))
-
-    def skills(r: SkillsRequest, p: Principal) -> CallToolResult:
-        out = cl.get_skills(p.actor, r.tags, r.min_score)
-        return result(out, _render(out["skills"]))
-
-    def store(r: StoreRequest, p: Principal) -> CallToolResult:
-        out = cl.store_context(p.actor, r.content, r.context_type, r.tags or (), r.metadata,
-                               r.run_id)
-        return result(out, f"Stored {out['id']} ({out['context_type']}, iteration "
-                           f"{out['iteration']} of run {out['run_id']}).")
-
-    def iteration(r: IterationRequest, p: Principal) -> CallToolResult:
-        out = cl.store_iteration_result(p.actor, r.iteration, r.summary, r.success,
-                                        r.duration_ms, r.tokens_used, r.cost,
-                                        r.tool_calls or (), r.artifacts or (), r.error,
-                                        r.run_id)
-        return result(out, f"Stored iteration {r.iteration} as {out['id']}.")
-
-    def mark(r: MarkRequest, p: Principal) -> CallToolResult:
-        out = cl.mark_useful(p.actor, r.item_id, r.helpful, r.reason, r.query)
-        return result(out, f"Recorded: {out['id']} {'helpful' if r.helpful else 'not helpful'}"
-                           f" (usefulness now {out['usefulness']:.2f}).")
-
-    def summarize(r: SummarizeRequest, p: Principal) -> CallToolResult:
-        out = cl.summarize_old_context(p.actor, r.older_than_iterations, r.run_id)
-        return result(out, f"Summarized {out['summarized']} items into "
-                           f"{len(out['summaries'])} summaries; archived {out['archived']}; "
-                           f"pruned {len(out['pruned'])}.")
-
-    def prune(r: PruneRequest, p: Principal) -> CallToolResult:
-        out = cl.prune(p.actor, r.min_score)
-        lines = [f"Removed {out['count']} items."]
-        lines += [f"- {d['id']} {d['type']} ({d['reason']})" for d in out["removed"]]
-        return result(out, "\n".join(lines))
-
-    def stats(_: NoArgs, p: Principal) -> CallToolResult:
-        out = cl.stats(p.actor)
-        return result(out, f"{out['total']} items: {out['by_state']}; types {out['by_type']}.")
-
-    def health(_: NoArgs, p: Principal) -> CallToolResult:
-        out = cl.health()
-        return result(out, f"{out['status']}: {out['checks']}")
-
-    specs: list[tuple[str, Any, Any, ToolAnnotations, str]] = [
-        ("get_relevant_context", RelevantRequest, relevant, READ_ONLY,
-         """Get the few items from earlier iterations that matter for this task, best first
-         (0.40 semantic + 0.25 recency + 0.20 usefulness + 0.15 type match; each result
-         explains its factors). With max_tokens, also a Markdown block to inject."""),
-        ("get_iteration_history", HistoryRequest, history, READ_ONLY,
-         "The last iterations of a loop (run_id): what was tried, what succeeded or failed."),
-        ("get_skills", SkillsRequest, skills, READ_ONLY,
-         """Learned skills, most useful first; min_score is the skill's usefulness from
-         feedback (0.5 until marked)."""),
-        ("store_context", StoreRequest, store, APPEND_ONLY,
-         """Store context for later iterations: task, iteration, skill, file, output or
-         error. Never include secrets: content that looks like a credential is refused."""),
-        ("store_iteration_result", IterationRequest, iteration, APPEND_ONLY,
-         """Record the result of a finished iteration (its error, if any, becomes an error
-         item too). Call it after every iteration of the loop."""),
-        ("mark_useful", MarkRequest, mark, APPEND_ONLY,
-         """Say whether a returned item helped (+0.1 usefulness) or not (-0.15). A vote
-         counts for queries like the one it names, fades over the run's next iterations
-         (half after feedback_half_life, 3), and an item's helpful votes count at most
-         one: mark what helped this iteration, re-marking adds nothing."""),
-        ("summarize_old_context", SummarizeRequest, summarize, APPEND_ONLY,
-         """Replace items older than older_than_iterations by extractive summaries (the
-         originals are superseded, not deleted) and archive items past the archive age."""),
-        ("prune_low_value_context", PruneRequest, prune, DESTRUCTIVE,
-         """Forget items whose usefulness is under min_score, and items older than
-         [context] prune_after_iterations never marked helpful (never a skill marked
-         helpful); says what it removed."""),
-        ("get_context_stats", NoArgs, stats, READ_ONLY,
-         "Counts of stored context by type and lifecycle state, feedback, runs and size."),
-        ("health_check", NoArgs, health, READ_ONLY,
-         "Whether the context store, the embedder and the tokenizer work."),
-    ]
-    return [_tool(name, model, handler, actor, description, notes, OUTPUTS[name])
-            for name, model, handler, notes, description in specs]
+    return [actor_tool(name, model, handler(method, text), output=OUTPUTS[name],
+                       description=description, annotations=notes, actor=actor)
+            for name, model, method, text, notes, description in SPECS]
