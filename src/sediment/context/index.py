@@ -25,7 +25,7 @@ from sediment.context.store import StoredItem
 from sediment.search import BM25Params, ConvexFusion
 from sediment.search.analysis import analyzer
 from sediment.search.bm25 import Postings, query_stats
-from sediment.search.ranking import fuse_pool
+from sediment.search.ranking import Candidates, fuse_pool
 from sediment.search.vector import top_k
 
 F32 = npt.NDArray[np.float32]
@@ -135,9 +135,12 @@ class ItemIndex:
         if pools:
             pool = np.unique(np.concatenate(pools)).astype(np.int64)
             pool = pool[allowed[pool]]
-            got = fuse_pool(self.ids[pool], np.zeros(len(pool), np.int64), pool, vec[pool],
-                            lex[pool], mode="hybrid", fusion=ConvexFusion(), has_vector=True)
-            pos, fused = pool[got.best[:k]], got.fused[got.best[:k]]
+            n = len(pool)
+            best, fused_all, _, _ = fuse_pool(
+                Candidates(self.ids[pool], np.zeros(n, np.int64), pool, vec[pool], lex[pool],
+                           np.zeros(n, np.bool_)),
+                mode="hybrid", fusion=ConvexFusion(), has_vector=True)
+            pos, fused = pool[best[:k]], fused_all[best[:k]]
         if extra is not None and len(extra):
             more = np.setdiff1d(np.asarray(extra, dtype=np.int64), pos)
             more = more[allowed[more]]
