@@ -27,7 +27,7 @@ catch its way past either. Only the kill stops a single long call into a Lua C f
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -142,15 +142,12 @@ class _Run:
         return self.guard(fn)
 
     def to_lua(self, value: Any) -> Any:
-        if isinstance(value, Mapping):
+        if isinstance(value, Mapping | list | tuple):
             t = self.lua.table()
-            for k, v in value.items():
+            pairs: Iterable[tuple[Any, Any]] = (value.items() if isinstance(value, Mapping)
+                                                else enumerate(value, 1))
+            for k, v in pairs:
                 t[k] = self.to_lua(v)
-            return t
-        if isinstance(value, list | tuple):
-            t = self.lua.table()
-            for i, v in enumerate(value, 1):
-                t[i] = self.to_lua(v)
             return t
         if value is None or isinstance(value, str | int | float | bool):
             return value

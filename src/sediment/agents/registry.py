@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -89,8 +89,7 @@ class BrokenPersona:
     error: str
 
     def to_dict(self) -> dict[str, str]:
-        return {"name": self.name, "source": self.source, "origin": self.origin,
-                "error": self.error}
+        return asdict(self)
 
 
 class Registry:

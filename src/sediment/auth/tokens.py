@@ -22,7 +22,7 @@ import json
 import re
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -117,13 +117,8 @@ class TokenInfo:
         return self.expires_at_ms is not None and now_ms >= self.expires_at_ms
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "actor": self.actor, "role": self.role,
-                               "created_at_ms": self.created_at_ms}
-        if self.expires_at_ms is not None:
-            out["expires_at_ms"] = self.expires_at_ms
-        if self.project is not None:
-            out["project"] = self.project
-        return out
+        """The fields, without an expiry or project the token does not have."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 def _digest(salt: bytes, token: str) -> str:

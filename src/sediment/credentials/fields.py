@@ -44,12 +44,7 @@ def check_texts(values: Iterable[object] | None, field: str) -> list[str]:
         return []
     if isinstance(values, str | bytes):
         raise ValidationError(f"{field} must be a list of texts, not one text")
-    out = []
-    for i, v in enumerate(values):
-        text = check_text(v, f"{field}[{i}]")
-        assert text is not None
-        out.append(text)
-    return out
+    return [str(check_text(v, f"{field}[{i}]")) for i, v in enumerate(values)]
 
 
 def check_number(value: object, field: str, *, minimum: float | None = None) -> float:

@@ -69,20 +69,19 @@ def embedder_for_profile(profile: Mapping[str, Any] | None, *,
     if not isinstance(profile, Mapping):
         return None
     backend, dim = profile.get("backend"), profile.get("dim")
-    candidates: list[tuple[str, dict[str, Any]]] = []
     if backend == "hash" and isinstance(dim, int) and not isinstance(dim, bool) and dim > 0:
-        candidates.append(("hash", {"dim": dim}))
+        name = "hash"
     elif backend == "onnxruntime" and profile.get("model") == MINILM_MODEL:
-        candidates.append(("minilm", {}))
-    for name, options in candidates:
-        try:
-            made = _build(name, dim=options.get("dim"), base_url=None, model=None, api_key=None)
-            if any(made.profile.to_dict().get(k) != profile.get(k) for k in PROFILE_FIELDS):
-                continue
-        except SedimentError:
-            continue
-        return CachedEmbedder(made, EmbeddingCache(cache_path)) if cache_path else made
-    return None
+        name, dim = "minilm", None
+    else:
+        return None
+    try:
+        made = _build(name, dim=dim, base_url=None, model=None, api_key=None)
+        if any(made.profile.to_dict().get(k) != profile.get(k) for k in PROFILE_FIELDS):
+            return None
+    except SedimentError:  # the model's files are missing, say
+        return None
+    return CachedEmbedder(made, EmbeddingCache(cache_path)) if cache_path else made
 
 
 def profile_for(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import Any
 
@@ -59,14 +59,9 @@ class EmbeddingProfile:
         _check_text("output_norm", self.output_norm, nullable=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``embedding_profile`` object of layer metadata, keys in RFC order."""
-        return {
-            "backend": self.backend,
-            "model": self.model,
-            "revision": self.revision,
-            "dim": self.dim,
-            "output_norm": self.output_norm,
-        }
+        """The ``embedding_profile`` object of layer metadata, keys in RFC order (the
+        fields' order)."""
+        return asdict(self)
 
     def describe(self) -> str:
         """A one-line summary for messages, e.g. ``onnxruntime:all-MiniLM@int8-... (384d, l2)``."""

@@ -25,7 +25,7 @@ Rules, so the same tree gives the same list on every machine:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
@@ -137,6 +137,25 @@ def _walk(base: Path, rules: _Rules, report: OnSkip) -> dict[str, _Found]:
     already real. Entries are sorted so ``on_skip`` hears of them in a stable order.
     """
     found: dict[str, _Found] = {}
+    for rel, entry in walk_entries(base, rules.enters, lambda d, exc: report(
+            Skipped(f"{d}/", f"unreadable directory: {exc.strerror or exc}"))):
+        if entry.is_symlink():
+            _symlink(base, entry, rel, rules, found, report)
+        elif rules.wanted(rel):
+            if entry.is_file(follow_symlinks=False):
+                found[rel] = _Found(entry.path, link=False)
+            else:
+                report(Skipped(rel, "not a regular file"))
+    return found
+
+
+def walk_entries(base: Path, enters: Callable[[str, str], bool],
+                 unreadable: Callable[[str, OSError], None]
+                 ) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """(relative posix path, entry) of everything under ``base`` but directories, each
+    directory's entries in name order. A directory is entered when ``enters(name, rel)``
+    says so, never through a symlink; one that cannot be listed goes to
+    ``unreadable(rel or ".", error)``. Compile's discovery and KCP's share this walk."""
     pending = [""]
     while pending:
         rel_dir = pending.pop()
@@ -144,22 +163,14 @@ def _walk(base: Path, rules: _Rules, report: OnSkip) -> dict[str, _Found]:
             with os.scandir(base / rel_dir) as it:
                 entries = sorted(it, key=lambda entry: entry.name)
         except OSError as exc:
-            reason = f"unreadable directory: {exc.strerror or exc}"
-            report(Skipped(f"{rel_dir or '.'}/", reason))
+            unreadable(rel_dir or ".", exc)
             continue
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            if entry.is_dir(follow_symlinks=False):
-                if rules.enters(entry.name, rel):
-                    pending.append(rel)
-            elif entry.is_symlink():
-                _symlink(base, entry, rel, rules, found, report)
-            elif rules.wanted(rel):
-                if entry.is_file(follow_symlinks=False):
-                    found[rel] = _Found(entry.path, link=False)
-                else:
-                    report(Skipped(rel, "not a regular file"))
-    return found
+            if not entry.is_dir(follow_symlinks=False):
+                yield rel, entry
+            elif enters(entry.name, rel):
+                pending.append(rel)
 
 
 def _symlink(

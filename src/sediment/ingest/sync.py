@@ -26,7 +26,7 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -93,8 +93,7 @@ class Override:
     source: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "layer": self.layer, "path": self.path, "reason": self.reason,
-                "source": self.source}
+        return asdict(self)
 
 
 @dataclass(slots=True)

@@ -29,16 +29,8 @@ class Format:
 
 
 FORMATS = {f.name: f for f in (
-    Format("claude", instructions.reader("claude"), instructions.writer("claude"),
-           "project"),
-    Format("agents-md", instructions.reader("agents-md"), instructions.writer("agents-md"),
-           "project"),
-    Format("cursor", instructions.reader("cursor"), instructions.writer("cursor"),
-           "project"),
-    Format("copilot", instructions.reader("copilot"), instructions.writer("copilot"),
-           "project"),
-    Format("cline", instructions.reader("cline"), instructions.writer("cline"),
-           "project"),
+    *(Format(name, instructions.reader(name), instructions.writer(name), "project")
+      for name in instructions.KINDS),
     Format("mcp-memory", mcp_memory.read, mcp_memory.write, "user"),
     Format("mem0", mem0.read, mem0.write, "user"),
     Format("basic-memory", basic_memory.read, basic_memory.write, "user"),

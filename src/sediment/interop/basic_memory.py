@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 
-from sediment.ingest.frontmatter import parse_front_matter
 from sediment.interop import graph
+from sediment.interop.instructions import front_matter
 from sediment.interop.model import Item, Reading, category_of, read_text, shown_path, walk
 from sediment.memory import Memory
 
@@ -38,14 +38,12 @@ def _notes(path: Path) -> list[Path]:
 def parse(text: str, rel: str, shown: str) -> tuple[list[Item], list[Item]]:
     """(the note's entity, everything else) of one note."""
     lines = text.split("\n")
-    fm = parse_front_matter([ln.rstrip("\r") for ln in lines])
-    fields = fm.fields if fm else {}
-    body = fm.body_start if fm else 0
+    raw, fields, body = front_matter(lines)
     title = fields.get("title") or _first_heading(lines, body) or PurePosixPath(rel).stem
     etype = fields.get("type") or "note"
     extra: dict[str, object] = {"path": rel}
-    if fm:
-        extra["front_matter"] = "\n".join(ln.rstrip("\r") for ln in lines[1:body - 1])
+    if raw is not None:
+        extra["front_matter"] = raw
     entity = graph.entity_item(NAME, f"{shown}:1", title, etype, extra)
     items: list[Item] = []
     block: list[str] = []

@@ -44,9 +44,8 @@ def relation_item(fmt: str, source: str, frm: str, relation: str, to: str,
                 refs=(frm, to))
 
 
-def prose_item(fmt: str, source: str, name: str, text: str,
-               extra: dict[str, Any] | None = None) -> Item:
-    origin = {"format": fmt, "part": "prose", "entity": name, "text": text, **(extra or {})}
+def prose_item(fmt: str, source: str, name: str, text: str) -> Item:
+    origin = {"format": fmt, "part": "prose", "entity": name, "text": text}
     return Item(text, "fact", source, origin, context=context_name(name), refs=(name,))
 
 

@@ -114,5 +114,4 @@ def _save(service: MemoryService, item: Item, actor: str, scope: str, refs: list
     out = service.save(actor, item.content, item.category, item.learned, scope, item.context,
                        [item.source, *refs], keep_separate=True, human=True,
                        origin=item.origin)
-    return ("created" if out["status"] == "created" else out["status"]), str(out["id"]), \
-        int(out["chunk_id"])
+    return out["status"], str(out["id"]), int(out["chunk_id"])

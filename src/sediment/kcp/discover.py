@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from sediment.errors import NotFoundError
+from sediment.ingest.discover import walk_entries
 
 __all__ = ["MANIFEST_NAME", "SKIPPED_DIRS", "Discovery", "FoundManifest", "find_manifests",
            "llms_txt_manifest"]
@@ -121,24 +122,12 @@ def _regular_inside(base: Path, rel: str) -> bool:
 
 def _walk(base: Path, warnings: list[str]) -> list[str]:
     out: list[str] = []
-    pending = [""]
-    while pending:
-        rel_dir = pending.pop()
-        try:
-            with os.scandir(base / rel_dir) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError as exc:
-            warnings.append(f"{rel_dir or '.'}/: unreadable: {exc.strerror or exc}")
-            continue
-        for entry in entries:
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            if entry.is_dir(follow_symlinks=False):
-                if not entry.name.startswith(".") and entry.name not in SKIPPED_DIRS:
-                    pending.append(rel)
-            elif entry.name == MANIFEST_NAME and rel_dir:
-                if _regular_inside(base, rel):
-                    out.append(rel)
-                else:
-                    warnings.append(f"{rel}: skipped; it is not a regular file inside the "
-                                    "root")
+    for rel, entry in walk_entries(
+            base, lambda name, _: not name.startswith(".") and name not in SKIPPED_DIRS,
+            lambda d, exc: warnings.append(f"{d}/: unreadable: {exc.strerror or exc}")):
+        if entry.name == MANIFEST_NAME and "/" in rel:
+            if _regular_inside(base, rel):
+                out.append(rel)
+            else:
+                warnings.append(f"{rel}: skipped; it is not a regular file inside the root")
     return sorted(out)

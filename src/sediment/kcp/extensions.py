@@ -26,7 +26,6 @@ __all__ = ["check"]
 KINDS = frozenset({"knowledge", "schema", "service", "policy", "executable"})
 FORMATS = frozenset({"markdown", "pdf", "openapi", "json-schema", "jupyter", "html",
                      "asciidoc", "rst", "vtt", "yaml", "json", "csv", "text"})
-FREQUENCIES = frozenset({"hourly", "daily", "weekly", "monthly", "rarely", "never"})
 ACCESS = frozenset({"public", "authenticated", "restricted"})
 ON_STALE = frozenset({"warn", "degrade", "block"})
 PERMISSIONS = frozenset({"initiative", "requires_approval", "denied"})
@@ -73,7 +72,7 @@ def check(root: Mapping[str, Any], entries: Sequence[tuple[Mapping[str, Any], Un
             continue
         kind = _vocabulary(entry, "kind", KINDS, report, who) or "knowledge"
         _vocabulary(entry, "format", FORMATS, report, who)
-        _vocabulary(entry, "update_frequency", FREQUENCIES, report, who)
+        _vocabulary(entry, "update_frequency", federation_rules.FREQUENCIES, report, who)
         sensitivity = _vocabulary(entry, "sensitivity", frozenset(governance.SENSITIVITY),
                                   report, who)
         deprecated = entry.get("deprecated")

@@ -87,12 +87,10 @@ def _file_records(f: LayerFile, layer: LayerName) -> list[UnitRecord]:
 
 
 def _parse_records(f: LayerFile, layer: LayerName) -> list[UnitRecord]:
-    records: list[UnitRecord] = []
-    if f.chunk_count:
-        rows = np.flatnonzero(kind_mask(f, UNIT_KIND.__eq__)).tolist()
-        chunks = (f.chunk_at(int(i)) for i in rows)
-        records = [r for c in chunks if (r := _record(layer, c)) is not None]
-    return records
+    if not f.chunk_count:
+        return []
+    rows = np.flatnonzero(kind_mask(f, UNIT_KIND.__eq__)).tolist()
+    return [r for i in rows if (r := _record(layer, f.chunk_at(int(i)))) is not None]
 
 
 class KcpIndex:

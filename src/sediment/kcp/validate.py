@@ -31,6 +31,7 @@ from typing import Any
 
 from sediment.kcp.errors import ManifestError
 from sediment.kcp.extensions import check as check_extensions
+from sediment.kcp.federation_rules import REL_TYPES as RELATIONSHIP_TYPES
 from sediment.kcp.graph import break_cycles
 from sediment.kcp.model import Issue, Manifest, Relationship, Unit, ValidationResult
 from sediment.kcp.paths import inside, normalize_path
@@ -52,8 +53,6 @@ TARGET_VERSION = "0.14"
 KNOWN_VERSIONS = frozenset(f"0.{n}" for n in range(1, 15))
 SCOPES = ("global", "project", "module")
 AUDIENCES = frozenset({"human", "agent", "developer", "architect", "operator", "devops"})
-RELATIONSHIP_TYPES = frozenset({"enables", "context", "supersedes", "contradicts",
-                                "depends_on", "governs"})
 ID = re.compile(r"[a-z0-9.\-]+")
 MAX_TRIGGER_CHARS = 60
 MAX_TRIGGERS = 20

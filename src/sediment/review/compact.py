@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,11 +34,9 @@ from sediment.errors import NotFoundError, SchemaMismatchError, ValidationError
 from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.format.profile import PROFILE_KEYS, check_compatible
 from sediment.format.writer import quantize
-from sediment.review._common import is_event
 from sediment.review.rotate import (
     Rotation,
     archive_and_reset,
-    high_water,
     install_base,
     utc_stamp,
 )
@@ -50,9 +47,11 @@ from sediment.store.events import (
     about_memories,
     fold_proposals,
     hidden_ids,
+    is_meta_kind,
     iter_events,
 )
-from sediment.store.layerset import vectorless_events
+from sediment.store.ids import file_high_water
+from sediment.store.layerset import same_file, vectorless_events
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,22 +81,12 @@ class CompactReport:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _rows(f: LayerFile, positions: list[int]) -> npt.NDArray[Any]:
     return np.asarray(f.embeddings[f.rows[np.asarray(positions, dtype=np.int64)]])
-
-
-def _same(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return a.resolve() == b.resolve()
 
 
 def check_schema(base: LayerFile, user: LayerFile) -> None:
@@ -131,7 +120,7 @@ def merge(base: LayerFile, user: LayerFile, *, keep_events: bool = False,
                            "hidden_dropped", "requantized"), 0)
     for name in (LayerName.BASE, LayerName.USER):
         for pos, c in enumerate(chunks[name]):
-            if not keep_events and is_event(c) and not about_memories(c, memories):
+            if not keep_events and is_meta_kind(c.kind) and not about_memories(c, memories):
                 stats["events_dropped"] += 1
                 continue
             if c.id in picked:
@@ -160,7 +149,8 @@ def merge(base: LayerFile, user: LayerFile, *, keep_events: bool = False,
         if key not in metadata and key in (user.metadata or {}):
             metadata[key] = (user.metadata or {})[key]
     metadata.setdefault("v", 1)
-    metadata["id_high_water"] = max(high_water(base), high_water(user), max(order, default=0))
+    metadata["id_high_water"] = max(file_high_water(base), file_high_water(user),
+                                    max(order, default=0))
     if provenance:
         metadata["compacted_from"] = dict(provenance)
     kept = [picked[cid][2] for cid in order]
@@ -174,7 +164,7 @@ def merge(base: LayerFile, user: LayerFile, *, keep_events: bool = False,
 
 def _check_out(out: Path, inputs: Sequence[Path], force: bool) -> None:
     for p in inputs:
-        if _same(out, p):
+        if same_file(out, p):
             raise ValidationError(f"--out {out} is one of the inputs ({p}); compaction writes "
                                   "a new file and never touches its inputs")
     if out.is_dir():
@@ -235,7 +225,7 @@ def compact(base: Path, user: Path, out: Path, *, keep_events: bool = False,
             installed = install_base(base, data, stamp=when)
             rotated.append(installed)
             present = [LayerFile.open(p) for p in resets if p.exists()]
-            top = max([stats["id_high_water"], *(high_water(f) for f in present)])
+            top = max([stats["id_high_water"], *(file_high_water(f) for f in present)])
             for p in resets:
                 r = archive_and_reset(p, id_high_water=top, stamp=when)
                 if r is not None:

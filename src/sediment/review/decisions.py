@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from sediment.errors import NotFoundError, ValidationError
 from sediment.format import Chunk
-from sediment.review._common import is_event, require_present, set_dim
+from sediment.review._common import require_present, set_dim
 from sediment.store import HUMAN_WRITABLE, LayerName, LayerStore, NewChunk
 from sediment.store.events import (
     CLOSED_BY,
@@ -32,6 +32,7 @@ from sediment.store.events import (
     Event,
     ProposalState,
     decision_event,
+    is_meta_kind,
     pending_by_chunk,
 )
 from sediment.store.rules import memory_row, writers
@@ -247,44 +248,39 @@ def _commit(layerset: LayerStore, plan: _Plan) -> list[Outcome]:
 def _decide(layerset: LayerStore, proposal_ids: Sequence[int], verdict: str,
             reason: str, reviewer: str | None) -> list[Outcome]:
     with layerset.transaction():
-        return _decide_locked(layerset, proposal_ids, verdict, reason, reviewer)
-
-
-def _decide_locked(layerset: LayerStore, proposal_ids: Sequence[int], verdict: str,
-                   reason: str, reviewer: str | None) -> list[Outcome]:
-    states = layerset.proposals()
-    plan = _Plan()
-    action = VERDICTS[verdict]
-    opposite = next(v for k, v in VERDICTS.items() if k != verdict)
-    for pid in _unique(proposal_ids):
-        state = _state(layerset, states, pid)
-        if state.status == action and state.recorded:
-            plan.outcomes.append(Outcome(state.context_id, action, False, pid,
-                                         decided_by=_first_decider(state)))
-            continue
-        if state.status in CLOSED_BY.values():
-            raise ValidationError(
-                f"proposal {pid} (chunk {state.context_id}) was {state.status} by its author "
-                "(a newer proposal replaced it, or the chunk was forgotten): there is nothing "
-                "to decide; nothing was written")
-        if state.status == opposite:
-            first = next((d for d in state.decisions
-                          if d.data.get("event") in ("accept", "reject")), None)
-            why = f" ({first.data.get('reason')})" if first and first.data.get("reason") else ""
-            who = _first_decider(state)
-            raise AlreadyDecided(
-                f"proposal {pid} (chunk {state.context_id}) was already {opposite}{why}, "
-                f"decided by {who}; a "
-                "decision is final: nothing was written. To change course, the agent can "
-                "propose the chunk again, or a human can `sediment promote` it",
-                pid, opposite, who)
-        copied = False
-        if verdict == "accept":
-            copied = _plan_copy(layerset, LayerName.DELTA, state.context_id, plan)
-        plan.decisions.append(_decision(verdict, state.context_id, pid, reason,
-                                        LayerName.DELTA, verdict == "accept", reviewer))
-        plan.outcomes.append(Outcome(state.context_id, action, True, pid, copied=copied))
-    return _commit(layerset, plan)
+        states = layerset.proposals()
+        plan = _Plan()
+        action = VERDICTS[verdict]
+        opposite = next(v for k, v in VERDICTS.items() if k != verdict)
+        for pid in _unique(proposal_ids):
+            state = _state(layerset, states, pid)
+            if state.status == action and state.recorded:
+                plan.outcomes.append(Outcome(state.context_id, action, False, pid,
+                                             decided_by=_first_decider(state)))
+                continue
+            if state.status in CLOSED_BY.values():
+                raise ValidationError(
+                    f"proposal {pid} (chunk {state.context_id}) was {state.status} by its author "
+                    "(a newer proposal replaced it, or the chunk was forgotten): there is nothing "
+                    "to decide; nothing was written")
+            if state.status == opposite:
+                first = next((d for d in state.decisions
+                              if d.data.get("event") in ("accept", "reject")), None)
+                why = f" ({first.data.get('reason')})" if first and first.data.get("reason") else ""
+                who = _first_decider(state)
+                raise AlreadyDecided(
+                    f"proposal {pid} (chunk {state.context_id}) was already {opposite}{why}, "
+                    f"decided by {who}; a "
+                    "decision is final: nothing was written. To change course, the agent can "
+                    "propose the chunk again, or a human can `sediment promote` it",
+                    pid, opposite, who)
+            copied = False
+            if verdict == "accept":
+                copied = _plan_copy(layerset, LayerName.DELTA, state.context_id, plan)
+            plan.decisions.append(_decision(verdict, state.context_id, pid, reason,
+                                            LayerName.DELTA, verdict == "accept", reviewer))
+            plan.outcomes.append(Outcome(state.context_id, action, True, pid, copied=copied))
+        return _commit(layerset, plan)
 
 
 def accept(layerset: LayerStore, proposal_ids: Sequence[int], reason: str = "", *,
@@ -322,7 +318,7 @@ def promotable(layerset: LayerStore, ids: Sequence[int],
     if missing:
         raise NotFoundError(f"not in the {source.value} layer ({layerset.location(source)}): "
                             f"{', '.join(map(str, missing))}")
-    events = [i for i, c in found.items() if is_event(c)]
+    events = [i for i, c in found.items() if is_meta_kind(c.kind)]
     if events:
         raise ValidationError(f"these are meta.* event chunks, not context: "
                               f"{', '.join(map(str, events))}")
@@ -338,23 +334,18 @@ def promote(layerset: LayerStore, ids: Sequence[int], *, source: LayerName = Lay
     a chunk already identical in user is a no-op.
     """
     with layerset.transaction():
-        return _promote_locked(layerset, ids, source, reason)
-
-
-def _promote_locked(layerset: LayerStore, ids: Sequence[int], source: LayerName,
-                    reason: str) -> list[Outcome]:
-    chunks = promotable(layerset, ids, source)
-    pending = pending_by_chunk(layerset.proposals().values())
-    plan = _Plan()
-    for c in chunks:
-        copied = _plan_copy(layerset, source, c.id, plan)
-        pid = pending.get(c.id)
-        if not copied and pid is None:
-            plan.outcomes.append(Outcome(c.id, "promoted", False))
-            continue
-        plan.decisions.append(_decision("accept", c.id, pid, reason.strip(), source, True))
-        plan.outcomes.append(Outcome(c.id, "promoted", True, pid, copied=copied))
-    return _commit(layerset, plan)
+        chunks = promotable(layerset, ids, source)
+        pending = pending_by_chunk(layerset.proposals().values())
+        plan = _Plan()
+        for c in chunks:
+            copied = _plan_copy(layerset, source, c.id, plan)
+            pid = pending.get(c.id)
+            if not copied and pid is None:
+                plan.outcomes.append(Outcome(c.id, "promoted", False))
+                continue
+            plan.decisions.append(_decision("accept", c.id, pid, reason.strip(), source, True))
+            plan.outcomes.append(Outcome(c.id, "promoted", True, pid, copied=copied))
+        return _commit(layerset, plan)
 
 
 def accept_edited(layerset: LayerStore, proposal_id: int, content: str,
@@ -375,8 +366,7 @@ def accept_edited(layerset: LayerStore, proposal_id: int, content: str,
         state = _state(layerset, states, proposal_id)
         chunk = layerset.chunk(LayerName.DELTA, state.context_id)
         if chunk is not None and chunk.content == text:
-            return _decide_locked(layerset, [proposal_id], "accept", reason.strip(),
-                                  reviewer)[0]
+            return _decide(layerset, [proposal_id], "accept", reason.strip(), reviewer)[0]
         if state.status != "pending":
             who = _first_decider(state) if state.decisions else "its author"
             raise AlreadyDecided(

@@ -20,9 +20,10 @@ import numpy.typing as npt
 
 from sediment.errors import ValidationError
 from sediment.format import Chunk
-from sediment.review._common import is_event, require_layer, require_present
+from sediment.review._common import require_layer, require_present
 from sediment.review.decisions import ProposalView, list_proposals
 from sediment.store import LayerName, LayerSet, LayerStore
+from sediment.store.events import is_meta_kind
 from sediment.store.rules import writers
 
 DEFAULT_THRESHOLD = 0.9
@@ -100,7 +101,7 @@ def _delta(store: LayerStore) -> tuple[list[Chunk], npt.NDArray[np.float32]]:
     chunks: list[Chunk] = []
     vectors: list[npt.NDArray[np.float32]] = []
     for c, v in store.chunks(LayerName.DELTA):
-        if not is_event(c):
+        if not is_meta_kind(c.kind):
             chunks.append(c)
             vectors.append(v)
     dim = len(vectors[0]) if vectors else 0

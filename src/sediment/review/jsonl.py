@@ -18,6 +18,7 @@ line; the chunks keep their ids, authors and times, and go in as one commit.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Iterator
@@ -85,11 +86,17 @@ def _bad(name: str, line: int, what: str) -> ValidationError:
     return ValidationError(f"{name}:{line}: {what}; nothing was imported")
 
 
-def _json_limit(exc: Exception) -> str:
-    """What made ``json.loads`` give up on a line that is JSON in form."""
-    if isinstance(exc, RecursionError):
-        return "arrays or objects nested too deeply"
-    return "a number with too many digits (more than 4,300)"
+def _load(line: str, name: str, n: int, column: bool) -> Any:
+    """``line`` (line ``n``) as JSON; what is wrong with it names the line."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        at = f" (column {exc.colno})" if column else ""
+        raise _bad(name, n, f"not JSON: {exc.msg}{at}") from exc
+    except (ValueError, RecursionError) as exc:  # JSON in form that json.loads gives up on
+        why = ("arrays or objects nested too deeply" if isinstance(exc, RecursionError)
+               else "a number with too many digits (more than 4,300)")
+        raise _bad(name, n, f"unreadable JSON: {why}") from None
 
 
 def _int(value: Any) -> bool:
@@ -181,26 +188,14 @@ def parse(text: str, name: str = "<jsonl>") -> Parsed:
         lines.pop()
     if not lines or not lines[0].strip():
         raise _bad(name, 1, "the file is empty; expected a header line")
-    try:
-        first = json.loads(lines[0])
-    except json.JSONDecodeError as exc:
-        raise _bad(name, 1, f"not JSON: {exc.msg}") from exc
-    except (ValueError, RecursionError) as exc:
-        raise _bad(name, 1, f"unreadable JSON: {_json_limit(exc)}") from None
-    head = _check_header(first, name)
+    head = _check_header(_load(lines[0], name, 1, column=False), name)
     chunks: list[Chunk] = []
     vectors: list[list[float]] = []
     seen: dict[int, int] = {}
     for n, line in enumerate(lines[1:], 2):
         if not line.strip():
             raise _bad(name, n, "empty line")
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise _bad(name, n, f"not JSON: {exc.msg} (column {exc.colno})") from exc
-        except (ValueError, RecursionError) as exc:
-            raise _bad(name, n, f"unreadable JSON: {_json_limit(exc)}") from None
-        got = _check_chunk(obj, head["dim"])
+        got = _check_chunk(_load(line, name, n, column=True), head["dim"])
         if isinstance(got, str):
             raise _bad(name, n, got)
         chunk, vec = got
@@ -257,34 +252,34 @@ def import_file(layerset: LayerSet, target: LayerName, source: Path, *,
             f"{source} holds {head['dim']}-dim {head['element_type']} vectors but the layers "
             f"hold {schema.dim}-dim {schema.element_type} (layer {schema.source}); nothing "
             "was imported")
-    if fresh_ids:
-        with layerset.transaction():
-            return _import_fresh(layerset, target, parsed)
-    existing = layerset.layer(target)
-    if existing is not None:
-        clash = [c.id for c in parsed.chunks if c.id in existing.file.id_index]
-        if clash:
-            shown = ", ".join(map(str, clash[:20])) + (" ..." if len(clash) > 20 else "")
-            raise ValidationError(f"{len(clash)} id(s) already exist in the {target.value} "
-                                  f"layer ({existing.path}): {shown}; nothing was imported")
-    others = [c.id for c in parsed.chunks if layerset.get(c.id) is not None]
-    items = [NewChunk(c.kind, c.content, c.author, c.confidence, c.sources, c.created_at_ms,
-                      id=c.id) for c in parsed.chunks]
-    ids = layerset.append(target, items, parsed.vectors, profile=head.get("embedding_profile"),
-                          embedder_metadata=head.get("embedder_metadata"),
-                          allowed=HUMAN_WRITABLE, element_type=head["element_type"])
-    path = layerset.paths[target]
-    return ImportReport(target.value, str(path), len(ids), tuple(ids), tuple(others))
+    # fresh ids are chosen and used under one lock; kept ids are checked, then appended
+    with layerset.transaction() if fresh_ids else contextlib.nullcontext():
+        if fresh_ids:
+            items, others = _fresh_items(layerset, parsed), []
+        else:
+            existing = layerset.layer(target)
+            if existing is not None:
+                clash = [c.id for c in parsed.chunks if c.id in existing.file.id_index]
+                if clash:
+                    shown = ", ".join(map(str, clash[:20])) + (" ..." if len(clash) > 20 else "")
+                    raise ValidationError(f"{len(clash)} id(s) already exist in the "
+                                          f"{target.value} layer ({existing.path}): {shown}; "
+                                          "nothing was imported")
+            others = [c.id for c in parsed.chunks if layerset.get(c.id) is not None]
+            items = [NewChunk(c.kind, c.content, c.author, c.confidence, c.sources,
+                              c.created_at_ms, id=c.id) for c in parsed.chunks]
+        ids = layerset.append(target, items, parsed.vectors,
+                              profile=head.get("embedding_profile"),
+                              embedder_metadata=head.get("embedder_metadata"),
+                              allowed=HUMAN_WRITABLE, element_type=head["element_type"])
+    return ImportReport(target.value, str(layerset.paths[target]), len(ids), tuple(ids),
+                        tuple(others))
 
 
-def _import_fresh(layerset: LayerSet, target: LayerName, parsed: Parsed) -> ImportReport:
+def _fresh_items(layerset: LayerSet, parsed: Parsed) -> list[NewChunk]:
+    """The chunks under new ids, their sources naming chunks of the same export following."""
     fresh = layerset.ids.next_ids(layerset.written_high_water(), len(parsed.chunks))
     new_id = {c.id: fresh[i] for i, c in enumerate(parsed.chunks)}
-    items = [NewChunk(c.kind, c.content, c.author, c.confidence,
-                      tuple(new_id.get(s, s) if isinstance(s, int) else s for s in c.sources),
-                      c.created_at_ms, id=new_id[c.id]) for c in parsed.chunks]
-    head = parsed.header
-    ids = layerset.append(target, items, parsed.vectors, profile=head.get("embedding_profile"),
-                          embedder_metadata=head.get("embedder_metadata"),
-                          allowed=HUMAN_WRITABLE, element_type=head["element_type"])
-    return ImportReport(target.value, str(layerset.paths[target]), len(ids), tuple(ids), ())
+    return [NewChunk(c.kind, c.content, c.author, c.confidence,
+                     tuple(new_id.get(s, s) if isinstance(s, int) else s for s in c.sources),
+                     c.created_at_ms, id=new_id[c.id]) for c in parsed.chunks]

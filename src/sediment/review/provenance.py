@@ -24,15 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from sediment.credentials import find_credentials
 from sediment.errors import NotFoundError
 from sediment.format import Chunk, LayerFile, Source
 from sediment.format.ids import parse_source_ref
-from sediment.review._common import event_mask
 from sediment.store import PRECEDENCE, LayerName, LayerSet, LayerStore
 from sediment.store.events import Event, ProposalState, fold_proposals, iter_events
+from sediment.store.layerset import event_chunks, same_file
 from sediment.store.rules import Reader, writers
 
 SUBJECT_KEYS = ("context_id", "proposal_id", "promoted_id", "old_id", "new_id")
@@ -114,13 +112,6 @@ class ChunkReport:
                 "provenance": [s.to_dict() for s in self.sources],
                 "events": [e.to_dict() for e in self.events],
                 "proposals": [{"proposal_id": p, "status": s} for p, s in self.proposals]}
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return a.resolve() == b.resolve()
 
 
 OWN_FILES = ("*.db", "*.db.*", "*.lex", "*.ann", "*.lock", "*.tmp")
@@ -362,28 +353,18 @@ def inspect_chunk(path: str | os.PathLike[str], chunk_id: int, *,
         raise NotFoundError(f"{p}: no chunk with id {chunk_id}")
     ls = layerset if layerset is not None else LayerSet.from_directory(p.parent or Path("."))
     own_layer = next((n for n in PRECEDENCE if (q := ls.paths.get(n)) is not None
-                      and q.exists() and _same_file(q, p)), None)
-    resolver = _Resolver(ls, f if own_layer is None else None, own_layer,
-                         lines or SourceLines(root if root is not None else Path.cwd()),
-                         viewer)
-    sources = resolver.resolve(chunk, own_layer, max(depth, 1), True,
-                               frozenset({(own_layer.value if own_layer else str(p), chunk_id)}))
-    versions = tuple((n.value, c) for n, c in ls.versions(chunk_id))
+                      and q.exists() and same_file(q, p)), None)
     tagged = [(e.layer.value, e) for e in ls.events()]
     if own_layer is None:
         # A file outside the set (an archive): its own events count too. The fold only
         # reads kinds and content, so the layer tag is nominal.
-        own = [(LayerName.DELTA, f.chunk_at(int(i))) for i in np.flatnonzero(event_mask(f))]
+        own = [(LayerName.DELTA, c) for c in event_chunks(f)]
         tagged += [(str(p), e) for e in iter_events(own)]
     tagged.sort(key=lambda t: (t[1].chunk.created_at_ms, t[1].chunk.id))
-    ordered = [EventRecord(where, e.chunk.id, e.kind, e.chunk.author, e.chunk.created_at_ms,
-                           e.data)
-               for where, e in tagged if _refers(e.data, e.chunk, chunk_id)]
     folded = fold_proposals((e for _, e in tagged), copied_to_user=ls.copied_to_user)
-    proposals = tuple((s.id, s.status) for s in folded.values() if s.context_id == chunk_id)
-    actor = writers(e for _, e in tagged).get(chunk_id)
-    return ChunkReport(str(p), own_layer.value if own_layer else None, chunk, versions,
-                       sources, tuple(ordered), proposals, actor)
+    return _report(ls, chunk, str(p), own_layer, f if own_layer is None else None,
+                   lines or SourceLines(root if root is not None else Path.cwd()), depth,
+                   viewer, tagged, folded)
 
 
 def inspect_stored(store: LayerStore, name: LayerName, chunk_id: int, *,
@@ -401,19 +382,26 @@ def inspect_stored(store: LayerStore, name: LayerName, chunk_id: int, *,
     chunk = store.chunk(name, chunk_id)
     if chunk is None:
         raise NotFoundError(f"{store.location(name)}: no chunk with id {chunk_id}")
-    resolver = _Resolver(store, None, name,
-                         lines or SourceLines(root if root is not None else Path.cwd()),
-                         viewer)
-    sources = resolver.resolve(chunk, name, max(depth, 1), True,
-                               frozenset({(name.value, chunk_id)}))
-    versions = tuple((n.value, c) for n, c in store.versions(chunk_id))
-    events = sorted(store.events() if events is None else events,
-                    key=lambda e: (e.chunk.created_at_ms, e.chunk.id))
-    ordered = [EventRecord(e.layer.value, e.chunk.id, e.kind, e.chunk.author,
-                           e.chunk.created_at_ms, e.data)
-               for e in events if _refers(e.data, e.chunk, chunk_id)]
-    proposals = tuple((s.id, s.status)
-                      for s in (store.proposals() if states is None else states).values()
-                      if s.context_id == chunk_id)
-    return ChunkReport(store.location(name), name.value, chunk, versions, sources,
-                       tuple(ordered), proposals, writers(events).get(chunk_id))
+    tagged = sorted(((e.layer.value, e) for e in (store.events() if events is None
+                                                   else events)),
+                    key=lambda t: (t[1].chunk.created_at_ms, t[1].chunk.id))
+    return _report(store, chunk, store.location(name), name, None,
+                   lines or SourceLines(root if root is not None else Path.cwd()), depth,
+                   viewer, tagged, store.proposals() if states is None else states)
+
+
+def _report(store: LayerStore, chunk: Chunk, path: str, layer: LayerName | None,
+            own: LayerFile | None, lines: SourceLines, depth: int, viewer: str | None,
+            tagged: Sequence[tuple[str, Event]], states: Mapping[int, ProposalState]
+            ) -> ChunkReport:
+    """The report of both inspections, from the events (where each is, in time order)."""
+    resolver = _Resolver(store, own, layer, lines, viewer)
+    sources = resolver.resolve(chunk, layer, max(depth, 1), True,
+                               frozenset({(layer.value if layer else path, chunk.id)}))
+    return ChunkReport(
+        path, layer.value if layer else None, chunk,
+        tuple((n.value, c) for n, c in store.versions(chunk.id)), sources,
+        tuple(EventRecord(w, e.chunk.id, e.kind, e.chunk.author, e.chunk.created_at_ms, e.data)
+              for w, e in tagged if _refers(e.data, e.chunk, chunk.id)),
+        tuple((s.id, s.status) for s in states.values() if s.context_id == chunk.id),
+        writers(e for _, e in tagged).get(chunk.id))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ import numpy as np
 from sediment.errors import SedimentError
 from sediment.format import LayerFile, encode_layer
 from sediment.store.atomic import atomic_write, fsync_dir
+from sediment.store.ids import file_high_water
 
 STAMP_FORMAT = "%Y-%m-%dT%H%M%S"
 
@@ -40,8 +41,7 @@ class Rotation:
     """True for the base: the new base took its place (else the layer was reset empty)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"layer": self.layer, "archive": self.archive, "chunks": self.chunks,
-                "id_high_water": self.id_high_water, "installed": self.installed}
+        return asdict(self)
 
 
 def utc_stamp() -> str:
@@ -59,20 +59,11 @@ def archive_path(layer: Path, stamp: str) -> Path:
     raise SedimentError(f"{layer}: too many archives named for {stamp}")
 
 
-def high_water(f: LayerFile) -> int:
-    """The largest id ``f`` uses or records having used."""
-    top = int(f.ids.max()) if f.chunk_count else 0
-    hw = (f.metadata or {}).get("id_high_water")
-    if isinstance(hw, int) and not isinstance(hw, bool):
-        top = max(top, hw)
-    return top
-
-
 def empty_layer(like: LayerFile, id_high_water: int) -> bytearray:
     """An empty layer with ``like``'s schema and metadata, and the given high-water mark."""
     metadata = dict(like.metadata or {})
     metadata.setdefault("v", 1)
-    metadata["id_high_water"] = max(id_high_water, high_water(like))
+    metadata["id_high_water"] = max(id_high_water, file_high_water(like))
     i8 = like.element_type == "i8"
     return encode_layer([], np.zeros((0, like.dim), dtype=np.float32), dim=like.dim,
                         element_type=like.element_type,
@@ -95,7 +86,7 @@ def install_base(base: Path, data: bytes | bytearray, *, stamp: str) -> Rotation
     old = LayerFile.open(base)
     target = _archive(base, stamp)
     atomic_write(base, data)
-    return Rotation(str(base), str(target), old.chunk_count, high_water(old), installed=True)
+    return Rotation(str(base), str(target), old.chunk_count, file_high_water(old), installed=True)
 
 
 def archive_and_reset(layer: Path, *, id_high_water: int, stamp: str) -> Rotation | None:
@@ -112,4 +103,4 @@ def archive_and_reset(layer: Path, *, id_high_water: int, stamp: str) -> Rotatio
     target = _archive(layer, stamp)
     atomic_write(layer, data)
     return Rotation(str(layer), str(target), f.chunk_count,
-                    max(id_high_water, high_water(f)))
+                    max(id_high_water, file_high_water(f)))

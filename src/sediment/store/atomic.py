@@ -113,13 +113,11 @@ def atomic_fill(path: Path, fill: Callable[[int], object], *, mode: int = 0o644)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
         fsync_dir(directory)
-    except OSError as exc:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise SedimentError(f"{path}: write failed: {exc.strerror or exc}") from exc
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise SedimentError(f"{path}: write failed: {exc.strerror or exc}") from exc
         raise
 
 

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sediment.errors import ValidationError
+
+if TYPE_CHECKING:
+    from sediment.format import LayerFile
 
 U32_MAX = 2**32 - 1
 WRITTEN_START = 2**31
@@ -38,6 +41,11 @@ def recorded_high_water(metadata: Mapping[str, Any] | None) -> int:
     """A layer's ``id_high_water`` (0 when absent or not an integer)."""
     hw = (metadata or {}).get("id_high_water")
     return hw if isinstance(hw, int) and not isinstance(hw, bool) and hw > 0 else 0
+
+
+def file_high_water(f: LayerFile) -> int:
+    """The largest id the layer file ``f`` uses or records having used."""
+    return max(int(f.ids.max()) if f.chunk_count else 0, recorded_high_water(f.metadata))
 
 
 def has_id_ranges(metadata: Mapping[str, Any] | None) -> bool:

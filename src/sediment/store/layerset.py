@@ -48,11 +48,7 @@ from sediment.store.events import (
     kind_mask,
     parse_event,
 )
-from sediment.store.ids import (
-    PROJECT_IDS,
-    WrittenRange,
-    recorded_high_water,
-)
+from sediment.store.ids import PROJECT_IDS, WrittenRange, file_high_water, recorded_high_water
 from sediment.store.layers import AGENT_WRITABLE, FILE_NAMES, PRECEDENCE, LayerName
 from sediment.store.rules import PRIVATE_LAYERS, private_ids
 
@@ -94,7 +90,7 @@ def unit_rows(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     return out
 
 
-def _event_chunks(f: LayerFile) -> list[Chunk]:
+def event_chunks(f: LayerFile) -> list[Chunk]:
     """The ``meta.*`` chunks of a file, found through its distinct kind ids, once per file."""
     return derived(f, "store.event_chunks", _find_event_chunks)
 
@@ -126,7 +122,7 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def _same_file(a: Path, b: Path) -> bool:
+def same_file(a: Path, b: Path) -> bool:
     """The same file by device and inode when both exist, else by resolved path."""
     try:
         return os.path.samefile(a, b)
@@ -312,7 +308,7 @@ class LayerSet:
         found: list[tuple[LayerName, Chunk]] = []
         for layer in self.layers(names):
             if layer.file.chunk_count:
-                found.extend((layer.name, c) for c in _event_chunks(layer.file))
+                found.extend((layer.name, c) for c in event_chunks(layer.file))
         return list(iter_events(found))
 
     def proposals(self) -> dict[int, ProposalState]:
@@ -342,7 +338,7 @@ class LayerSet:
         cached = self._hidden
         if cached is None or cached[0] != key:
             found = [(layer.name, c) for layer in layers if layer.file.chunk_count
-                     for c in _event_chunks(layer.file)]
+                     for c in event_chunks(layer.file)]
             # every event of a private layer, a memory's among them (``iter_events`` keeps
             # the store's own kinds): another actor's are theirs (``private_ids``)
             private = [Event(n, c, parse_event(c)) for n, c in found if n in PRIVATE_LAYERS]
@@ -360,13 +356,7 @@ class LayerSet:
 
     def high_water(self) -> int:
         """The largest id any layer uses or ever used."""
-        top = 0
-        for layer in self.layers():
-            f = layer.file
-            if f.chunk_count:
-                top = max(top, int(f.ids.max()))
-            top = max(top, recorded_high_water(f.metadata))
-        return top
+        return max((file_high_water(layer.file) for layer in self.layers()), default=0)
 
     def written_high_water(self, extra: Iterable[int] = ()) -> int:
         """The largest id of this set's range (``self.ids``) that any layer uses or ever
@@ -471,7 +461,7 @@ class LayerSet:
     def _refuse_base(self, name: LayerName, path: Path) -> None:
         """No role may write the base file: not by its name, not through another path to it."""
         base = self.paths.get(LayerName.BASE)
-        if path.name == FILE_NAMES[LayerName.BASE] or (base is not None and _same_file(path, base)):
+        if path.name == FILE_NAMES[LayerName.BASE] or (base is not None and same_file(path, base)):
             raise PermissionDeniedError(
                 f"{path} is the base layer (AGENTS.db), which is immutable (RFC 6.1); give the "
                 f"{name.value} layer its own file, e.g. {FILE_NAMES[name]}")

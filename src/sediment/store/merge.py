@@ -37,7 +37,7 @@ from sediment.errors import FormatError, SedimentError
 from sediment.format import Chunk, LayerFile, encode_layer
 from sediment.store import refs
 from sediment.store.events import MEMORY_EVENT_PREFIX, event_data, is_meta_kind
-from sediment.store.ids import PROJECT_IDS, has_id_ranges, recorded_high_water
+from sediment.store.ids import PROJECT_IDS, file_high_water, has_id_ranges
 from sediment.store.layers import FILE_NAMES, LayerName
 from sediment.store.refs import rewrite_ids
 
@@ -78,10 +78,7 @@ def _chunks(f: LayerFile | None) -> dict[int, Chunk]:
 
 
 def _top(f: LayerFile | None) -> int:
-    if f is None:
-        return 0
-    top = int(f.ids.max()) if f.chunk_count else 0
-    return max(top, recorded_high_water(f.metadata))
+    return file_high_water(f) if f is not None else 0
 
 
 def _identity(c: Chunk) -> tuple[str, str, int]:

@@ -26,11 +26,7 @@ class UseCounts(Generic[K]):
         self._pending: dict[K, list[int]] = {}
 
     def add(self, key: K, now_ms: int | None = None) -> None:
-        now = int(time.time() * 1000) if now_ms is None else now_ms
-        with self._lock:
-            slot = self._pending.setdefault(key, [0, 0])
-            slot[0] += 1
-            slot[1] = max(slot[1], now)
+        self.put_back({key: [1, int(time.time() * 1000) if now_ms is None else now_ms]})
 
     def pending(self, key: K) -> tuple[int, int]:
         """(count, last used ms) not written yet; (0, 0) for none."""
