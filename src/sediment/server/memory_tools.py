@@ -13,7 +13,7 @@ flushed every ``SEDIMENT_MEMORY_FLUSH_SECONDS`` (default 30) and when the proces
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -276,13 +276,16 @@ class ManageOut(BaseModel):
         "forget_all with purge: how many memories' text was removed from disk"))
 
 
-def _line(i: int, m: Mapping[str, Any]) -> str:
-    used = f", used {m['use_count']}x" if m.get("use_count") else ""
-    ctx = f", context {m['context']}" if m.get("context") else ""
-    score = f", score {m['score']:.2f}" if m.get("score") is not None else ""
-    head = (f"{i}. [{m['id']} {m['category']}, {m['scope']}, confidence "
-            f"{m['confidence']:.2f}{score}{used}{ctx}]")
-    return f"{head}\n{m['content']}"
+def _lines(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Memories as numbered text, one header line and the content each."""
+    out = []
+    for i, m in enumerate(rows, 1):
+        used = f", used {m['use_count']}x" if m.get("use_count") else ""
+        ctx = f", context {m['context']}" if m.get("context") else ""
+        score = f", score {m['score']:.2f}" if m.get("score") is not None else ""
+        out.append(f"{i}. [{m['id']} {m['category']}, {m['scope']}, confidence "
+                   f"{m['confidence']:.2f}{score}{used}{ctx}]\n{m['content']}")
+    return "\n".join(out)
 
 
 def _governs(who: Principal) -> bool:
@@ -323,8 +326,7 @@ def memory_tools(mem: MemoryService, *, actor: str) -> list[Tool]:
 
     def recall(r: RecallRequest, who: Principal) -> CallToolResult:
         out = mem.recall(who.actor, r.query, r.category, r.scope, r.limit, r.min_score)
-        rows = out["memories"]
-        text = "\n".join(_line(i, m) for i, m in enumerate(rows, 1)) or (
+        text = _lines(out["memories"]) or (
             f"No memory is relevant enough (none scores {out['min_score']} or more).")
         return result(out, text)
 
@@ -333,8 +335,7 @@ def memory_tools(mem: MemoryService, *, actor: str) -> list[Tool]:
         out = mem.manage(who.actor, r.action, r.memory_id, changes, r.category, r.limit,
                          r.confirm, r.scope, human=_governs(who))
         if r.action == "list":
-            rows = out["memories"]
-            text = "\n".join(_line(i, m) for i, m in enumerate(rows, 1)) or "No memories."
+            text = _lines(out["memories"]) or "No memories."
         elif r.action == "update":
             text = f"Updated: {out['id']} supersedes {out['superseded_id']}."
         elif r.action == "delete":
