@@ -50,8 +50,6 @@ class StoredEvent:
 
 @dataclass(slots=True)
 class MemoryState:
-    actor: str | None = None
-    scope: str | None = None
     source: str | None = None
     context: str | None = None
     related_to: list[str] = field(default_factory=list)
@@ -72,12 +70,8 @@ class MemoryState:
 
 @dataclass(slots=True)
 class ContextState:
-    store: str
-    actor: str
-    name: str
     description: str = ""
     priority: float = DEFAULT_PRIORITY
-    created_at_ms: int = 0
 
 
 @dataclass(slots=True)
@@ -153,9 +147,8 @@ def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
             if ref is None:
                 continue
             s = state(ref)
-            for field_name in ("actor", "scope", "source"):
-                if d.get(field_name):
-                    setattr(s, field_name, str(d[field_name]))
+            if d.get("source"):
+                s.source = str(d["source"])
             ctx = d.get("context")
             s.context = ctx if isinstance(ctx, str) and ctx else None
             rel = d.get("related_to")
@@ -208,8 +201,7 @@ def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
             if key not in copied:
                 copied.add(key)
                 had = out.contexts.get(key)
-                out.contexts[key] = replace(had) if had is not None else ContextState(
-                    e.store, actor, name, created_at_ms=e.created_at_ms)
+                out.contexts[key] = replace(had) if had is not None else ContextState()
             c = out.contexts[key]
             if isinstance(d.get("description"), str):
                 c.description = d["description"]

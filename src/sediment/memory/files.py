@@ -122,7 +122,6 @@ class FileMemoryStore:
         and a project layer the type of its layer set."""
         self._actor_sets: dict[str, LayerSet] = {}
 
-    # -- where -----------------------------------------------------------------------
     def actor_path(self, actor: str) -> Path:
         return self.data_dir / "actors" / actor / ACTOR_FILE
 
@@ -137,7 +136,6 @@ class FileMemoryStore:
     def _set(self, store: str, actor: str) -> LayerSet:
         return self.actor_set(actor) if store == "u" else self.project
 
-    # -- writing ---------------------------------------------------------------------
     def transaction(self, place: Place, actor: str) -> AbstractContextManager[None]:
         return self._set(_WHERE[place][0], actor).transaction()
 
@@ -149,16 +147,14 @@ class FileMemoryStore:
                               element_type=self.element_type)
         return [MemoryRef(store, i) for i in ids]
 
-    # -- reading ---------------------------------------------------------------------
     def version(self) -> Hashable:
         return tuple((str(la.path), la.stamp) for ls in (self.project, *self._actor_sets.values())
                      for la in ls.layers())
 
     def events(self, actor: str) -> list[StoredEvent]:
         """The events ``actor`` may read: all of their own store's; of the project's, the
-        global layers' (everyone's) and, in the local and delta layers, their own and
-        those no actor wrote. Another actor's use counts there are kept only for global
-        memories (everyone sees a global memory's uses), as the PostgreSQL store does."""
+        global layers' (everyone's) and what ``readable_events`` leaves them of the local
+        and delta layers, as the PostgreSQL store does."""
         out = [e for la in self.actor_set(actor).layers() if la.file.chunk_count
                for e in _stored_events(la.file, "u", la.name.value)]
         shared: frozenset[int] | None = None
@@ -233,18 +229,15 @@ class FileMemoryStore:
         if not layers or not kinds:
             return []
         for la in layers:
-            recorded = la.profile
-            if self.profile is not None and recorded is not None:
-                diff = profile_differences(recorded, self.profile)
-                if diff:
-                    raise SchemaMismatchError(
-                        f"layer {la.path} was embedded with {describe_profile(recorded)} but "
-                        f"the active embedder is {describe_profile(self.profile)}: memories "
-                        "are searched with the embedder that wrote them")
+            if self.profile is not None and la.profile is not None \
+                    and profile_differences(la.profile, self.profile):
+                raise SchemaMismatchError(
+                    f"layer {la.path} was embedded with {describe_profile(la.profile)} but "
+                    f"the active embedder is {describe_profile(self.profile)}: memories are "
+                    "searched with the embedder that wrote them")
         return search_layers(ls, store, names, kinds, text, vector, k, lexical=lexical,
                              normalised=all(unit_vectors(la.profile) for la in layers))
 
-    # -- purge -----------------------------------------------------------------------
     def purge(self, actor: str, refs: Sequence[MemoryRef]) -> int:
         """Remove the content of ``refs`` that are ``actor``'s own memory chunks (never
         an event, another actor's memory, or the base layer): the store binds the actor

@@ -171,9 +171,7 @@ class MemoryService:
     def __init__(self, store: MemoryStore, embedder: Embedder, *,
                  dedup_threshold: float = DEFAULT_DEDUP_THRESHOLD,
                  max_changed_words: int | None = PARAPHRASE_WORDS,
-                 chunk_exists: Callable[[int], bool] | None = None,
-                 clock: Callable[[], float] = time.time,
-                 min_score: float | None = None) -> None:
+                 chunk_exists: Callable[[int], bool] | None = None) -> None:
         if not 0.0 < dedup_threshold <= 1.0:
             raise ValidationError(f"the dedup threshold must be in (0, 1], got "
                                   f"{dedup_threshold!r}")
@@ -183,12 +181,10 @@ class MemoryService:
         self.max_changed_words = max_changed_words
         """None: any number of changed words in a restatement above the threshold."""
         self.chunk_exists = chunk_exists
-        self.min_score = _fraction(min_score, "min_score") if min_score is not None else \
-            default_min_score(embedder.profile.model or "")
+        self.min_score = default_min_score(embedder.profile.model or "")
         """Recall's floor when a call gives none (``sediment.memory.relevance``)."""
         self.usage: UseCounts[tuple[str, str, int]] = UseCounts()
         """(actor, store, chunk id) -> uses not written yet."""
-        self._clock = clock
         self._lock = threading.RLock()
         self._folds: dict[str, FoldCache] = {}
         self._embed = functools.lru_cache(maxsize=EMBED_CACHE)(self._embed_one)
@@ -196,7 +192,6 @@ class MemoryService:
         repeat queries and a save is often preceded by a recall of the same words."""
         self._flusher: tuple[threading.Thread, threading.Event, float] | None = None
 
-    # -- helpers ---------------------------------------------------------------------
     def _embed_one(self, text: str) -> np.ndarray:
         vec = np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
         vec.setflags(write=False)
@@ -273,33 +268,23 @@ class MemoryService:
                                 f"{actor!r}")
         return stored, memory
 
-    def _owned(self, actor: str, memory_id: object, *, human: bool,
-               field_name: str = "memory_id") -> tuple[StoredMemory, Memory]:
+    def _owned(self, actor: str, memory_id: object, *, human: bool
+               ) -> tuple[StoredMemory, Memory]:
         """The memory an update or a delete changes: current, and global only for a human."""
-        stored, memory = self._get(actor, memory_id, field_name)
-        given = str(memory_id).strip()
+        stored, memory = self._get(actor, memory_id)
+        given = f"memory_id {str(memory_id).strip()}"
         if memory.forgotten:
-            raise NotFoundError(f"{field_name} {given}: that memory was forgotten")
+            raise NotFoundError(f"{given}: that memory was forgotten")
         if memory.superseded_by is not None:
-            raise ValidationError(f"{field_name} {given} was superseded by "
+            raise ValidationError(f"{given} was superseded by "
                                   f"{memory.superseded_by_label or memory.superseded_by}; "
                                   "change that one instead")
         if stored.place is Place.GLOBAL and not human:
             raise PermissionDeniedError(
-                f"{field_name} {given} is a global memory: global memories are governed by "
-                "humans (sediment memory update/forget)")
+                f"{given} is a global memory: global memories are governed by humans "
+                "(sediment memory update/forget)")
         return stored, memory
 
-    def _context_events(self, actor: str, place: Place, name: str | None) -> list[NewEvent]:
-        if name is None:
-            return []
-        store = "u" if place is Place.USER else "p"
-        if (store, actor, name) in self._fold(actor).contexts:
-            return []
-        return [NewEvent(CONTEXT, {"event": "context", "actor": actor, "name": name,
-                                   "description": "", "priority": DEFAULT_PRIORITY})]
-
-    # -- save ------------------------------------------------------------------------
     def save(self, actor: str, content: object, category: object, source: object = None,
              scope: object = None, context: object = None, related_to: object = None, *,
              supersedes: object = None, keep_separate: object = False,
@@ -416,7 +401,11 @@ class MemoryService:
                 if known is not None:
                     proposed["corrects"] = known[0].shown  # the review page shows it beside
                 events.append(NewEvent(PROPOSAL, proposed, (New(0),), author))
-            events[1:1] = self._context_events(actor, place, ctx)
+            if ctx is not None and ("u" if place is Place.USER else "p", actor, ctx) \
+                    not in self._fold(actor).contexts:  # a context is made on first use
+                events.insert(1, NewEvent(CONTEXT, {"event": "context", "actor": actor,
+                                                    "name": ctx, "description": "",
+                                                    "priority": DEFAULT_PRIORITY}))
             (ref,) = self.store.append(place, actor, [memory], events)
         out: dict[str, Any] = {
             "status": "proposed" if place is Place.PROPOSAL else
@@ -526,7 +515,6 @@ class MemoryService:
                 best, top = m, score
         return best, top
 
-    # -- recall ----------------------------------------------------------------------
     def recall(self, actor: str, query: object, category: object = None,
                scope: object = None, limit: object = None, min_score: object = None, *,
                count_use: bool = True) -> dict[str, Any]:
@@ -555,26 +543,24 @@ class MemoryService:
             memory = self._read(actor, cand.ref, fold)
             if memory is None or not memory.active:
                 continue
-            state = fold.memories.get(cand.ref)
             memory.score = relevance(cand.vector_score, cand.lexical_score)
             memory.rank = rank
-            if state is not None and (state.supersede_info or {}).get("correction"):
+            if ((fold.memories.get(cand.ref) or MemoryState()).supersede_info or {}).get(
+                    "correction"):
                 flagged.add(len(found))
             found.append(memory)
         corrections_first(found, flagged)
-        found = [m for m in found if round(m.score or 0.0, 6) >= floor]
-        found.sort(key=lambda m: (-round(m.rank, 6), -m.confidence, -m.created_at_ms,
-                                  str(m.ref)))
-        found = found[:k]
+        found = sorted((m for m in found if round(m.score or 0.0, 6) >= floor),
+                       key=lambda m: (-round(m.rank, 6), -m.confidence, -m.created_at_ms,
+                                      str(m.ref)))[:k]
         if count_use:
-            now = int(self._clock() * 1000)
+            now = int(time.time() * 1000)
             for m in found:
                 self.usage.add((actor, m.ref.store, m.ref.id), now)
                 m.use_count += 1
                 m.last_used_ms = now
         return {"query": query, "min_score": floor, "memories": [m.to_dict() for m in found]}
 
-    # -- manage ----------------------------------------------------------------------
     def list_memories(self, actor: str, category: object = None, limit: object = None,
              scope: object = None) -> dict[str, Any]:
         check_actor(actor)
@@ -716,14 +702,12 @@ class MemoryService:
                 f"{' and '.join(s.value for s in scopes)} scope; nothing was changed. "
                 "Call it again with confirm: true (sediment memory forget-all --yes)")
         author = "human" if human else "mcp"
-        by_place: dict[Place, list[Memory]] = {}
-        for m in mine:
-            by_place.setdefault(PLACE_OF_SCOPE[m.scope], []).append(m)
-        for place, group in by_place.items():
+        for place in {PLACE_OF_SCOPE[m.scope]: None for m in mine}:
             with self._lock, self.store.transaction(place, actor):
                 self.store.append(place, actor, [], [NewEvent(
                     FORGET, {"event": "forget", "context_id": m.ref.id, "actor": actor,
-                             "reason": "forget_all"}, (m.ref.id,), author) for m in group])
+                             "reason": "forget_all"}, (m.ref.id,), author)
+                    for m in mine if PLACE_OF_SCOPE[m.scope] is place])
         out: dict[str, Any] = {"status": "forgotten", "forgotten": len(mine),
                                "scopes": [s.value for s in scopes]}
         if purge:
@@ -760,15 +744,12 @@ class MemoryService:
 
     def _contexts(self, actor: str, rows: Sequence[Memory], *, every: bool = False
                   ) -> list[dict[str, Any]]:
-        fold = self._fold(actor)
         counts = Counter((m.ref.store, m.context) for m in rows if m.context is not None)
-        out: list[dict[str, Any]] = []
-        for (store, owner, name), c in fold.contexts.items():
-            if owner != actor or (not every and (store, name) not in counts):
-                continue
-            out.append({"name": name, "scope": "user" if store == "u" else "project",
-                        "description": c.description, "priority": c.priority,
-                        "memories": counts.get((store, name), 0)})
+        out = [{"name": name, "scope": "user" if store == "u" else "project",
+                "description": c.description, "priority": c.priority,
+                "memories": counts[(store, name)]}
+               for (store, owner, name), c in self._fold(actor).contexts.items()
+               if owner == actor and (every or (store, name) in counts)]
         out.sort(key=lambda c: (-float(c["priority"]), str(c["name"]), str(c["scope"])))
         return out
 
@@ -841,7 +822,6 @@ class MemoryService:
                 "restored_id": old.shown, "content": old.content,
                 "superseded_by": old.superseded_by_label or str(old.superseded_by)}
 
-    # -- usage -----------------------------------------------------------------------
     def flush(self) -> int:
         """Append the uses gathered since the last flush, one event per actor and store."""
         groups: dict[tuple[str, str], dict[int, list[int]]] = {}

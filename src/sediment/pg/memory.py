@@ -63,7 +63,6 @@ CANDIDATES = 200
 _WHERE = {Place.USER: ("u", "user"), Place.USER_USAGE: ("u", "usage"),
           Place.PROJECT: ("p", "local"), Place.GLOBAL: ("p", "user"),
           Place.PROPOSAL: ("p", "delta")}
-_FILE_LAYER = {"usage": "local"}
 _LAYERED = {Place.GLOBAL: LayerName.USER, Place.PROPOSAL: LayerName.DELTA}
 """The places kept in the project's layers, as in the files (module docstring)."""
 _SHARED_LAYERS = ("user", "delta", "base")
@@ -95,14 +94,12 @@ class PgMemoryStore:
     """Memories of one project (``database.project``) and of every actor's own store."""
 
     def __init__(self, database: Database, *, dim: int,
-                 profile: dict[str, Any] | None = None, layers: PgStore | None = None
-                 ) -> None:
+                 profile: dict[str, Any] | None = None) -> None:
         self.db = database
         self.project = database.project
         self.dim = dim
         self.profile = profile
-        self._layers = layers
-        self._own_layers = layers is None
+        self._layers: PgStore | None = None
         self._opening = threading.Lock()
 
     @property
@@ -115,7 +112,7 @@ class PgMemoryStore:
             return self._layers
 
     def close(self) -> None:
-        if self._own_layers and self._layers is not None:
+        if self._layers is not None:
             self._layers.close()
             self._layers = None
 
@@ -132,7 +129,6 @@ class PgMemoryStore:
         return {"project": self._project(store), "store": store, "layer": layer,
                 "actor": actor, "kinds": list(kinds)}
 
-    # -- writing ---------------------------------------------------------------------
     def transaction(self, place: Place, actor: str) -> AbstractContextManager[object]:
         if place in _LAYERED:
             return self.layers.transaction()
@@ -149,12 +145,11 @@ class PgMemoryStore:
         now = int(time.time() * 1000)
         with self.db.transaction(self._lock(store, actor)) as conn:
             ids = next_ids(conn, len(memories) + len(events))
-            rows: list[tuple[Any, ...]] = []
-            for cid, m in zip(ids, memories, strict=False):
-                rows.append((project, store, cid, layer, actor, False, False, m.kind,
-                             m.content, m.author, float(m.confidence), now,
-                             Jsonb(list(m.sources)), None,
-                             np.asarray(m.vector, dtype=np.float32).reshape(-1)))
+            rows: list[tuple[Any, ...]] = [
+                (project, store, cid, layer, actor, False, False, m.kind, m.content, m.author,
+                 float(m.confidence), now, Jsonb(list(m.sources)), None,
+                 np.asarray(m.vector, dtype=np.float32).reshape(-1))
+                for cid, m in zip(ids, memories, strict=False)]
             hide: list[int] = []
             for cid, e in zip(ids[len(memories):], events, strict=True):
                 data = resolve_new(e.data, ids)
@@ -198,7 +193,6 @@ class PgMemoryStore:
             "AND id = ANY(%s) AND kind LIKE 'memory.%%'", (self.project, ids))
         return split_uses(data, {str(int(r[0])) for r in got})
 
-    # -- reading ---------------------------------------------------------------------
     def version(self) -> Hashable:
         """The memories' revision and the project's layers' sizes and high waters (the
         review flow appends to the layers without this store)."""
@@ -222,7 +216,7 @@ class PgMemoryStore:
                 "ANY(%s) AND kind LIKE %s AND kind = ANY(%s)",
                 (self.project, list(_SHARED_LAYERS), META_PREFIX + "%",
                  list(MEMORY_EVENT_KINDS)))
-        out = [StoredEvent(str(r[0]), _FILE_LAYER.get(str(r[1]), str(r[1])), int(r[2]),
+        out = [StoredEvent(str(r[0]), "local" if r[1] == "usage" else str(r[1]), int(r[2]),
                            str(r[3]), int(r[4]), dict(r[5] or {}), tuple(r[6] or ()))
                for r in got if isinstance(r[5], dict)]
         shared = [StoredEvent("p", str(r[2]), c.id, c.kind, c.created_at_ms, data, c.sources)
@@ -306,7 +300,6 @@ class PgMemoryStore:
         return [Candidate(MemoryRef(params["store"], ids[i]), float(cos[i]), float(lex[i]),
                           float(fused[i])) for i in order]
 
-    # -- purge -----------------------------------------------------------------------
     def purge(self, actor: str, refs: Sequence[MemoryRef]) -> int:
         removed = 0
         for store in ("u", "p"):
