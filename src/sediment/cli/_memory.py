@@ -32,10 +32,10 @@ safe = functools.partial(visible, keep_lines=True)
 and tabs kept."""
 
 
-def actor_option(f: Any) -> Any:
-    return click.option("--actor", default=None, envvar="SEDIMENT_ACTOR",
-                        help="Act as this actor (default: the OS user; env SEDIMENT_ACTOR). "
-                             "A convenience on one machine, not a security boundary.")(f)
+actor_option = click.option(
+    "--actor", default=None, envvar="SEDIMENT_ACTOR",
+    help="Act as this actor (default: the OS user; env SEDIMENT_ACTOR). A convenience on one "
+         "machine, not a security boundary.")
 
 
 def _options(f: Callable[..., None]) -> Callable[..., None]:

@@ -128,8 +128,7 @@ def _parse(text: str) -> _Said:
     core = _LEADING.sub("", text)
     named: list[str] = []
     for pattern in _CONTRAST:
-        for m in pattern.finditer(core):
-            named.append(m.group("x").strip())
+        named.extend(m.group("x").strip() for m in pattern.finditer(core))
         core = pattern.sub(" ", core)
     return _Said(" ".join(core.split()), tuple(named), explicit)
 
@@ -149,14 +148,9 @@ def _words(text: str) -> list[str]:
 
 
 def _content(words: list[str]) -> list[str]:
-    out = []
-    for w in words:
-        base = w[:-2] if w.endswith("'s") else w
-        for part in _LOWER.findall(base):
-            if part not in STOPWORDS and part not in UPDATE_WORDS and part != "user" \
-                    and part not in _NEGATION:
-                out.append(_stem(part))
-    return out
+    return [_stem(part) for w in words for part in _LOWER.findall(w.removesuffix("'s"))
+            if part not in STOPWORDS and part not in UPDATE_WORDS and part != "user"
+            and part not in _NEGATION]
 
 
 def _values(text: str) -> set[str]:
