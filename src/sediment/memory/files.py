@@ -252,7 +252,9 @@ class FileMemoryStore:
                 for la in ls.layers():
                     if la.name is LayerName.BASE:
                         continue
-                    removed += _rewrite_without(la.file, la.path, _owned(la.file, drop, actor))
+                    mine = {i for i in drop if (c := la.file.get(i)) is not None
+                            and (p := parse_kind(c.kind)) is not None and p[1] == actor}
+                    removed += _rewrite_without(la.file, la.path, mine)
         return removed
 
 
@@ -267,12 +269,6 @@ def _own_events(f: LayerFile, layer: str, actor: str, shared: frozenset[int]
             per_file.clear()
         per_file[key] = readable_events(_stored_events(f, "p", layer), actor, shared)
     return per_file[key]
-
-
-def _owned(f: LayerFile, ids: set[int], actor: str) -> set[int]:
-    """Those of ``ids`` that name a memory chunk of ``actor`` in ``f``."""
-    return {i for i in ids if (c := f.get(i)) is not None
-            and (p := parse_kind(c.kind)) is not None and p[1] == actor}
 
 
 def _rewrite_without(f: LayerFile, path: Path, drop: set[int]) -> int:

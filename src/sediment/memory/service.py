@@ -652,10 +652,9 @@ class MemoryService:
                          "updates.confidence")
         refuse_credentials(text, "updates.content")
         place = stored.place
-        vec = self._embed(text)
         author = "human" if human else "mcp"
         memory = NewMemory(memory_kind(cat, old.actor), text, author, conf,
-                           tuple(stored.chunk.sources), vec)
+                           tuple(stored.chunk.sources), self._embed(text))
         signals = correction_signals(old.content, text)
         with self._lock, self.store.transaction(place, actor):
             self._owned(actor, memory_id, human=human)  # still current under the lock

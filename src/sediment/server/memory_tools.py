@@ -33,8 +33,7 @@ from sediment.server.tools import APPEND_ONLY, actor_tool, result
 
 Category = Literal["preference", "pattern", "correction", "fact", "instruction", "convention"]
 Source = Literal["explicit", "inferred", "corrected"]
-SaveScope = Literal["user", "project", "global"]
-RecallScope = Literal["user", "project", "global"]
+MemoryScope = Literal["user", "project", "global"]
 Action = Literal["list", "delete", "update", "forget_all", "restore", "history"]
 ForgetScope = Literal["user", "project"]
 STRICT = ConfigDict(strict=True, extra="forbid")
@@ -57,7 +56,7 @@ class SaveRequest(BaseModel):
         "preference, pattern, correction, fact, instruction or convention"))
     source: Source = Field(default="inferred", description=(
         "explicit (asked to remember, confidence 1.0), corrected (0.9) or inferred (0.7)"))
-    scope: SaveScope = Field(default="user", description=(
+    scope: MemoryScope = Field(default="user", description=(
         "user (follows the person everywhere), project (this repository), or global "
         "(becomes a proposal for a human)"))
     context: str | None = Field(default=None, max_length=100, description=(
@@ -77,7 +76,7 @@ class RecallRequest(BaseModel):
     query: str = Field(min_length=1, max_length=2_000, description=(
         "What you are looking for, e.g. 'how the user likes tests written'"))
     category: Category | None = Field(default=None, description="Only this category")
-    scope: RecallScope | None = Field(default=None, description="Only this scope")
+    scope: MemoryScope | None = Field(default=None, description="Only this scope")
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT,
                        description=f"How many memories, 1 to {MAX_LIMIT}")
     min_score: float | None = Field(default=None, ge=0.0, le=1.0, description=(
