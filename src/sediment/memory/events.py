@@ -211,6 +211,7 @@ def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
     return out
 
 
+@dataclass(slots=True)
 class FoldCache:
     """The fold of one actor's events, kept current by applying only the events added
     since the last look (events never change; layers only grow between compactions).
@@ -220,13 +221,10 @@ class FoldCache:
     process's clock); otherwise a save costs a fold of its own events, not of all of them.
     """
 
-    __slots__ = ("fold", "last", "seen", "version")
-
-    def __init__(self) -> None:
-        self.version: object = None
-        self.fold = Fold()
-        self.seen: set[tuple[str, str, int]] = set()
-        self.last: tuple[int, str, int] | None = None
+    version: object = None
+    fold: Fold = field(default_factory=Fold)
+    seen: set[tuple[str, str, int]] = field(default_factory=set)
+    last: tuple[int, str, int] | None = None
 
     def update(self, version: object, events: Sequence[StoredEvent]) -> Fold:
         if version == self.version and self.version is not None:
