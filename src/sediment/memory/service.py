@@ -230,8 +230,9 @@ class MemoryService:
         parsed = parse_kind(stored.chunk.kind)
         category, owner = parsed if parsed is not None else ("fact", actor)
         st = fold.memories.get(stored.ref) or MemoryState()
-        extra, last = self._pending_use(actor, stored.ref)
-        last_used = max((x for x in (st.last_used_ms, last) if x is not None), default=None)
+        extra, last = self.usage.pending((actor, stored.ref.store, stored.ref.id))
+        last_used = max((x for x in (st.last_used_ms, last if extra else None)
+                         if x is not None), default=None)
         source = st.source if st.source in SOURCES else next(
             (s for s, c in SOURCES.items() if math.isclose(c, stored.chunk.confidence,
                                                            abs_tol=1e-6)), DEFAULT_SOURCE)
@@ -601,7 +602,7 @@ class MemoryService:
                        "priority": c.priority if c else DEFAULT_PRIORITY}
         history: list[dict[str, Any]] = [{"at_ms": at, "count": n}
                                          for at, n, who in state.uses if who == actor]
-        extra, last = self._pending_use(actor, ref)
+        extra, last = self.usage.pending((actor, ref.store, ref.id))
         if extra:
             history.append({"at_ms": last, "count": extra, "pending": True})
         return {"memory": memory.to_dict(),
@@ -841,11 +842,6 @@ class MemoryService:
                 raise
             del groups[(actor, store)]
         return written
-
-    def _pending_use(self, actor: str, ref: MemoryRef) -> tuple[int, int | None]:
-        """(uses not written yet, the last one's time or None)."""
-        n, last = self.usage.pending((actor, ref.store, ref.id))
-        return n, (last if n else None)
 
     def start_flusher(self, interval: float) -> None:
         """Flush every ``interval`` seconds on a daemon thread until ``close``: a crash

@@ -287,12 +287,6 @@ def _lines(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _governs(who: Principal) -> bool:
-    """Whether ``who`` writes global memories directly (else a global save is a proposal
-    and global memories cannot be changed): the review permission (docs/roles.md)."""
-    return who.may(Permission.REVIEW)
-
-
 def memory_tools(mem: MemoryService, *, actor: str) -> list[Tool]:
     """``save_memory``, ``recall_memories`` and ``manage_memory`` over ``mem``; ``actor``
     is the server's own (whom a call without a bearer token acts as)."""
@@ -300,7 +294,7 @@ def memory_tools(mem: MemoryService, *, actor: str) -> list[Tool]:
     def save(r: SaveRequest, who: Principal) -> CallToolResult:
         out = mem.save(who.actor, r.content, r.category, r.source, r.scope, r.context,
                        r.related_to, supersedes=r.supersedes, keep_separate=r.keep_separate,
-                       human=_governs(who))
+                       human=who.may(Permission.REVIEW))
         if out["status"] == "updated":
             kind = "a correction of" if out["looks_like_correction"] else "a restatement of"
             text = (f"Updated: saved {out['id']}, superseding {out['superseded_id']} "
@@ -332,7 +326,7 @@ def memory_tools(mem: MemoryService, *, actor: str) -> list[Tool]:
     def manage(r: ManageRequest, who: Principal) -> CallToolResult:
         changes = r.updates.model_dump(exclude_none=True) if r.updates is not None else None
         out = mem.manage(who.actor, r.action, r.memory_id, changes, r.category, r.limit,
-                         r.confirm, r.scope, human=_governs(who))
+                         r.confirm, r.scope, human=who.may(Permission.REVIEW))
         if r.action == "list":
             text = _lines(out["memories"]) or "No memories."
         elif r.action == "update":
