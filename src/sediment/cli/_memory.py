@@ -8,6 +8,7 @@ text is untrusted: it is printed literally, with control characters escaped. Wit
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -26,16 +27,15 @@ from sediment.memory import CATEGORIES, MAX_LIMIT, MemoryService
 SCOPES = ("user", "project", "global")
 
 
-def safe(text: object) -> str:
-    """Untrusted text for a terminal: control and bidirectional characters escaped;
-    newlines and tabs kept."""
-    return visible(str(text), keep_lines=True)
+safe = functools.partial(visible, keep_lines=True)
+"""Untrusted text for a terminal: control and bidirectional characters escaped; newlines
+and tabs kept."""
 
 
-def actor_option(f: Any) -> Any:
-    return click.option("--actor", default=None, envvar="SEDIMENT_ACTOR",
-                        help="Act as this actor (default: the OS user; env SEDIMENT_ACTOR). "
-                             "A convenience on one machine, not a security boundary.")(f)
+actor_option = click.option(
+    "--actor", default=None, envvar="SEDIMENT_ACTOR",
+    help="Act as this actor (default: the OS user; env SEDIMENT_ACTOR). A convenience on one "
+         "machine, not a security boundary.")
 
 
 def _options(f: Callable[..., None]) -> Callable[..., None]:
@@ -45,12 +45,10 @@ def _options(f: Callable[..., None]) -> Callable[..., None]:
     return f
 
 
-def _command(text: Callable[[Answer], None]
-             ) -> Callable[[Callable[..., Answer]], Callable[..., None]]:
-    """A memory command over the memories of the layer files, or with ``--store`` of a
-    PostgreSQL store's project and the actor's own memories (which follow them across
-    projects)."""
-    return service_command(lambda ws, _: ws.memory, _options, text)
+_command = functools.partial(service_command, lambda ws, _: ws.memory, _options)
+"""A memory command over the memories of the layer files, or with ``--store`` of a
+PostgreSQL store's project and the actor's own memories (which follow them across
+projects)."""
 
 
 def _show_memory(m: dict[str, Any], i: int | None = None) -> None:

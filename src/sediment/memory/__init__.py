@@ -2,10 +2,10 @@
 
 from sediment.memory.files import FileMemoryStore
 from sediment.memory.guidelines import MEMORY_GUIDELINES
-from sediment.memory.model import CATEGORIES, SOURCES, Memory, MemoryRef, Scope
+from sediment.memory.model import CATEGORIES, Memory, MemoryRef, Scope
 from sediment.memory.relevance import DEFAULT_MIN_SCORE
 from sediment.memory.service import DEFAULT_DEDUP_THRESHOLD, MAX_LIMIT, MemoryService
-from sediment.memory.store import MemoryStore, Place
+from sediment.memory.store import MemoryStore
 
 __all__ = [
     "CATEGORIES",
@@ -13,12 +13,10 @@ __all__ = [
     "DEFAULT_MIN_SCORE",
     "MAX_LIMIT",
     "MEMORY_GUIDELINES",
-    "SOURCES",
     "FileMemoryStore",
     "Memory",
     "MemoryRef",
     "MemoryService",
     "MemoryStore",
-    "Place",
     "Scope",
 ]

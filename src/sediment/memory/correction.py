@@ -56,14 +56,9 @@ def _negations(text: str) -> set[str]:
 
 def correction_signals(old: str, new: str) -> list[str]:
     """The signals (``numbers``, ``names``, ``negation``) on which ``new`` differs."""
-    out = []
-    if _numbers(old) != _numbers(new):
-        out.append("numbers")
-    if _names(old) != _names(new):
-        out.append("names")
-    if bool(_negations(old)) != bool(_negations(new)):
-        out.append("negation")
-    return out
+    signals = (("numbers", _numbers), ("names", _names),
+               ("negation", lambda text: bool(_negations(text))))
+    return [name for name, of in signals if of(old) != of(new)]
 
 
 def _stem(word: str) -> str:

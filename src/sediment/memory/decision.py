@@ -128,8 +128,7 @@ def _parse(text: str) -> _Said:
     core = _LEADING.sub("", text)
     named: list[str] = []
     for pattern in _CONTRAST:
-        for m in pattern.finditer(core):
-            named.append(m.group("x").strip())
+        named.extend(m.group("x").strip() for m in pattern.finditer(core))
         core = pattern.sub(" ", core)
     return _Said(" ".join(core.split()), tuple(named), explicit)
 
@@ -149,14 +148,9 @@ def _words(text: str) -> list[str]:
 
 
 def _content(words: list[str]) -> list[str]:
-    out = []
-    for w in words:
-        base = w[:-2] if w.endswith("'s") else w
-        for part in _LOWER.findall(base):
-            if part not in STOPWORDS and part not in UPDATE_WORDS and part != "user" \
-                    and part not in _NEGATION:
-                out.append(_stem(part))
-    return out
+    return [_stem(part) for w in words for part in _LOWER.findall(w.removesuffix("'s"))
+            if part not in STOPWORDS and part not in UPDATE_WORDS and part != "user"
+            and part not in _NEGATION]
 
 
 def _values(text: str) -> set[str]:
@@ -205,11 +199,6 @@ def _negative(words: list[str]) -> bool:
     return any(w in _NEGATION or w.endswith("n't") for w in words)
 
 
-def _runs(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
-    ops = difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
-    return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in ops if tag != "equal"]
-
-
 def decide(old: str, new: str, cosine: float, *, correcting: bool = False,
            paraphrase_cosine: float = PARAPHRASE_COSINE,
            paraphrase_words: int = PARAPHRASE_WORDS) -> Decision:
@@ -246,7 +235,8 @@ def decide(old: str, new: str, cosine: float, *, correcting: bool = False,
         return Decision(Verdict.RESTATEMENT, "the same content words")
     seq_old = [w for w in old_words if w not in UPDATE_WORDS]
     seq_new = [w for w in new_words if w not in UPDATE_WORDS]
-    runs = _runs(seq_old, seq_new)
+    ops = difflib.SequenceMatcher(a=seq_old, b=seq_new, autojunk=False).get_opcodes()
+    runs = [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in ops if tag != "equal"]
     most = CORRECTING_SWAP_WORDS if correcting else MAX_SWAP_WORDS
     if len(runs) == 1 and cosine >= SWAP_FLOOR and not adding:
         i1, i2, j1, j2 = runs[0]
@@ -263,7 +253,8 @@ def decide(old: str, new: str, cosine: float, *, correcting: bool = False,
             new_values = _values(said.core) & set(_content(seq_new[j1:j2]))
             slot = bool(values) and not swapped and not (values - sb) and not new_values \
                 and i2 < len(seq_old)
-            slot = slot or (bool(swapped) and not new_values and not _has_digit(after))
+            slot = slot or (bool(swapped) and not new_values
+                            and not any(c.isdigit() for c in after))
             if correcting or not (many or slot):
                 return Decision(Verdict.CORRECTION, "one value changed", before, after,
                                 signals or ["value"])
@@ -278,10 +269,6 @@ def decide(old: str, new: str, cosine: float, *, correcting: bool = False,
                                        or (cosine >= paraphrase_cosine and small)):
         return Decision(Verdict.RESTATEMENT, "a rewording with the same values")
     return Decision(Verdict.DIFFERENT, "a different statement about the same subject")
-
-
-def _has_digit(text: str) -> bool:
-    return any(c.isdigit() for c in text)
 
 
 def _holds(text: str, phrase: str) -> bool:

@@ -50,8 +50,6 @@ class StoredEvent:
 
 @dataclass(slots=True)
 class MemoryState:
-    actor: str | None = None
-    scope: str | None = None
     source: str | None = None
     context: str | None = None
     related_to: list[str] = field(default_factory=list)
@@ -72,12 +70,8 @@ class MemoryState:
 
 @dataclass(slots=True)
 class ContextState:
-    store: str
-    actor: str
-    name: str
     description: str = ""
     priority: float = DEFAULT_PRIORITY
-    created_at_ms: int = 0
 
 
 @dataclass(slots=True)
@@ -108,12 +102,13 @@ def handle_space(prefix: str, owner: str) -> str:
     return "*" if prefix == "g" else owner
 
 
-def _int(value: Any) -> int | None:
+def as_int(value: Any) -> int | None:
+    """``value`` if it is an integer (not a bool), else None: event JSON is untrusted."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _subject(e: StoredEvent, key: str, position: int) -> MemoryRef | None:
-    value = _int(e.data.get(key))
+    value = as_int(e.data.get(key))
     if value is None:
         ids = [s for s in e.sources if isinstance(s, int)]
         value = ids[position] if len(ids) > position else None
@@ -138,15 +133,12 @@ def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
     copied: set[object] = set()
 
     def state(ref: MemoryRef) -> MemoryState:
-        got = out.memories.get(ref)
-        if got is None:
-            got = out.memories[ref] = MemoryState()
+        if ref not in copied:
             copied.add(ref)
-        elif ref not in copied:
-            got = out.memories[ref] = replace(got, related_to=list(got.related_to),
-                                              uses=list(got.uses))
-            copied.add(ref)
-        return got
+            got = out.memories.get(ref)
+            out.memories[ref] = MemoryState() if got is None else replace(
+                got, related_to=list(got.related_to), uses=list(got.uses))
+        return out.memories[ref]
 
     for e in ordered:
         d = e.data
@@ -155,16 +147,15 @@ def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
             if ref is None:
                 continue
             s = state(ref)
-            s.actor = str(d.get("actor")) if d.get("actor") else s.actor
-            s.scope = str(d.get("scope")) if d.get("scope") else s.scope
-            s.source = str(d.get("source")) if d.get("source") else s.source
+            if d.get("source"):
+                s.source = str(d["source"])
             ctx = d.get("context")
             s.context = ctx if isinstance(ctx, str) and ctx else None
             rel = d.get("related_to")
             s.related_to = [str(r) for r in rel] if isinstance(rel, list) else []
             org = d.get("origin")
             s.origin = org if isinstance(org, dict) else None
-            back = _int(d.get("restores"))
+            back = as_int(d.get("restores"))
             s.restored_from = MemoryRef(e.store, back) if back is not None else None
             handle, owner = d.get("handle"), d.get("actor")
             if isinstance(handle, str) and HANDLE_RE.match(handle) and isinstance(owner, str):
@@ -195,7 +186,7 @@ def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
                 if not (isinstance(key, str) and key.isdigit() and isinstance(value, list)
                         and len(value) == 2):
                     continue
-                count, last = _int(value[0]), _int(value[1])
+                count, last = as_int(value[0]), as_int(value[1])
                 if count is None or count <= 0 or last is None:
                     continue
                 s = state(MemoryRef(e.store, int(key)))
@@ -207,14 +198,11 @@ def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
             if not isinstance(actor, str) or not isinstance(name, str) or not name:
                 continue
             key = (e.store, actor, name)
-            c = out.contexts.get(key)
-            if c is None:
-                c = out.contexts[key] = ContextState(e.store, actor, name,
-                                                     created_at_ms=e.created_at_ms)
+            if key not in copied:
                 copied.add(key)
-            elif key not in copied:
-                c = out.contexts[key] = replace(c)
-                copied.add(key)
+                had = out.contexts.get(key)
+                out.contexts[key] = replace(had) if had is not None else ContextState()
+            c = out.contexts[key]
             if isinstance(d.get("description"), str):
                 c.description = d["description"]
             prio = d.get("priority")
@@ -223,6 +211,7 @@ def fold(events: Iterable[StoredEvent], into: Fold | None = None) -> Fold:
     return out
 
 
+@dataclass(slots=True)
 class FoldCache:
     """The fold of one actor's events, kept current by applying only the events added
     since the last look (events never change; layers only grow between compactions).
@@ -232,13 +221,10 @@ class FoldCache:
     process's clock); otherwise a save costs a fold of its own events, not of all of them.
     """
 
-    __slots__ = ("fold", "last", "seen", "version")
-
-    def __init__(self) -> None:
-        self.version: object = None
-        self.fold = Fold()
-        self.seen: set[tuple[str, str, int]] = set()
-        self.last: tuple[int, str, int] | None = None
+    version: object = None
+    fold: Fold = field(default_factory=Fold)
+    seen: set[tuple[str, str, int]] = field(default_factory=set)
+    last: tuple[int, str, int] | None = None
 
     def update(self, version: object, events: Sequence[StoredEvent]) -> Fold:
         if version == self.version and self.version is not None:

@@ -20,8 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 from sediment.memory.correction import content_words
 from sediment.memory.model import Memory
+from sediment.search.fusion import ConvexFusion, Pool
 
 LEXICAL_WEIGHT = 0.5
 LEXICAL_HALF = 32.0
@@ -42,14 +46,18 @@ def relevance(cosine: float, bm25: float, *, half: float = LEXICAL_HALF,
     return (1.0 - weight) * max(cosine, 0.0) + weight * lexical
 
 
+def fuse(cosines: npt.ArrayLike, bm25: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    """Hybrid relevance of each candidate of one pool: the search engine's convex fusion
+    (it reads scores, not ranks), so the matches of several stores, or of a store that
+    ranks by itself, order as general search would order them."""
+    vec, lex = np.asarray(cosines, dtype=np.float32), np.asarray(bm25, dtype=np.float32)
+    unranked = np.zeros(len(vec), dtype=np.int64)
+    return ConvexFusion().combine(Pool(vec, lex, unranked, unranked))
+
+
 def default_min_score(model: str) -> float:
     """The floor for memories embedded by ``model``."""
     return MIN_SCORES.get(model, DEFAULT_MIN_SCORE)
-
-
-def is_correction(memory: Memory, flagged: bool) -> bool:
-    """Whether ``memory`` was saved as a correction (``flagged``: its supersession says so)."""
-    return flagged or memory.category == "correction" or memory.source == "corrected"
 
 
 def corrects(correction: str, older: str) -> bool:
@@ -66,7 +74,8 @@ def corrections_first(found: Sequence[Memory], flagged: set[int]) -> None:
     """Place each correction just above every older, non-correction memory in ``found``
     it corrects, in order (``rank``) and score (``flagged``: indexes of memories flagged
     as corrections)."""
-    marks = [is_correction(m, i in flagged) for i, m in enumerate(found)]
+    marks = [i in flagged or m.category == "correction" or m.source == "corrected"
+             for i, m in enumerate(found)]
     for i, fix in enumerate(found):
         if not marks[i]:
             continue

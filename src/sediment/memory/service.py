@@ -15,13 +15,15 @@ only true ties fall through to the tie-breakers.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import math
 import re
 import sys
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -65,10 +67,9 @@ from sediment.memory.model import (
     memory_kind,
     parse_kind,
 )
-from sediment.memory.relevance import corrections_first, default_min_score, relevance
+from sediment.memory.relevance import corrections_first, default_min_score, fuse, relevance
 from sediment.memory.store import (
     PLACE_OF_SCOPE,
-    Candidate,
     MemoryStore,
     New,
     NewEvent,
@@ -76,9 +77,6 @@ from sediment.memory.store import (
     Place,
     StoredMemory,
 )
-from sediment.memory.usage import Flusher
-from sediment.search.fusion import ConvexFusion, Pool
-from sediment.search.ranking import ranks
 from sediment.store.events import FORGET, PROPOSAL, SUPERSEDE
 from sediment.store.uses import UseCounts
 
@@ -101,6 +99,8 @@ CONTEXT_RE = re.compile(r"^[^\x00-\x1f\x7f]{1,100}$")
 SOURCE_RE = re.compile(r"^[^\x00\n]+:[1-9][0-9]{0,8}(?:-[1-9][0-9]{0,8})?$")
 UNIT_RE = re.compile(r"^(?:kcp:)?[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
 UPDATE_KEYS = ("content", "category", "confidence")
+_Judged = tuple[Memory, float, Decision]
+"""A memory, its cosine to the new text and the save decision on the two."""
 _HANDLE_OF_PLACE = {Place.USER: "u", Place.PROJECT: "p", Place.GLOBAL: "g", Place.PROPOSAL: "p"}
 _SCOPE_OF_PLACE = {Place.USER: Scope.USER, Place.PROJECT: Scope.PROJECT,
                    Place.GLOBAL: Scope.GLOBAL, Place.PROPOSAL: Scope.GLOBAL}
@@ -114,10 +114,11 @@ def _limit(value: object, default: int, top: int, name: str = "limit") -> int:
     return value
 
 
-def _min_score(value: object) -> float:
+def _fraction(value: object, name: str) -> float:
+    """A number from 0.0 to 1.0 (NaN is none)."""
     if isinstance(value, bool) or not isinstance(value, int | float) \
             or not 0.0 <= float(value) <= 1.0:
-        raise ValidationError(f"min_score must be a number from 0.0 to 1.0, got {value!r}")
+        raise ValidationError(f"{name} must be a number from 0.0 to 1.0, got {value!r}")
     return float(value)
 
 
@@ -145,14 +146,12 @@ def _related(value: object, allow_chunk_sources: bool) -> tuple[list[str], list[
     for i, item in enumerate(value):
         if isinstance(item, str):
             refuse_credentials(item, f"related_to[{i}]")
-        if isinstance(item, int) and not isinstance(item, bool) and 0 < item < 2**32:
-            targets.append(str(item))
+        number = item if isinstance(item, int) and not isinstance(item, bool) else \
+            int(item) if isinstance(item, str) and item.strip().isdigit() else None
+        if number is not None and 0 < number < 2**32:
+            targets.append(str(number))
             if allow_chunk_sources:
-                sources.append(item)
-        elif isinstance(item, str) and item.strip().isdigit() and 0 < int(item) < 2**32:
-            targets.append(str(int(item)))
-            if allow_chunk_sources:
-                sources.append(int(item))
+                sources.append(number)
         elif isinstance(item, str) and SOURCE_RE.match(item.strip()):
             targets.append(item.strip())
             sources.append(item.strip())
@@ -172,9 +171,7 @@ class MemoryService:
     def __init__(self, store: MemoryStore, embedder: Embedder, *,
                  dedup_threshold: float = DEFAULT_DEDUP_THRESHOLD,
                  max_changed_words: int | None = PARAPHRASE_WORDS,
-                 chunk_exists: Callable[[int], bool] | None = None,
-                 clock: Callable[[], float] = time.time,
-                 min_score: float | None = None) -> None:
+                 chunk_exists: Callable[[int], bool] | None = None) -> None:
         if not 0.0 < dedup_threshold <= 1.0:
             raise ValidationError(f"the dedup threshold must be in (0, 1], got "
                                   f"{dedup_threshold!r}")
@@ -184,36 +181,20 @@ class MemoryService:
         self.max_changed_words = max_changed_words
         """None: any number of changed words in a restatement above the threshold."""
         self.chunk_exists = chunk_exists
-        self.min_score = _min_score(min_score) if min_score is not None else \
-            default_min_score(embedder.profile.model or "")
+        self.min_score = default_min_score(embedder.profile.model or "")
         """Recall's floor when a call gives none (``sediment.memory.relevance``)."""
         self.usage: UseCounts[tuple[str, str, int]] = UseCounts()
         """(actor, store, chunk id) -> uses not written yet."""
-        self._clock = clock
         self._lock = threading.RLock()
         self._folds: dict[str, FoldCache] = {}
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._embed_lock = threading.Lock()
-        self._flusher: Flusher | None = None
-
-    # -- helpers ---------------------------------------------------------------------
-    def _now_ms(self) -> int:
-        return int(self._clock() * 1000)
-
-    def _embed(self, text: str) -> np.ndarray:
+        self._embed = functools.lru_cache(maxsize=EMBED_CACHE)(self._embed_one)
         """The text's vector; the last ``EMBED_CACHE`` texts are remembered, since agents
         repeat queries and a save is often preceded by a recall of the same words."""
-        with self._embed_lock:
-            got = self._vectors.get(text)
-            if got is not None:
-                self._vectors.move_to_end(text)
-                return got
+        self._flusher: tuple[threading.Thread, threading.Event, float] | None = None
+
+    def _embed_one(self, text: str) -> np.ndarray:
         vec = np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
         vec.setflags(write=False)
-        with self._embed_lock:
-            self._vectors[text] = vec
-            while len(self._vectors) > EMBED_CACHE:
-                self._vectors.popitem(last=False)
         return vec
 
     def _fold(self, actor: str) -> Fold:
@@ -230,16 +211,6 @@ class MemoryService:
                 cache = self._folds[actor] = FoldCache()
             return cache.update(version, self.store.events(actor))
 
-    def _label(self, actor: str, owner: str, ref: MemoryRef | None) -> str | None:
-        """``ref``'s handle as ``actor`` calls it (only their own memories have one), from
-        the fold the caller just brought up to date."""
-        cache = self._folds.get(actor)
-        if ref is None or cache is None:
-            return None
-        state = cache.fold.memories.get(ref)
-        handle = state.handle if state is not None else None
-        return handle if handle and (owner == actor or handle[0] == "g") else None
-
     def _resolve(self, actor: str, memory_id: object, field_name: str = "memory_id"
                  ) -> MemoryRef:
         """The memory a handle (``u3``) or a stored id (``u2147483677``) names; a handle
@@ -253,13 +224,15 @@ class MemoryService:
                 raise NotFoundError(f"{field_name} {text}: no such global memory")
         return MemoryRef.parse(memory_id, field_name)
 
-    def _view(self, actor: str, stored: StoredMemory, state: MemoryState | None) -> Memory:
+    def _view(self, actor: str, stored: StoredMemory, fold: Fold) -> Memory:
+        """The memory as ``actor`` sees it: the chunk joined with its state in ``fold``
+        and its uses not written yet."""
         parsed = parse_kind(stored.chunk.kind)
         category, owner = parsed if parsed is not None else ("fact", actor)
-        st = state or MemoryState()
-        extra, last = self._pending_use(actor, stored.ref)
-        last_used = max(x for x in (st.last_used_ms, last) if x is not None) \
-            if (st.last_used_ms is not None or last is not None) else None
+        st = fold.memories.get(stored.ref) or MemoryState()
+        extra, last = self.usage.pending((actor, stored.ref.store, stored.ref.id))
+        last_used = max((x for x in (st.last_used_ms, last if extra else None)
+                         if x is not None), default=None)
         source = st.source if st.source in SOURCES else next(
             (s for s, c in SOURCES.items() if math.isclose(c, stored.chunk.confidence,
                                                            abs_tol=1e-6)), DEFAULT_SOURCE)
@@ -268,48 +241,51 @@ class MemoryService:
                       stored.chunk.created_at_ms, stored.chunk.author, st.context,
                       list(st.related_to), st.use_count + extra, last_used, st.supersedes,
                       st.superseded_by, st.forgotten, stored.place is Place.PROPOSAL,
-                      label=self._label(actor, owner, stored.ref),
-                      supersedes_label=self._label(actor, owner, st.supersedes),
-                      superseded_by_label=self._label(actor, owner, st.superseded_by),
+                      label=_label(fold, actor, owner, stored.ref),
+                      supersedes_label=_label(fold, actor, owner, st.supersedes),
+                      superseded_by_label=_label(fold, actor, owner, st.superseded_by),
                       origin=st.origin)
+
+    def _read(self, actor: str, ref: MemoryRef, fold: Fold) -> Memory | None:
+        """The memory ``ref`` as ``actor`` sees it, if they may read it."""
+        stored = self.store.get(actor, ref)
+        return None if stored is None else self._view(actor, stored, fold)
 
     def _views(self, actor: str, scopes: Sequence[Scope]) -> list[Memory]:
         """Every memory the actor reads in ``scopes``, as the actor sees it."""
         fold = self._fold(actor)
-        return [self._view(actor, s, fold.memories.get(s.ref))
-                for s in self.store.memories(actor, scopes)]
+        return [self._view(actor, s, fold) for s in self.store.memories(actor, scopes)]
 
-    def _owned(self, actor: str, memory_id: object, *, human: bool,
-               field_name: str = "memory_id") -> tuple[StoredMemory, Memory]:
+    def _get(self, actor: str, memory_id: object, field_name: str = "memory_id", *,
+             own: bool = False) -> tuple[StoredMemory, Memory]:
+        """The memory ``memory_id`` names among those ``actor`` reads (``own``: among
+        their own), as the actor sees it."""
         ref = self._resolve(actor, memory_id, field_name)
-        given = str(memory_id).strip()
         stored = self.store.get(actor, ref)
-        if stored is None:
-            raise NotFoundError(f"{field_name} {given}: no such memory among those of actor "
+        memory = None if stored is None else self._view(actor, stored, self._fold(actor))
+        if stored is None or memory is None or (own and memory.actor != actor):
+            named = ref if own else str(memory_id).strip()
+            raise NotFoundError(f"{field_name} {named}: no such memory among those of actor "
                                 f"{actor!r}")
-        memory = self._view(actor, stored, self._fold(actor).memories.get(ref))
+        return stored, memory
+
+    def _owned(self, actor: str, memory_id: object, *, human: bool
+               ) -> tuple[StoredMemory, Memory]:
+        """The memory an update or a delete changes: current, and global only for a human."""
+        stored, memory = self._get(actor, memory_id)
+        given = f"memory_id {str(memory_id).strip()}"
         if memory.forgotten:
-            raise NotFoundError(f"{field_name} {given}: that memory was forgotten")
+            raise NotFoundError(f"{given}: that memory was forgotten")
         if memory.superseded_by is not None:
-            raise ValidationError(f"{field_name} {given} was superseded by "
+            raise ValidationError(f"{given} was superseded by "
                                   f"{memory.superseded_by_label or memory.superseded_by}; "
                                   "change that one instead")
         if stored.place is Place.GLOBAL and not human:
             raise PermissionDeniedError(
-                f"{field_name} {given} is a global memory: global memories are governed by "
-                "humans (sediment memory update/forget)")
+                f"{given} is a global memory: global memories are governed by humans "
+                "(sediment memory update/forget)")
         return stored, memory
 
-    def _context_events(self, actor: str, place: Place, name: str | None) -> list[NewEvent]:
-        if name is None:
-            return []
-        store = "u" if place is Place.USER else "p"
-        if (store, actor, name) in self._fold(actor).contexts:
-            return []
-        return [NewEvent(CONTEXT, {"event": "context", "actor": actor, "name": name,
-                                   "description": "", "priority": DEFAULT_PRIORITY})]
-
-    # -- save ------------------------------------------------------------------------
     def save(self, actor: str, content: object, category: object, source: object = None,
              scope: object = None, context: object = None, related_to: object = None, *,
              supersedes: object = None, keep_separate: object = False,
@@ -340,9 +316,7 @@ class MemoryService:
                 raise ValidationError(f"related_to: chunk {s} does not exist in this "
                                       "project's layers")
         refuse_credentials(text, "content")
-        place = PLACE_OF_SCOPE[scp]
-        if scp is Scope.GLOBAL and not human:
-            place = Place.PROPOSAL
+        place = Place.PROPOSAL if scp is Scope.GLOBAL and not human else PLACE_OF_SCOPE[scp]
         vec = self._embed(text)
         author = "human" if human else "mcp"
         if keep_separate is not True and keep_separate is not False:
@@ -353,11 +327,9 @@ class MemoryService:
                                   "give one of them")
         correcting = cat == "correction" or src == "corrected"
         with self._lock, self.store.transaction(place, actor):
-            old: Memory | None = None
-            known: Memory | None = None
-            decision: Decision | None = None
-            close: list[tuple[Memory, float, Decision]] = []
-            similarity = near = 0.0
+            hit: _Judged | None = None
+            known: _Judged | None = None
+            close: list[_Judged] = []
             pool: list[tuple[Memory, float]] | None = None
             if place is not Place.PROPOSAL:
                 pool = self._candidates(actor, scp, text, vec, correcting=correcting)
@@ -369,79 +341,78 @@ class MemoryService:
                             "use_count": same.use_count,
                             "created_at_ms": same.created_at_ms}
             if supersedes is not None:
-                old = self._chosen(actor, supersedes, place)
-                similarity = self._similarity(old.content, vec)
-                decision = self._decide(old.content, text, similarity, correcting)
+                chosen = self._chosen(actor, supersedes, place)
+                cosine = self._similarity(chosen.content, vec)
+                hit = chosen, cosine, self._decide(chosen.content, text, cosine, correcting)
             elif place is Place.PROPOSAL:
-                old, similarity = self._nearest_proposal(actor, text, vec)
-                if old is not None:
-                    decision = self._decide(old.content, text, similarity, correcting)
+                mine, cosine = self._nearest_proposal(actor, text, vec)
+                if mine is not None:
+                    hit = mine, cosine, self._decide(mine.content, text, cosine, correcting)
                 else:
-                    known, near, found, _ = self._nearest(actor, scp, text, vec, anyone=True,
-                                                          correcting=correcting)
-                    if known is not None and found is not None \
-                            and found.verdict is Verdict.RESTATEMENT:
-                        return {"status": "exists", "id": known.shown, "scope": scp.value,
-                                "category": known.category, "similarity": round(near, 4),
+                    known = self._nearest(actor, scp, text, vec, anyone=True,
+                                          correcting=correcting)[0]
+                    if known is not None and known[2].verdict is Verdict.RESTATEMENT:
+                        return {"status": "exists", "id": known[0].shown, "scope": scp.value,
+                                "category": known[0].category,
+                                "similarity": round(known[1], 4),
                                 "looks_like_correction": False, "correction_signals": []}
             elif keep_separate:
                 close = self._nearest(actor, scp, text, vec, correcting=correcting,
-                                      pool=pool)[3]
+                                      pool=pool)[1]
             else:
-                old, similarity, decision, close = self._nearest(
-                    actor, scp, text, vec, correcting=correcting, pool=pool)
-            if old is not None:
+                hit, close = self._nearest(actor, scp, text, vec, correcting=correcting,
+                                           pool=pool)
+            replaced: list[NewEvent] = []
+            said: dict[str, Any] = {}
+            if hit is not None:
+                old, similarity, decision = hit
                 ctx = ctx or old.context
                 if related_to is None:
                     targets = list(old.related_to)
+                fixes = decision.verdict is Verdict.CORRECTION
+                signals = correction_signals(old.content, text)
+                if fixes:
+                    signals = sorted(set(signals) | set(decision.signals))
+                replaced.append(NewEvent(SUPERSEDE, {
+                    "event": "supersede", "old_id": old.ref.id, "new_id": New(0),
+                    "reason": "agent" if supersedes is not None else "dedup",
+                    "similarity": round(similarity, 6), "correction": fixes,
+                    "signals": signals, "actor": actor},
+                    (old.ref.id, New(0)), author))
+                said = {"superseded_id": old.shown, "superseded_content": old.content,
+                        "similarity": round(similarity, 4), "looks_like_correction": fixes,
+                        "correction_signals": signals, "decision": decision.verdict.value}
+                if fixes and (decision.old_value or decision.new_value):
+                    said["changed"] = {"from": decision.old_value, "to": decision.new_value}
+            elif known is not None:
+                said = {"corrects_id": known[0].shown, "similarity": round(known[1], 4),
+                        "looks_like_correction": True,
+                        "correction_signals": correction_signals(known[0].content, text)}
             memory = NewMemory(memory_kind(cat, actor), text, author, SOURCES[src],
                                tuple(sources), vec)
             handle = self._fold(actor).next_handle(_HANDLE_OF_PLACE[place], actor)
-            events = _save_event(actor, scp, src, SOURCES[src], ctx, targets, author, handle)
+            events = [*_save_event(actor, scp, src, SOURCES[src], ctx, targets, author,
+                                   handle), *replaced]
             if kept is not None:
                 events[0].data["origin"] = kept
-            signals: list[str] = []
-            is_correction = False
-            if old is not None:
-                signals = correction_signals(old.content, text)
-                is_correction = decision is not None and \
-                    decision.verdict is Verdict.CORRECTION
-                if is_correction and decision is not None:
-                    signals = sorted(set(signals) | set(decision.signals))
-                events.append(NewEvent(SUPERSEDE, {
-                    "event": "supersede", "old_id": old.ref.id, "new_id": New(0),
-                    "reason": "agent" if supersedes is not None else "dedup",
-                    "similarity": round(similarity, 6), "correction": is_correction,
-                    "signals": signals, "actor": actor},
-                    (old.ref.id, New(0)), author))
             if place is Place.PROPOSAL:
                 proposed: dict[str, Any] = {
                     "event": "propose", "context_id": New(0), "target": "user",
                     "from_layer": "delta", "copied_to_delta": False, "actor": actor}
                 if known is not None:
-                    proposed["corrects"] = known.shown  # the review page shows it beside
+                    proposed["corrects"] = known[0].shown  # the review page shows it beside
                 events.append(NewEvent(PROPOSAL, proposed, (New(0),), author))
-            events[1:1] = self._context_events(actor, place, ctx)
+            if ctx is not None and ("u" if place is Place.USER else "p", actor, ctx) \
+                    not in self._fold(actor).contexts:  # a context is made on first use
+                events.insert(1, NewEvent(CONTEXT, {"event": "context", "actor": actor,
+                                                    "name": ctx, "description": "",
+                                                    "priority": DEFAULT_PRIORITY}))
             (ref,) = self.store.append(place, actor, [memory], events)
         out: dict[str, Any] = {
             "status": "proposed" if place is Place.PROPOSAL else
-            ("updated" if old is not None else "created"),
-            "id": handle, "chunk_id": ref.id, "scope": scp.value,
-            "category": cat, "source": src,
-            "confidence": SOURCES[src], "context": ctx}
-        if old is not None:
-            out.update({"superseded_id": old.shown, "superseded_content": old.content,
-                        "similarity": round(similarity, 4),
-                        "looks_like_correction": is_correction,
-                        "correction_signals": signals,
-                        "decision": decision.verdict.value if decision else "restatement"})
-            if is_correction and decision is not None and (decision.old_value
-                                                           or decision.new_value):
-                out["changed"] = {"from": decision.old_value, "to": decision.new_value}
-        elif known is not None:
-            out.update({"corrects_id": known.shown, "similarity": round(near, 4),
-                        "looks_like_correction": True,
-                        "correction_signals": correction_signals(known.content, text)})
+            ("updated" if hit is not None else "created"),
+            "id": handle, "chunk_id": ref.id, "scope": scp.value, "category": cat,
+            "source": src, "confidence": SOURCES[src], "context": ctx, **said}
         if close:
             out["near"] = [{"id": m.shown, "content": m.content,
                             "similarity": round(c, 4), "decision": d.verdict.value}
@@ -459,13 +430,8 @@ class MemoryService:
 
     def _chosen(self, actor: str, memory_id: object, place: Place) -> Memory:
         """The memory an agent's ``supersedes`` names: its own, active, in the same store."""
-        ref = self._resolve(actor, memory_id, "supersedes")
-        stored = self.store.get(actor, ref)
-        memory = None if stored is None else self._view(actor, stored,
-                                                        self._fold(actor).memories.get(ref))
-        if stored is None or memory is None or memory.actor != actor:
-            raise NotFoundError(f"supersedes {ref}: no such memory among those of actor "
-                                f"{actor!r}")
+        stored, memory = self._get(actor, memory_id, "supersedes", own=True)
+        ref = memory.ref
         if not memory.active:
             raise ValidationError(f"supersedes {ref}: that memory is no longer active "
                                   "(superseded or forgotten)")
@@ -485,9 +451,6 @@ class MemoryService:
                       paraphrase_cosine=self.dedup_threshold,
                       paraphrase_words=most if most is not None else sys.maxsize)
 
-    def _same(self, old: str, new: str, cosine: float) -> bool:
-        return self._decide(old, new, cosine).supersedes
-
     def _candidates(self, actor: str, scope: Scope, text: str, vec: np.ndarray, *,
                     anyone: bool = False, correcting: bool = False
                     ) -> list[tuple[Memory, float]]:
@@ -503,17 +466,13 @@ class MemoryService:
         fold = self._fold(actor)
         out: list[tuple[Memory, float]] = []
         for cand in found:
-            stored = self.store.get(actor, cand.ref)
-            if stored is None:
-                continue
-            memory = self._view(actor, stored, fold.memories.get(cand.ref))
-            if memory.active and (anyone or memory.actor == actor):
-                out.append((memory, self._cosine(memory.content, vec, cand.vector_score)))
+            memory = self._read(actor, cand.ref, fold)
+            if memory is not None and memory.active and (anyone or memory.actor == actor):
+                # found by words only, a candidate has no cosine of the search's
+                cosine = cand.vector_score if math.isfinite(cand.vector_score) else \
+                    self._similarity(memory.content, vec)
+                out.append((memory, cosine))
         return out
-
-    def _cosine(self, content: str, vec: np.ndarray, score: float) -> float:
-        """The candidate's cosine: the search's, else (found by words only) computed."""
-        return score if math.isfinite(score) else self._similarity(content, vec)
 
     def _similarity(self, content: str, vec: np.ndarray) -> float:
         """The cosine of ``content``'s vector and ``vec``."""
@@ -524,10 +483,9 @@ class MemoryService:
     def _nearest(self, actor: str, scope: Scope, text: str, vec: np.ndarray, *,
                  anyone: bool = False, correcting: bool = False,
                  pool: list[tuple[Memory, float]] | None = None
-                 ) -> tuple[Memory | None, float, Decision | None,
-                            list[tuple[Memory, float, Decision]]]:
+                 ) -> tuple[_Judged | None, list[_Judged]]:
         """The memory the save supersedes (a restatement or a correction of it: the
-        correction first, then the most similar), its cosine and the decision, and the
+        correction first, then the most similar) with its cosine and the decision, and the
         close memories it keeps beside it."""
         if pool is None:
             pool = self._candidates(actor, scope, text, vec, anyone=anyone,
@@ -539,9 +497,7 @@ class MemoryService:
         best = hits[0] if hits else None
         near = [j for j in judged if j is not best and j[1] >= NEAR_FLOOR]
         near.sort(key=lambda j: -j[1])
-        if best is None:
-            return None, 0.0, None, near[:MAX_NEAR]
-        return best[0], best[1], best[2], near[:MAX_NEAR]
+        return best, near[:MAX_NEAR]
 
     def _nearest_proposal(self, actor: str, text: str, vec: np.ndarray
                           ) -> tuple[Memory | None, float]:
@@ -556,18 +512,17 @@ class MemoryService:
         top = 0.0
         for m in mine[:MAX_PROPOSALS_COMPARED]:
             score = self._similarity(m.content, vec)
-            if score > top and self._same(m.content, text, score):
+            if score > top and self._decide(m.content, text, score).supersedes:
                 best, top = m, score
         return best, top
 
-    # -- recall ----------------------------------------------------------------------
     def recall(self, actor: str, query: object, category: object = None,
                scope: object = None, limit: object = None, min_score: object = None, *,
                count_use: bool = True) -> dict[str, Any]:
         """The actor's active memories relevant to ``query``, best first; none scoring
         under ``min_score`` (default ``self.min_score``; 0 returns every match)."""
         check_actor(actor)
-        floor = self.min_score if min_score is None else _min_score(min_score)
+        floor = self.min_score if min_score is None else _fraction(min_score, "min_score")
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("query must be a non-empty string")
         if len(query) > MAX_QUERY_CHARS:
@@ -580,38 +535,33 @@ class MemoryService:
         found_in = [got for s in scopes
                     if (got := self.store.search(actor, s, query, vec, cats, max(3 * k, 30)))]
         pool = [c for got in found_in for c in got]
-        ranks = [c.score for c in pool] if len(found_in) == 1 else _fuse(pool)
+        ranks = [c.score for c in pool] if len(found_in) == 1 else fuse(
+            [c.vector_score for c in pool], [c.lexical_score for c in pool]).tolist()
         fold = self._fold(actor)
         found: list[Memory] = []
         flagged: set[int] = set()
         for cand, rank in zip(pool, ranks, strict=True):
-            stored = self.store.get(actor, cand.ref)
-            if stored is None:
-                continue
-            state = fold.memories.get(cand.ref)
-            memory = self._view(actor, stored, state)
-            if not memory.active:
+            memory = self._read(actor, cand.ref, fold)
+            if memory is None or not memory.active:
                 continue
             memory.score = relevance(cand.vector_score, cand.lexical_score)
             memory.rank = rank
-            if state is not None and (state.supersede_info or {}).get("correction"):
+            if ((fold.memories.get(cand.ref) or MemoryState()).supersede_info or {}).get(
+                    "correction"):
                 flagged.add(len(found))
             found.append(memory)
         corrections_first(found, flagged)
-        found = [m for m in found if round(m.score or 0.0, 6) >= floor]
-        found.sort(key=lambda m: (-round(m.rank, 6), -m.confidence, -m.created_at_ms,
-                                  str(m.ref)))
-        found = found[:k]
-        if count_use and found:
-            now = self._now_ms()
+        found = sorted((m for m in found if round(m.score or 0.0, 6) >= floor),
+                       key=lambda m: (-round(m.rank, 6), -m.confidence, -m.created_at_ms,
+                                      str(m.ref)))[:k]
+        if count_use:
+            now = int(time.time() * 1000)
             for m in found:
                 self.usage.add((actor, m.ref.store, m.ref.id), now)
-            for m in found:
                 m.use_count += 1
                 m.last_used_ms = now
         return {"query": query, "min_score": floor, "memories": [m.to_dict() for m in found]}
 
-    # -- manage ----------------------------------------------------------------------
     def list_memories(self, actor: str, category: object = None, limit: object = None,
              scope: object = None) -> dict[str, Any]:
         check_actor(actor)
@@ -637,13 +587,8 @@ class MemoryService:
 
     def show(self, actor: str, memory_id: object) -> dict[str, Any]:
         check_actor(actor)
-        ref = self._resolve(actor, memory_id)
-        stored = self.store.get(actor, ref)
-        if stored is None:
-            raise NotFoundError(f"memory_id {memory_id}: no such memory among those of actor "
-                                f"{actor!r}")
-        fold = self._fold(actor)
-        memory = self._view(actor, stored, fold.memories.get(ref))
+        _, memory = self._get(actor, memory_id)
+        ref, fold = memory.ref, self._fold(actor)
         seen = {ref}
         older = self._chain(actor, fold, memory, seen, lambda m: m.supersedes)
         newer = self._chain(actor, fold, memory, seen, lambda m: m.superseded_by)
@@ -657,7 +602,7 @@ class MemoryService:
                        "priority": c.priority if c else DEFAULT_PRIORITY}
         history: list[dict[str, Any]] = [{"at_ms": at, "count": n}
                                          for at, n, who in state.uses if who == actor]
-        extra, last = self._pending_use(actor, ref)
+        extra, last = self.usage.pending((actor, ref.store, ref.id))
         if extra:
             history.append({"at_ms": last, "count": extra, "pending": True})
         return {"memory": memory.to_dict(),
@@ -673,11 +618,11 @@ class MemoryService:
         ref = step(memory)
         while ref is not None and ref not in seen:
             seen.add(ref)
-            got = self.store.get(actor, ref)
+            got = self._read(actor, ref, fold)
             if got is None:
                 break
-            out.append(self._view(actor, got, fold.memories.get(ref)))
-            ref = step(out[-1])
+            out.append(got)
+            ref = step(got)
         return out
 
     def _why(self, actor: str, fold: Fold, version: Memory) -> dict[str, Any]:
@@ -686,7 +631,7 @@ class MemoryService:
         if state.supersede_info:
             out["superseded_because"] = state.supersede_info
         if state.restored_from is not None:
-            out["restored_from"] = self._label(actor, version.actor, state.restored_from) \
+            out["restored_from"] = _label(fold, actor, version.actor, state.restored_from) \
                 or str(state.restored_from)
         return out
 
@@ -704,24 +649,19 @@ class MemoryService:
         text = old.content if "content" in updates and updates["content"] is None else \
             check_content(updates.get("content", old.content), "updates.content")
         cat = check_category(updates.get("category", old.category), "updates.category")
-        conf = updates.get("confidence", round(old.confidence, 6))
-        if isinstance(conf, bool) or not isinstance(conf, int | float) \
-                or not 0.0 <= float(conf) <= 1.0 or math.isnan(float(conf)):
-            raise ValidationError(f"updates.confidence must be a number from 0.0 to 1.0, "
-                                  f"got {conf!r}")
+        conf = _fraction(updates.get("confidence", round(old.confidence, 6)),
+                         "updates.confidence")
         refuse_credentials(text, "updates.content")
         place = stored.place
-        vec = self._embed(text)
         author = "human" if human else "mcp"
-        sources = tuple(s for s in stored.chunk.sources)
-        memory = NewMemory(memory_kind(cat, old.actor), text, author, float(conf), sources,
-                           vec)
+        memory = NewMemory(memory_kind(cat, old.actor), text, author, conf,
+                           tuple(stored.chunk.sources), self._embed(text))
         signals = correction_signals(old.content, text)
         with self._lock, self.store.transaction(place, actor):
             self._owned(actor, memory_id, human=human)  # still current under the lock
             handle = self._fold(actor).next_handle(_HANDLE_OF_PLACE[place], old.actor)
             events = [
-                *_save_event(old.actor, old.scope, old.source, float(conf), old.context,
+                *_save_event(old.actor, old.scope, old.source, conf, old.context,
                              old.related_to, author, handle),
                 NewEvent(SUPERSEDE, {"event": "supersede", "old_id": old.ref.id,
                                      "new_id": New(0), "reason": "update",
@@ -732,7 +672,7 @@ class MemoryService:
         new_id = handle if old.actor == actor or handle[0] == "g" else str(ref)
         return {"status": "updated", "id": new_id, "chunk_id": ref.id,
                 "superseded_id": old.shown,
-                "content": text, "category": cat, "confidence": float(conf),
+                "content": text, "category": cat, "confidence": conf,
                 "context": old.context, "related_to": old.related_to,
                 "looks_like_correction": bool(signals), "correction_signals": signals}
 
@@ -762,14 +702,12 @@ class MemoryService:
                 f"{' and '.join(s.value for s in scopes)} scope; nothing was changed. "
                 "Call it again with confirm: true (sediment memory forget-all --yes)")
         author = "human" if human else "mcp"
-        by_place: dict[Place, list[Memory]] = {}
-        for m in mine:
-            by_place.setdefault(PLACE_OF_SCOPE[m.scope], []).append(m)
-        for place, group in by_place.items():
+        for place in {PLACE_OF_SCOPE[m.scope]: None for m in mine}:
             with self._lock, self.store.transaction(place, actor):
                 self.store.append(place, actor, [], [NewEvent(
                     FORGET, {"event": "forget", "context_id": m.ref.id, "actor": actor,
-                             "reason": "forget_all"}, (m.ref.id,), author) for m in group])
+                             "reason": "forget_all"}, (m.ref.id,), author)
+                    for m in mine if PLACE_OF_SCOPE[m.scope] is place])
         out: dict[str, Any] = {"status": "forgotten", "forgotten": len(mine),
                                "scopes": [s.value for s in scopes]}
         if purge:
@@ -791,18 +729,14 @@ class MemoryService:
         if description is not None and (not isinstance(description, str)
                                         or len(description) > 1000):
             raise ValidationError("description must be text of at most 1000 characters")
-        if priority is not None and (isinstance(priority, bool)
-                                     or not isinstance(priority, int | float)
-                                     or not 0.0 <= float(priority) <= 1.0):
-            raise ValidationError(f"priority must be a number from 0.0 to 1.0, got "
-                                  f"{priority!r}")
+        prio = None if priority is None else _fraction(priority, "priority")
         data: dict[str, Any] = {"event": "context", "actor": actor, "name": ctx}
         if description is not None:
             if description:  # "" clears it
                 check_text(description, "description")
             data["description"] = description
-        if priority is not None:
-            data["priority"] = float(priority)
+        if prio is not None:
+            data["priority"] = prio
         place = PLACE_OF_SCOPE[scp]
         with self._lock, self.store.transaction(place, actor):
             self.store.append(place, actor, [], [NewEvent(CONTEXT, data)])
@@ -810,19 +744,12 @@ class MemoryService:
 
     def _contexts(self, actor: str, rows: Sequence[Memory], *, every: bool = False
                   ) -> list[dict[str, Any]]:
-        fold = self._fold(actor)
-        counts: dict[tuple[str, str], int] = {}
-        for m in rows:
-            if m.context is not None:
-                key = (m.ref.store, m.context)
-                counts[key] = counts.get(key, 0) + 1
-        out: list[dict[str, Any]] = []
-        for (store, owner, name), c in fold.contexts.items():
-            if owner != actor or (not every and (store, name) not in counts):
-                continue
-            out.append({"name": name, "scope": "user" if store == "u" else "project",
-                        "description": c.description, "priority": c.priority,
-                        "memories": counts.get((store, name), 0)})
+        counts = Counter((m.ref.store, m.context) for m in rows if m.context is not None)
+        out = [{"name": name, "scope": "user" if store == "u" else "project",
+                "description": c.description, "priority": c.priority,
+                "memories": counts[(store, name)]}
+               for (store, owner, name), c in self._fold(actor).contexts.items()
+               if owner == actor and (every or (store, name) in counts)]
         out.sort(key=lambda c: (-float(c["priority"]), str(c["name"]), str(c["scope"])))
         return out
 
@@ -852,23 +779,19 @@ class MemoryService:
                ) -> dict[str, Any]:
         """One ``manage_memory`` action; ``scope`` narrows ``forget_all`` (None: both the
         user and the project scope, as the command line's ``forget-all`` does)."""
-        if action == "list":
-            return {"action": "list", **self.list_memories(actor, category, limit)}
-        if action in ("delete", "update", "restore", "history") and memory_id is None:
+        run: dict[str, Callable[[], dict[str, Any]]] = {
+            "list": lambda: self.list_memories(actor, category, limit),
+            "delete": lambda: self.delete(actor, memory_id, human=human),
+            "update": lambda: self.update(actor, memory_id, updates, human=human),
+            "forget_all": lambda: self.forget_all(actor, confirm is True, scope, human=human),
+            "restore": lambda: self.restore(actor, memory_id, human=human),
+            "history": lambda: {"status": "ok", **self.show(actor, memory_id)}}
+        if not isinstance(action, str) or action not in run:
+            raise ValidationError(f"action {action!r} is unknown: use list, delete, update, "
+                                  "forget_all, restore or history")
+        if memory_id is None and action not in ("list", "forget_all"):
             raise ValidationError(f"memory_id is required for action {action!r}")
-        if action == "delete":
-            return {"action": "delete", **self.delete(actor, memory_id, human=human)}
-        if action == "update":
-            return {"action": "update", **self.update(actor, memory_id, updates, human=human)}
-        if action == "forget_all":
-            return {"action": "forget_all",
-                    **self.forget_all(actor, confirm is True, scope, human=human)}
-        if action == "restore":
-            return {"action": "restore", **self.restore(actor, memory_id, human=human)}
-        if action == "history":
-            return {"action": "history", "status": "ok", **self.show(actor, memory_id)}
-        raise ValidationError(f"action {action!r} is unknown: use list, delete, update, "
-                              "forget_all, restore or history")
+        return {"action": action, **run[action]()}
 
     def restore(self, actor: str, memory_id: object, *, human: bool = False
                 ) -> dict[str, Any]:
@@ -876,13 +799,8 @@ class MemoryService:
         source, context and relationships), beside the one that superseded it: the way
         to undo a merge of two distinct facts. Forget the newer one too to roll back."""
         check_actor(actor)
-        ref = self._resolve(actor, memory_id)
-        stored = self.store.get(actor, ref)
-        fold = self._fold(actor)
-        old = None if stored is None else self._view(actor, stored, fold.memories.get(ref))
-        if stored is None or old is None or old.actor != actor:
-            raise NotFoundError(f"memory_id {ref}: no such memory among those of actor "
-                                f"{actor!r}")
+        stored, old = self._get(actor, memory_id, own=True)
+        ref = old.ref
         if old.forgotten:
             raise ValidationError(f"memory_id {ref} was forgotten; save it again instead")
         if old.superseded_by is None:
@@ -896,23 +814,20 @@ class MemoryService:
                            tuple(stored.chunk.sources), self._embed(old.content))
         with self._lock, self.store.transaction(stored.place, actor):
             handle = self._fold(actor).next_handle(_HANDLE_OF_PLACE[stored.place], actor)
-            events = [NewEvent(SAVE, {"event": "save", "memory_id": New(0), "actor": actor,
-                                      "scope": old.scope.value, "source": old.source,
-                                      "context": old.context, "related_to": old.related_to,
-                                      "restores": ref.id, "handle": handle},
-                               (New(0),), author)]
+            events = _save_event(actor, old.scope, old.source, old.confidence, old.context,
+                                 old.related_to, author, handle)
+            events[0].data["restores"] = ref.id
             (new,) = self.store.append(stored.place, actor, [memory], events)
         return {"status": "restored", "id": handle, "chunk_id": new.id,
                 "restored_id": old.shown, "content": old.content,
                 "superseded_by": old.superseded_by_label or str(old.superseded_by)}
 
-    # -- usage -----------------------------------------------------------------------
     def flush(self) -> int:
         """Append the uses gathered since the last flush, one event per actor and store."""
         groups: dict[tuple[str, str], dict[int, list[int]]] = {}
         for (actor, store, cid), slot in self.usage.take().items():
             groups.setdefault((actor, store), {})[cid] = slot
-        written = 0
+        written = len(groups)
         for (actor, store), uses in list(groups.items()):
             place = Place.USER_USAGE if store == "u" else Place.PROJECT
             event = NewEvent(USE, {"event": "use", "actor": actor,
@@ -926,23 +841,37 @@ class MemoryService:
                                      for cid, slot in left.items()})
                 raise
             del groups[(actor, store)]
-            written += 1
         return written
 
-    def _pending_use(self, actor: str, ref: MemoryRef) -> tuple[int, int | None]:
-        """(uses not written yet, the last one's time or None)."""
-        n, last = self.usage.pending((actor, ref.store, ref.id))
-        return n, (last if n else None)
-
     def start_flusher(self, interval: float) -> None:
+        """Flush every ``interval`` seconds on a daemon thread until ``close``: a crash
+        loses at most the uses of one interval."""
         if self._flusher is None and interval > 0:
-            self._flusher = Flusher(self.flush, interval)
+            stop = threading.Event()
+            thread = threading.Thread(target=self._flush_every, args=(interval, stop),
+                                      name="sediment-memory-usage", daemon=True)
+            self._flusher = thread, stop, interval
+            thread.start()
+
+    def _flush_every(self, interval: float, stop: threading.Event) -> None:
+        while not stop.wait(interval):
+            with contextlib.suppress(Exception):  # the next flush retries: counts were put back
+                self.flush()
 
     def close(self) -> None:
         if self._flusher is not None:
-            self._flusher.stop()
+            thread, stop, interval = self._flusher
+            stop.set()
+            thread.join(timeout=interval + 5)
             self._flusher = None
         self.flush()
+
+
+def _label(fold: Fold, actor: str, owner: str, ref: MemoryRef | None) -> str | None:
+    """``ref``'s handle as ``actor`` calls it (only their own memories have one)."""
+    state = fold.memories.get(ref) if ref is not None else None
+    handle = state.handle if state is not None else None
+    return handle if handle and (owner == actor or handle[0] == "g") else None
 
 
 def _origin(value: object) -> dict[str, Any] | None:
@@ -982,14 +911,3 @@ def _identical(pool: Sequence[tuple[Memory, float]], text: str) -> Memory | None
     key = normalise(text)
     return next((m for m, _ in pool if normalise(m.content) == key), None)
 
-
-def _fuse(pool: Sequence[Candidate]) -> list[float]:
-    """Relevance of each candidate: convex fusion over the whole pool of every store."""
-    if not pool:
-        return []
-    vec = np.asarray([c.vector_score for c in pool], dtype=np.float32)
-    lex = np.asarray([c.lexical_score for c in pool], dtype=np.float32)
-    order = (np.arange(len(pool)),)  # ties keep the pool's order
-    fused = ConvexFusion().combine(Pool(vec, lex, ranks(vec, np.isfinite(vec), order),
-                                        ranks(lex, lex > 0, order)))
-    return [float(x) for x in fused]

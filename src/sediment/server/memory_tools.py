@@ -13,7 +13,7 @@ flushed every ``SEDIMENT_MEMORY_FLUSH_SECONDS`` (default 30) and when the proces
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -33,8 +33,7 @@ from sediment.server.tools import APPEND_ONLY, actor_tool, result
 
 Category = Literal["preference", "pattern", "correction", "fact", "instruction", "convention"]
 Source = Literal["explicit", "inferred", "corrected"]
-SaveScope = Literal["user", "project", "global"]
-RecallScope = Literal["user", "project", "global"]
+MemoryScope = Literal["user", "project", "global"]
 Action = Literal["list", "delete", "update", "forget_all", "restore", "history"]
 ForgetScope = Literal["user", "project"]
 STRICT = ConfigDict(strict=True, extra="forbid")
@@ -57,7 +56,7 @@ class SaveRequest(BaseModel):
         "preference, pattern, correction, fact, instruction or convention"))
     source: Source = Field(default="inferred", description=(
         "explicit (asked to remember, confidence 1.0), corrected (0.9) or inferred (0.7)"))
-    scope: SaveScope = Field(default="user", description=(
+    scope: MemoryScope = Field(default="user", description=(
         "user (follows the person everywhere), project (this repository), or global "
         "(becomes a proposal for a human)"))
     context: str | None = Field(default=None, max_length=100, description=(
@@ -77,7 +76,7 @@ class RecallRequest(BaseModel):
     query: str = Field(min_length=1, max_length=2_000, description=(
         "What you are looking for, e.g. 'how the user likes tests written'"))
     category: Category | None = Field(default=None, description="Only this category")
-    scope: RecallScope | None = Field(default=None, description="Only this scope")
+    scope: MemoryScope | None = Field(default=None, description="Only this scope")
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT,
                        description=f"How many memories, 1 to {MAX_LIMIT}")
     min_score: float | None = Field(default=None, ge=0.0, le=1.0, description=(
@@ -276,19 +275,16 @@ class ManageOut(BaseModel):
         "forget_all with purge: how many memories' text was removed from disk"))
 
 
-def _line(i: int, m: Mapping[str, Any]) -> str:
-    used = f", used {m['use_count']}x" if m.get("use_count") else ""
-    ctx = f", context {m['context']}" if m.get("context") else ""
-    score = f", score {m['score']:.2f}" if m.get("score") is not None else ""
-    head = (f"{i}. [{m['id']} {m['category']}, {m['scope']}, confidence "
-            f"{m['confidence']:.2f}{score}{used}{ctx}]")
-    return f"{head}\n{m['content']}"
-
-
-def _governs(who: Principal) -> bool:
-    """Whether ``who`` writes global memories directly (else a global save is a proposal
-    and global memories cannot be changed): the review permission (docs/roles.md)."""
-    return who.may(Permission.REVIEW)
+def _lines(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Memories as numbered text, one header line and the content each."""
+    out = []
+    for i, m in enumerate(rows, 1):
+        used = f", used {m['use_count']}x" if m.get("use_count") else ""
+        ctx = f", context {m['context']}" if m.get("context") else ""
+        score = f", score {m['score']:.2f}" if m.get("score") is not None else ""
+        out.append(f"{i}. [{m['id']} {m['category']}, {m['scope']}, confidence "
+                   f"{m['confidence']:.2f}{score}{used}{ctx}]\n{m['content']}")
+    return "\n".join(out)
 
 
 def memory_tools(mem: MemoryService, *, actor: str) -> list[Tool]:
@@ -298,7 +294,7 @@ def memory_tools(mem: MemoryService, *, actor: str) -> list[Tool]:
     def save(r: SaveRequest, who: Principal) -> CallToolResult:
         out = mem.save(who.actor, r.content, r.category, r.source, r.scope, r.context,
                        r.related_to, supersedes=r.supersedes, keep_separate=r.keep_separate,
-                       human=_governs(who))
+                       human=who.may(Permission.REVIEW))
         if out["status"] == "updated":
             kind = "a correction of" if out["looks_like_correction"] else "a restatement of"
             text = (f"Updated: saved {out['id']}, superseding {out['superseded_id']} "
@@ -323,18 +319,16 @@ def memory_tools(mem: MemoryService, *, actor: str) -> list[Tool]:
 
     def recall(r: RecallRequest, who: Principal) -> CallToolResult:
         out = mem.recall(who.actor, r.query, r.category, r.scope, r.limit, r.min_score)
-        rows = out["memories"]
-        text = "\n".join(_line(i, m) for i, m in enumerate(rows, 1)) or (
+        text = _lines(out["memories"]) or (
             f"No memory is relevant enough (none scores {out['min_score']} or more).")
         return result(out, text)
 
     def manage(r: ManageRequest, who: Principal) -> CallToolResult:
         changes = r.updates.model_dump(exclude_none=True) if r.updates is not None else None
         out = mem.manage(who.actor, r.action, r.memory_id, changes, r.category, r.limit,
-                         r.confirm, r.scope, human=_governs(who))
+                         r.confirm, r.scope, human=who.may(Permission.REVIEW))
         if r.action == "list":
-            rows = out["memories"]
-            text = "\n".join(_line(i, m) for i, m in enumerate(rows, 1)) or "No memories."
+            text = _lines(out["memories"]) or "No memories."
         elif r.action == "update":
             text = f"Updated: {out['id']} supersedes {out['superseded_id']}."
         elif r.action == "delete":

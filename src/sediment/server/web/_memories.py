@@ -8,6 +8,7 @@ Nothing here decides anything: it filters, counts and pages.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,17 +59,11 @@ def listing(mem: MemoryService, actor: str, flt: Filter, page: int,
     first, filtered by category, context and scope, one page of them."""
     out = mem.list_memories(actor, None, MAX_LIST_LIMIT, flt.scope)
     rows: list[dict[str, Any]] = out["memories"]
-    counts = {c: 0 for c in CATEGORIES}
-    for m in rows:
-        counts[m["category"]] = counts.get(m["category"], 0) + 1
-    contexts = mem.contexts(actor)["contexts"]
-    held: dict[str, int] = {}
-    for m in rows:
-        if m["context"] is not None:
-            held[m["context"]] = held.get(m["context"], 0) + 1
+    counts = Counter(m["category"] for m in rows)
+    held = Counter(m["context"] for m in rows if m["context"] is not None)
     merged: dict[str, dict[str, Any]] = {}
-    for c in contexts:
-        merged.setdefault(c["name"], {**c, "memories": held.get(c["name"], 0)})
+    for c in mem.contexts(actor)["contexts"]:
+        merged.setdefault(c["name"], {**c, "memories": held[c["name"]]})
     for name, n in held.items():
         merged.setdefault(name, {"name": name, "scope": "", "description": "",
                                  "priority": None, "memories": n})
@@ -77,7 +72,7 @@ def listing(mem: MemoryService, actor: str, flt: Filter, page: int,
               and (flt.context is None or m["context"] == flt.context)]
     pg = Page(min(page, max(1, -(-len(chosen) // size))), size, len(chosen))
     return Listing(pg.slice(chosen), pg, len(rows),
-                   [(c, n) for c, n in counts.items() if n],
+                   [(c, counts[c]) for c in CATEGORIES if counts[c]],
                    sorted(merged.values(), key=lambda c: (-float(c["priority"] or 0),
                                                           str(c["name"]))),
                    sum(1 for m in rows if m["context"] is None))
