@@ -54,6 +54,7 @@ from sediment.server.web._auth import (
     allowed,
     clean_name,
     csrf_ok,
+    guarded_page,
 )
 from sediment.server.web._oidc import STATE_COOKIE, STATE_SECONDS, SignInFailed, WebSignIn
 from sediment.workspace import Workspace
@@ -261,14 +262,7 @@ class WebUI:
     async def login(self, request: Request) -> Response:
         target = self._target(request)
         if request.method == "GET":
-            nonce = secrets.token_urlsafe(24)
-            response = self._render(request, "login.html", None, nonce=nonce, next=target,
-                                    needs_token=self.sessions.needs_token, error=None,
-                                    provider=self.oidc is not None)
-            response.set_cookie(LOGIN_COOKIE, nonce, max_age=3600, path=PREFIX,
-                                httponly=True, samesite="strict",
-                                secure=request.url.scheme == "https")
-            return response
+            return self._login_page(request, target)
         form = await self._form(request)
         nonce = request.cookies.get(LOGIN_COOKIE, "")
         error = None
@@ -293,14 +287,7 @@ class WebUI:
         else:
             session = self.sessions.open(got[0], name)
         if session is None:
-            new_nonce = secrets.token_urlsafe(24)
-            response = self._render(request, "login.html", None, 401, nonce=new_nonce,
-                                    next=target, error=error,
-                                    needs_token=self.sessions.needs_token,
-                                    provider=self.oidc is not None)
-            response.set_cookie(LOGIN_COOKIE, new_nonce, max_age=3600, path=PREFIX,
-                                httponly=True, samesite="strict")
-            return response
+            return self._login_page(request, target, error)
         done = RedirectResponse(target, 303)
         self._set_session(done, request, session)
         done.delete_cookie(LOGIN_COOKIE, path=PREFIX)
@@ -325,7 +312,7 @@ class WebUI:
         try:
             url, state = await self.oidc.start(target)
         except SedimentError as exc:
-            return self._login_error(request, target, public_message(exc))
+            return self._login_page(request, target, public_message(exc))
         response = RedirectResponse(url, 303)
         # Lax, not Strict: the provider's redirect back is a cross-site navigation.
         response.set_cookie(STATE_COOKIE, state, max_age=STATE_SECONDS,
@@ -345,7 +332,7 @@ class WebUI:
                 q.get("state", ""), request.cookies.get(STATE_COOKIE, ""), q.get("code", ""),
                 q.get("error", ""))
         except SignInFailed as exc:
-            response = self._login_error(request, f"{PREFIX}/queue", str(exc))
+            response = self._login_page(request, f"{PREFIX}/queue", str(exc))
         else:
             who = accepted.principal
             session = self.sessions.open(who, who.actor)
@@ -355,10 +342,13 @@ class WebUI:
         response.delete_cookie(STATE_COOKIE, path=PREFIX + "/oidc")
         return response
 
-    def _login_error(self, request: Request, target: str, error: str) -> Response:
+    def _login_page(self, request: Request, target: str, error: str | None = None
+                    ) -> Response:
+        """The sign-in form (401 with ``error``) and the nonce its CSRF field must match."""
         nonce = secrets.token_urlsafe(24)
-        response = self._render(request, "login.html", None, 401, nonce=nonce, next=target,
-                                error=error, needs_token=self.sessions.needs_token,
+        response = self._render(request, "login.html", None, 200 if error is None else 401,
+                                nonce=nonce, next=target, error=error,
+                                needs_token=self.sessions.needs_token,
                                 provider=self.oidc is not None)
         response.set_cookie(LOGIN_COOKIE, nonce, max_age=3600, path=PREFIX, httponly=True,
                             samesite="strict", secure=request.url.scheme == "https")
@@ -374,10 +364,8 @@ class WebUI:
         return response
 
     # -- pages ----------------------------------------------------------------------------
-    async def layers(self, request: Request) -> Response:
-        session = self._guard(request)
-        if not isinstance(session, Session):
-            return session
+    @guarded_page()
+    async def layers(self, request: Request, session: Session) -> Response:
         page = views.page_number(request.query_params.get("page"))
         ls = self.service.store
         try:
@@ -393,10 +381,8 @@ class WebUI:
         return self._render(request, "layers.html", session, rows=rows, report=report,
                             changes=pg.slice(changes), page=pg, file_only=views.FILE_ONLY)
 
-    async def search(self, request: Request) -> Response:
-        session = self._guard(request)
-        if not isinstance(session, Session):
-            return session
+    @guarded_page()
+    async def search(self, request: Request, session: Session) -> Response:
         q = request.query_params
         query = q.get("q", "")
         mode = q.get("mode", "hybrid")

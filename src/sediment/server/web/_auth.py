@@ -20,14 +20,19 @@ again and again ends only its own oldest sessions.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import re
 import secrets
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
+
+from starlette.requests import Request
+from starlette.responses import Response
 
 from sediment.auth import ROLES, Principal
 from sediment.auth.tokens import TokenCheck, TokenInfo
@@ -195,6 +200,35 @@ class Sessions:
 def allowed(session: Session, role: str) -> bool:
     """Whether the session's role includes ``role`` (an unknown role includes nothing)."""
     return session.role in ROLES and ROLES.index(session.role) >= ROLES.index(role)
+
+
+Handler = Callable[..., Awaitable[Response]]
+
+
+def guarded_page(role: str = "reader", *, form: bool = False
+                 ) -> Callable[[Handler], Handler]:
+    """A page handler (a method of the :class:`WebUI` or of a group of pages holding it as
+    ``ui``) called with the request's session once it may do what ``role`` allows, else
+    answered with the sign-in form or 403; with ``form``, also with the form a POST sent
+    (None for a GET), answered with 403 when its CSRF token is missing or stale."""
+
+    def decorate(handler: Handler) -> Handler:
+        @functools.wraps(handler)
+        async def guarded(self: Any, request: Request, **options: Any) -> Response:
+            ui = getattr(self, "ui", self)
+            session = ui._guard(request, role)
+            if not isinstance(session, Session):
+                return session  # type: ignore[no-any-return]
+            if not form:
+                return await handler(self, request, session, **options)
+            sent = await ui._posted(request, session) if request.method == "POST" else None
+            if isinstance(sent, Response):
+                return sent
+            return await handler(self, request, session, sent, **options)
+
+        return guarded
+
+    return decorate
 
 
 def csrf_ok(expected: str, got: object) -> bool:
