@@ -8,7 +8,7 @@ import click
 
 from sediment.cli._app import cli
 from sediment.cli._options import build_embedder, embedder_option, get_config, json_option
-from sediment.cli._output import detail, emit_json, note, visible
+from sediment.cli._output import detail, emit_json, note, to_stdout, visible
 from sediment.cli._progress import progress
 from sediment.cli._sources import configured_sources
 from sediment.ingest.compile import CompileOptions, compile_layer
@@ -56,10 +56,7 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
     same sources, embedder and previous base give the same bytes.
     """
     cfg = get_config(ctx)
-    to_stdout = out is not None and str(out) == "-"
-    if to_stdout and as_json:
-        raise click.UsageError("--json reports on the compile; it cannot share stdout with "
-                               "--out -")
+    stdout = to_stdout(out, as_json, "compile")
     rules = []
     for r in kind_rules:
         glob, sep, kind = r.rpartition("=")
@@ -92,7 +89,7 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
     detail(f"compiling {', '.join(opts.include)} under {root} into {opts.out}")
     with progress(enabled=not as_json) as update:
         report = compile_layer(opts, embedder, progress=update)
-    if not to_stdout and is_regular_target(opts.out):
+    if not stdout and is_regular_target(opts.out):
         write_state(opts, embedder, report)
     if as_json:
         emit_json(report.to_dict())
@@ -109,4 +106,4 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
         f"({report.bytes} bytes, sha256 {report.sha256[:16]}); {len(report.skipped)} skipped; "
         f"embedded {report.embedded} new, {report.cached} from cache; "
         f"{report.seconds:.2f}s" + (f"; index {report.index.name}" if report.index else ""),
-        err=to_stdout)
+        err=stdout)

@@ -81,16 +81,22 @@ def store_layer_options(f: F) -> F:
     return layer_options(store_option(f))
 
 
-def open_store(cfg: Config, store: str | None, layer_dir: Path | None,
-               paths: Mapping[str, Path | None], *,
-               writes: Iterable[LayerName] = ()) -> LayerStore:
-    """The backend a command works on: the PostgreSQL project of ``--store`` (or of
-    SEDIMENT_STORE / sediment.toml when no layer directory or file is named), else the
-    layer files as ``open_for_writing`` opens them."""
+def team_url(cfg: Config, store: str | None, layer_dir: Path | None,
+             paths: Mapping[str, Path | None]) -> str | None:
+    """The PostgreSQL store a command works on: ``--store``, or SEDIMENT_STORE /
+    sediment.toml's when no layer directory or file is named; None for the layer files."""
     explicit_files = layer_dir is not None or any(v is not None for v in paths.values())
     if store is not None and explicit_files:
         raise click.UsageError("--store and --dir (or a layer path) name two stores; give one")
-    url = store_url(cfg, store) if store is not None or not explicit_files else None
+    return store_url(cfg, store) if store is not None or not explicit_files else None
+
+
+def open_store(cfg: Config, store: str | None, layer_dir: Path | None,
+               paths: Mapping[str, Path | None], *,
+               writes: Iterable[LayerName] = ()) -> LayerStore:
+    """The backend a command works on: the project of :func:`team_url`, else the layer
+    files as ``open_for_writing`` opens them."""
+    url = team_url(cfg, store, layer_dir, paths)
     if url is None:
         return _layerset(cfg, layer_dir, paths, writes)
     from sediment.pg import PgStore

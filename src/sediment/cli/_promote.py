@@ -19,7 +19,7 @@ from sediment.cli._options import (
     open_store,
     store_option,
 )
-from sediment.cli._output import emit_json, note, snippet, visible
+from sediment.cli._output import emit_json, note, snippet, to_stdout, visible
 from sediment.cli._proposals import echo_outcomes
 from sediment.config import store_url
 from sediment.errors import ValidationError
@@ -109,10 +109,7 @@ def compact_cmd(ctx: click.Context, /, out: Path, keep_events: bool, rotate: boo
     """Merge base and user into a new immutable base (RFC 15.6): user wins by id, vectors
     are copied, the bytes are deterministic. Move it over AGENTS.db yourself, or let
     --rotate install it."""
-    to_stdout = str(out) == "-"
-    if to_stdout and as_json:
-        raise click.UsageError("--json reports on the compaction; it cannot share stdout with "
-                               "--out -")
+    stdout = to_stdout(out, as_json, "compaction")
     ls = open_layerset(get_config(ctx), layer_dir, **paths)
     report = compact(ls.paths[LayerName.BASE], ls.paths[LayerName.USER], out,
                      keep_events=keep_events, force=force, rotate=rotate,
@@ -123,17 +120,17 @@ def compact_cmd(ctx: click.Context, /, out: Path, keep_events: bool, rotate: boo
     click.echo(f"wrote {visible(str(report.out))}: {report.chunks} chunks ({report.from_base} "
                f"from base, {report.from_user} from user, {report.overridden} overridden), "
                f"{report.events_dropped} events dropped, {report.bytes} bytes, sha256 "
-               f"{report.sha256[:16]}, id high-water {report.id_high_water}", err=to_stdout)
+               f"{report.sha256[:16]}, id high-water {report.id_high_water}", err=stdout)
     if report.requantized:
         note(f"warning: {report.requantized} int8 vectors were re-quantised to the base's "
              "scale")
     for r in report.rotated:
         if r.installed:
             click.echo(f"installed the new base as {visible(r.layer)}; the old one "
-                       f"({r.chunks} chunks) is kept as {visible(r.archive)}", err=to_stdout)
+                       f"({r.chunks} chunks) is kept as {visible(r.archive)}", err=stdout)
             continue
         click.echo(f"archived {visible(r.layer)} ({r.chunks} chunks) to {visible(r.archive)}; "
-                   "reset it empty", err=to_stdout)
+                   "reset it empty", err=stdout)
     if report.pending_archived:
         note(f"note: {report.pending_archived} pending proposal(s) went to the delta archive")
 

@@ -21,10 +21,10 @@ from sediment.cli._options import (
     signature_option,
     source_lines,
     store_layer_options,
+    team_url,
     token_options,
 )
 from sediment.cli._output import note, visible
-from sediment.cli._team import team_url
 from sediment.cli._workspace import open_served
 from sediment.config import Config, tokens_file
 from sediment.errors import NotFoundError

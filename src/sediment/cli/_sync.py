@@ -39,11 +39,6 @@ def _options(cfg: Config, out: Path | None, sources: list[SourceRoot], no_kcp: b
         sources=sources, source_date_epoch=cfg.env.source_date_epoch or 0)
 
 
-def _printable(text: str) -> str:
-    """Control characters of a path or source shown escaped, never sent to the terminal."""
-    return visible(text)
-
-
 def _show(report: SyncReport, as_json: bool, *, lines: bool = False) -> None:
     if as_json:
         if lines:
@@ -53,13 +48,13 @@ def _show(report: SyncReport, as_json: bool, *, lines: bool = False) -> None:
         return
     c = report.compile
     for s in c.skipped:
-        click.echo(f"skipped {_printable(s.path)}: {_printable(s.reason)}", err=True)
+        click.echo(f"skipped {visible(s.path)}: {visible(s.reason)}", err=True)
     for w in c.warnings:
-        click.echo(f"warning: {_printable(w)}", err=True)
+        click.echo(f"warning: {visible(w)}", err=True)
     for o in report.overrides:
-        click.echo(f"override: chunk {o.id} in the {o.layer} layer ({_printable(o.path)}) "
+        click.echo(f"override: chunk {o.id} in the {o.layer} layer ({visible(o.path)}) "
                    f"overrode a base chunk whose text was {o.reason} "
-                   f"(was {_printable(o.source)})", err=True)
+                   f"(was {visible(o.source)})", err=True)
     how = "full compile" if report.full else f"reused {c.reused} chunks"
     click.echo(
         f"synced {c.chunks} chunks from {c.files} files into {c.out} "
