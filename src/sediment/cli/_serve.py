@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import click
@@ -67,12 +67,9 @@ if TYPE_CHECKING:
 @signature_option
 @click.pass_context
 def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path: str,
-          token: str | None, token_file: Path | None, oidc_issuer: str | None,
-          oidc_resource: str | None, oidc_audience: tuple[str, ...], oidc_actor_claim: str,
-          oidc_scopes: tuple[str, ...], oidc_scope_claims: tuple[str, ...],
-          oidc_web_client_id: str | None, embedder_name: str | None, root: Path | None,
-          no_warm_up: bool, agent: str | None, forwarded: str | None, store: str | None,
-          layer_dir: Path | None, **paths: Path | None) -> None:
+          token: str | None, token_file: Path | None, embedder_name: str | None,
+          root: Path | None, no_warm_up: bool, agent: str | None, forwarded: str | None,
+          store: str | None, layer_dir: Path | None, **options: Any) -> None:
     """Serve the layers to agents over MCP (tools agents_search, agents_context_write,
     agents_context_propose; chunks and layers as agentsdb:// resources).
 
@@ -86,9 +83,9 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
 
     cfg = get_config(ctx)
     token = shared_token(ctx, token, token_file)
-    oidc_params = {"oidc_issuer": oidc_issuer, "oidc_resource": oidc_resource,
-                   "oidc_audience": oidc_audience, "oidc_actor_claim": oidc_actor_claim,
-                   "oidc_scopes": oidc_scopes, "oidc_scope_claims": oidc_scope_claims}
+    oidc_web_client_id = options.pop("oidc_web_client_id")
+    oidc_params = {k: options.pop(k) for k in list(options) if k.startswith("oidc_")}
+    oidc_issuer, paths = oidc_params["oidc_issuer"], options
     if transport != "http" and oidc_issuer:
         raise click.UsageError("--oidc-issuer needs --transport http")
     if oidc_web_client_id and not oidc_issuer:
@@ -189,7 +186,7 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
                sources=source_lines(cfg, root or layer_dir or cfg.root), oidc=web_sign_in)
     app = build_http_app(server, host=host, token=token, path=http_path, ui=ui,
                          tokens=ws.tokens, actor=ws.actor, oauth=oauth)
-    from sediment.server.serving import serve_http
+    from sediment.server.serving import http_server, run
 
     if not no_warm_up:
         service.warm_up()
@@ -200,6 +197,6 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
                f"(layers in {where}; pid {os.getpid()})",
                err=True)
     try:
-        serve_http(app, sock, on_exit=close_workers, forwarded_allow_ips=forwarded)
+        run(http_server(app, on_exit=close_workers, forwarded_allow_ips=forwarded), sock)
     finally:
         close_workers()
