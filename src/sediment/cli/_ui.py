@@ -68,7 +68,7 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None,
     enable_map_guard()
 
     from sediment.server import build_http_app, build_server, is_loopback
-    from sediment.server.serving import serve_http
+    from sediment.server.serving import http_server, run
     from sediment.server.web import WebUI
 
     if not is_loopback(host):
@@ -109,4 +109,4 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None,
     service.warm_up()
     if not no_browser:
         webbrowser.open(link)
-    serve_http(app, sock)
+    run(http_server(app), sock)

@@ -48,13 +48,13 @@ from sediment.server.web._auth import (
     COOKIE,
     LOGIN_COOKIE,
     SESSION_SECONDS,
-    OriginPolicy,
     Session,
     Sessions,
     allowed,
     clean_name,
     csrf_ok,
     guarded_page,
+    same_origin,
 )
 from sediment.server.web._oidc import STATE_COOKIE, STATE_SECONDS, SignInFailed, WebSignIn
 from sediment.workspace import Workspace
@@ -101,11 +101,10 @@ class WebUI:
         self.oidc = oidc
         self.sessions = Sessions(token, workspace.tokens, actor or workspace.actor)
         self._build = threading.Lock()
-        self.root = root
         self.sources = sources or SourceLines(root)
         """Reads the queue's ``path:line`` sources; kept for the server's life (its cache)."""
         self.pubkey = pubkey
-        self.policy = OriginPolicy(policy_for(host, is_loopback(host)))
+        self.hosts = policy_for(host, is_loopback(host))
         self.env = _env()
         static = Path(__file__).parent / "static"
         self.app = Starlette(routes=[
@@ -130,14 +129,14 @@ class WebUI:
         headers = {k.decode("latin-1"): v.decode("latin-1")
                    for k, v in scope.get("headers") or []}
         host = headers.get("host", "")
-        if not self.policy.host_ok(host):
+        if not self.hosts.host_ok(host):
             await PlainTextResponse("unexpected Host header", 421)(scope, receive, send)
             return
         if not headers.get("content-length", "0").isdigit() or \
                 int(headers.get("content-length", "0")) > MAX_BODY:
             await PlainTextResponse("request body too large", 413)(scope, receive, send)
             return
-        if scope["method"] not in ("GET", "HEAD") and not self.policy.origin_ok(
+        if scope["method"] not in ("GET", "HEAD") and not same_origin(
                 headers.get("origin"), host, scope.get("scheme", "http")):
             await PlainTextResponse("cross-origin request refused", 403)(scope, receive, send)
             return

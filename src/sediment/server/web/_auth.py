@@ -37,7 +37,6 @@ from starlette.responses import Response
 from sediment.auth import ROLES, Principal
 from sediment.auth.tokens import TokenCheck, TokenInfo
 from sediment.errors import ConfigError, StoreUnavailableError
-from sediment.server.hosts import HostPolicy
 
 COOKIE = "sediment_session"
 LOGIN_COOKIE = "sediment_login"
@@ -236,22 +235,8 @@ def csrf_ok(expected: str, got: object) -> bool:
                                                       got.encode("utf-8", "replace"))
 
 
-class OriginPolicy:
-    """Host and Origin headers the page accepts.
-
-    On loopback, the Host must pass the rule of every endpoint (:mod:`sediment.server.hosts`:
-    a page cannot reach the server through a name rebound to 127.0.0.1); anywhere, a request
-    that changes state must come from the page's own origin when the browser says where it
-    came from.
-    """
-
-    def __init__(self, hosts: HostPolicy) -> None:
-        self.hosts = hosts
-
-    def host_ok(self, host: str) -> bool:
-        return self.hosts.host_ok(host)
-
-    def origin_ok(self, origin: str | None, host: str, scheme: str) -> bool:
-        if origin is None:
-            return True
-        return origin.lower() == f"{scheme}://{host}".lower()
+def same_origin(origin: str | None, host: str, scheme: str) -> bool:
+    """Whether a request that changes state comes from the page's own origin (or the
+    browser does not say where it came from); the Host itself passes the rule of every
+    endpoint (:mod:`sediment.server.hosts`) first."""
+    return origin is None or origin.lower() == f"{scheme}://{host}".lower()
