@@ -132,10 +132,9 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     where = (visible(str(layer_dir or cfg.layer_dir)) if files
              else visible(layerset.location(LayerName.LOCAL).rsplit(",", 1)[0]))
     if files and not layerset.present():
-        note(f"sediment: no layer files in {visible(str(layer_dir or cfg.layer_dir))} (looked "
-             f"for {', '.join(FILE_NAMES.values())}); serving an empty store that agents can "
+        note(f"sediment: no layer files in {where} (looked for "
+             f"{', '.join(FILE_NAMES.values())}); serving an empty store that agents can "
              "write to")
-    service = ws.service
     server = build_server(ws, flush_seconds=cfg.env.memory_flush_seconds)
     on_shutdown(ws.close)  # after the memory tools' own flush, registered just now
     size_default_pool(cfg.env.persona_workers)
@@ -145,9 +144,9 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     for broken in registry.broken():
         click.echo(f"sediment: warning: persona {broken.name} skipped: "
                    f"{visible(broken.error)}", err=True)
+    if not no_warm_up:
+        ws.service.warm_up()
     if transport == "stdio":
-        if not no_warm_up:
-            service.warm_up()
         from sediment.server.lifecycle import run_shutdown
         from sediment.server.stdio import run_stdio
 
@@ -188,8 +187,6 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
                          tokens=ws.tokens, actor=ws.actor, oauth=oauth)
     from sediment.server.serving import http_server, run
 
-    if not no_warm_up:
-        service.warm_up()
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"sediment: serving MCP on http://{shown}:{bound}{http_path} and the web "
