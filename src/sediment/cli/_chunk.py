@@ -63,7 +63,7 @@ def print_chunk_report(report: ChunkReport) -> None:
                    f"by {visible(e.actor or e.author)}{why}")
 
 
-def show_chunk(path: Path, chunk_id: int, *, as_json: bool, lines: SourceLines) -> None:
+def show_chunk(path: Path, chunk_id: int, *, lines: SourceLines, as_json: bool = False) -> None:
     """``inspect PATH --id N``: the chunk, its resolved provenance and its events."""
     report = inspect_chunk(path, chunk_id, lines=lines)
     if as_json:

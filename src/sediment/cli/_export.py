@@ -14,7 +14,6 @@ from sediment.cli._options import (
     embedder_option,
     get_config,
     json_option,
-    open_for_writing,
     open_layerset,
     own_actor,
 )
@@ -161,8 +160,8 @@ def import_cmd(ctx: click.Context, /, source: Path, from_format: str | None, int
             raise click.UsageError(f"{path.name} is not a standard layer file name; say which "
                                    "layer it is with --scope user|delta|local")
         target = named
-        ls = open_for_writing(cfg, layer_dir or path.parent, (target,),
-                           **{f"{target.value}_path": path})
+        ls = open_layerset(cfg, layer_dir or path.parent, {f"{target.value}_path": path},
+                           (target,))
     if target is LayerName.BASE:
         raise ValidationError("cannot import into the base layer: AGENTS.db is immutable "
                               "(RFC 6.1); import into user, delta or local")

@@ -14,7 +14,6 @@ from sediment.cli._options import (
     get_config,
     json_option,
     layer_options,
-    open_for_writing,
     open_layerset,
     open_store,
     store_option,
@@ -75,8 +74,8 @@ def promote_cmd(ctx: click.Context, /, from_path: Path | None, to_path: Path | N
         if source is not None and LayerName(source) is not src:
             raise click.UsageError("--source is for --store; over files, --from names the "
                                    "layer (AGENTS.local.db for local)")
-        files = open_for_writing(cfg, directory, HUMAN_WRITABLE,
-                                 **{f"{src.value}_path": from_path, "user_path": to_path})
+        files = open_layerset(cfg, directory, {f"{src.value}_path": from_path,
+                                               "user_path": to_path}, HUMAN_WRITABLE)
         ls, target = files, str(files.paths[LayerName.USER])
     chunks = promotable(ls, ids, src)
     if not yes:
@@ -110,7 +109,7 @@ def compact_cmd(ctx: click.Context, /, out: Path, keep_events: bool, rotate: boo
     are copied, the bytes are deterministic. Move it over AGENTS.db yourself, or let
     --rotate install it."""
     stdout = to_stdout(out, as_json, "compaction")
-    ls = open_layerset(get_config(ctx), layer_dir, **paths)
+    ls = open_layerset(get_config(ctx), layer_dir, paths)
     report = compact(ls.paths[LayerName.BASE], ls.paths[LayerName.USER], out,
                      keep_events=keep_events, force=force, rotate=rotate,
                      delta=ls.paths.get(LayerName.DELTA))

@@ -42,7 +42,7 @@ def open_workspace(cfg: Config, store: str | None, layer_dir: Path | None,
                                                                   layerset=layers),
                                          places(cfg.env, settings))
         else:
-            ws = Workspace.over_files(open_layerset(cfg, layer_dir, **paths),
+            ws = Workspace.over_files(open_layerset(cfg, layer_dir, paths),
                                       build_embedder(cfg, embedder_name),
                                       places(cfg.env, settings, cfg.env.context_session),
                                       root=layer_dir or cfg.layer_dir)
