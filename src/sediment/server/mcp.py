@@ -59,7 +59,6 @@ from sediment.server.tools import (
     READ_ONLY,
     actor_tool,
     result,
-    strict_tool,
 )
 from sediment.workspace import Workspace
 
@@ -91,9 +90,10 @@ def _render_search(out: dict[str, Any]) -> str:
 
 
 def context_tools(service: ContextService, actor: str) -> list[Tool]:
-    """The RFC's tools under their underscore names; the dotted names (``agents.search``,
-    ...) are accepted when called (:func:`legacy_tool_names`), never listed. ``actor`` is
-    the server's own, whom a call without a bearer token acts as."""
+    """The RFC's tools under their underscore names, and KCP's ``search_knowledge``; the
+    dotted names (``agents.search``, ...) are accepted when called
+    (:func:`legacy_tool_names`), never listed. ``actor`` is the server's own, whom a call
+    without a bearer token acts as."""
 
     def search(params: SearchParams, who: Principal) -> CallToolResult:
         out = service.search(params, who.actor)
@@ -117,6 +117,10 @@ def context_tools(service: ContextService, actor: str) -> list[Tool]:
         out = service.sources(request, who.actor)
         return result(out, _render_sources(out))
 
+    def search_knowledge(request: KnowledgeRequest, _: Principal) -> CallToolResult:
+        out = service.search_knowledge(request)
+        return result(out, _render_units(out))
+
     read: dict[str, Any] = {"annotations": READ_ONLY, "actor": actor}
     append: dict[str, Any] = {"annotations": APPEND_ONLY, "actor": actor}
     return [
@@ -139,6 +143,11 @@ def context_tools(service: ContextService, actor: str) -> list[Tool]:
         actor_tool("agents_sources", SourcesRequest, sources, output=SourcesOut, **read,
                    description="""List the layers present and the source documents they
                    were compiled from (path, source name, number of chunks, layers)."""),
+        actor_tool("search_knowledge", KnowledgeRequest, search_knowledge, output=KnowledgeOut,
+                   **read, description="""Find knowledge units (KCP knowledge.yaml) by
+                   intent, trigger and content. Each result names the unit's resource URI, its
+                   intent, the best matching chunk, and the units to read first (depends_on,
+                   in order)."""),
     ]
 
 
@@ -160,21 +169,6 @@ def _render_sources(out: dict[str, Any]) -> str:
     return "\n".join(lines) or "No layers present."
 
 
-def knowledge_tools(service: ContextService, actor: str) -> list[Tool]:
-    """KCP: ``search_knowledge``."""
-
-    def search_knowledge(request: KnowledgeRequest) -> CallToolResult:
-        out = service.search_knowledge(request)
-        return result(out, _render_units(out))
-
-    return [strict_tool(
-        "search_knowledge", KnowledgeRequest, search_knowledge, output=KnowledgeOut,
-        annotations=READ_ONLY, actor=actor,
-        description="""Find knowledge units (KCP knowledge.yaml) by intent, trigger and
-        content. Each result names the unit's resource URI, its intent, the best matching
-        chunk, and the units to read first (depends_on, in order).""")]
-
-
 def build_server(workspace: Workspace, *, name: str = "sediment", tools: Iterable[Tool] = (),
                  flush_seconds: float | None = None) -> MCPServer:
     """A ready MCP server over ``workspace``; transports are chosen by the caller.
@@ -188,8 +182,7 @@ def build_server(workspace: Workspace, *, name: str = "sediment", tools: Iterabl
     actor = workspace.actor
     server = MCPServer(name=name, version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING",
-                       tools=[*context_tools(service, actor), *knowledge_tools(service, actor),
-                              *memory_tools(memory, actor=actor),
+                       tools=[*context_tools(service, actor), *memory_tools(memory, actor=actor),
                               *context_loop_tools(context, actor), *tools],
                        middleware=[legacy_tool_names, unknown_prompt_guard(lambda: server)])
 
