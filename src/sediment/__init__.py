@@ -37,9 +37,9 @@ def open(location: str | os.PathLike[str], *,
     """Open the layers in a directory (``AGENTS.db``, ``AGENTS.user.db``,
     ``AGENTS.delta.db``, ``AGENTS.local.db``; any may be absent), or a team server's
     project when ``location`` is a ``postgresql://`` URL."""
-    from sediment._api import open_store
+    from sediment._api import Store
 
-    return open_store(location, embedder=embedder, cache_path=cache_path, actor=actor)
+    return Store(location, embedder=embedder, cache_path=cache_path, actor=actor)
 
 
 def __getattr__(name: str) -> Any:

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
-__all__ = ["Store", "open_store"]
+__all__ = ["Store"]
 
 
 class Store:
@@ -214,9 +214,3 @@ class Store:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  _tb: TracebackType | None) -> None:
         self.close()
-
-
-def open_store(location: str | os.PathLike[str], *, embedder: str | Embedder | None = None,
-               cache_path: str | os.PathLike[str] | None = None,
-               actor: str | None = None) -> Store:
-    return Store(location, embedder=embedder, cache_path=cache_path, actor=actor)

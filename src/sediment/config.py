@@ -395,7 +395,7 @@ def _apply(cfg: Config, data: Mapping[str, Any], source: Path, *, trusted: bool 
                                                 f"{source}: store.cache_dir")
     emb = _section(data, "embedder", source)
     cfg.embedder.explicit = cfg.embedder.explicit or "name" in emb
-    for key in ("name", "base_url", "model"):
+    for key in ("name", "base_url", "model", "api_key_env"):
         if key in emb:
             setattr(cfg.embedder, key, _expect(emb[key], str, f"{source}: embedder.{key}"))
     if "dim" in emb:
@@ -403,17 +403,13 @@ def _apply(cfg: Config, data: Mapping[str, Any], source: Path, *, trusted: bool 
         if dim < 1:
             raise ConfigError(f"{source}: embedder.dim must be at least 1, got {dim}")
         cfg.embedder.dim = dim
-    if "api_key_env" in emb:
-        cfg.embedder.api_key_env = _expect(emb["api_key_env"], str,
-                                           f"{source}: embedder.api_key_env")
     ctx = _section(data, "context", source)
     if ctx:
         cfg.context.append((str(source), dict(ctx)))
     comp = _section(data, "compile", source)
-    if "include" in comp:
-        cfg.compile.include = _str_list(comp["include"], f"{source}: compile.include")
-    if "exclude" in comp:
-        cfg.compile.exclude = _str_list(comp["exclude"], f"{source}: compile.exclude")
+    for key in ("include", "exclude"):
+        if key in comp:
+            setattr(cfg.compile, key, _str_list(comp[key], f"{source}: compile.{key}"))
     if "max_chars" in comp:
         n = _expect(comp["max_chars"], int, f"{source}: compile.max_chars")
         if n < 100:
@@ -481,15 +477,11 @@ def load_config(cwd: Path | None = None, env: Mapping[str, str] | None = None) -
         cfg.layer_dir = here / var.dir
     if var.store:
         cfg.store_url = var.store
-    if var.embedder:
-        cfg.embedder.name = var.embedder
-        cfg.embedder.explicit = True
-    if var.embed_base_url:
-        cfg.embedder.base_url = var.embed_base_url
-    if var.embed_model:
-        cfg.embedder.model = var.embed_model
-    if var.embed_dim is not None:
-        cfg.embedder.dim = var.embed_dim
+    cfg.embedder.explicit = cfg.embedder.explicit or var.embedder is not None
+    for key, value in (("name", var.embedder), ("base_url", var.embed_base_url),
+                       ("model", var.embed_model), ("dim", var.embed_dim)):
+        if value is not None:
+            setattr(cfg.embedder, key, value)
     named = cfg.embedder.api_key_env
     cfg.embedder.api_key = (var.embed_api_key or (named and env.get(named))
                             or env.get("OPENAI_API_KEY") or None)

@@ -77,7 +77,8 @@ class Workspace:
         self.places = places
         self.root = root
         self.layer_dir = layer_dir
-        self._database = database
+        self.database = database
+        """The team database, or None over layer files."""
         self._closers: list[Any] = []
 
     @classmethod
@@ -104,16 +105,11 @@ class Workspace:
         first use (the memory and context commands never need it), over the workspace's
         pool."""
         if self._store is None:
-            assert self._database is not None  # over_files always has its layer set
+            assert self.database is not None  # over_files always has its layer set
             from sediment.pg import PgStore
 
-            self._store = PgStore(self._database.url, database=self._database)
+            self._store = PgStore(self.database.url, database=self.database)
         return self._store
-
-    @property
-    def database(self) -> Database | None:
-        """The team database, or None over layer files."""
-        return self._database
 
     @property
     def actor(self) -> str:
@@ -124,13 +120,13 @@ class Workspace:
     def tokens(self) -> TokenStore | PgTokenStore:
         """The actor tokens a server over this workspace checks: the team database's, or
         over layer files the token file (``sediment token``)."""
-        if self._database is None:
+        if self.database is None:
             from sediment.auth import TokenStore
 
             return TokenStore(self.places.tokens_file)
         from sediment.pg.tokens import PgTokenStore
 
-        return PgTokenStore(self._database)
+        return PgTokenStore(self.database)
 
     @cached_property
     def service(self) -> ContextService:
@@ -153,10 +149,10 @@ class Workspace:
         team database."""
         profile = self.embedder.profile
         store: FileMemoryStore | PgMemoryStore
-        if self._database is not None:
+        if self.database is not None:
             from sediment.pg.memory import PgMemoryStore
 
-            store = PgMemoryStore(self._database, dim=profile.dim, profile=profile.to_dict())
+            store = PgMemoryStore(self.database, dim=profile.dim, profile=profile.to_dict())
             self._closers.append(store.close)
             return store
         files = self.store.layer_files()
@@ -178,12 +174,12 @@ class Workspace:
         """The progressive-context service. Over a database each call runs in its actor's
         own loop (:class:`~sediment.pg.team.TeamContextLoop`)."""
         settings = self.places.context
-        if self._database is not None:
+        if self.database is not None:
             from sediment.pg.context import PgContextStore
             from sediment.pg.team import TeamContextLoop
 
-            team = TeamContextLoop(PgContextStore(self._database, dim=self.embedder.profile.dim),
-                                   self.embedder, settings, project=self._database.project)
+            team = TeamContextLoop(PgContextStore(self.database, dim=self.embedder.profile.dim),
+                                   self.embedder, settings, project=self.database.project)
             self._closers.append(team.flush)
             return team
         root = self.layer_dir or Path.cwd()
@@ -202,5 +198,5 @@ class Workspace:
         closers, self._closers = self._closers, []
         for close in closers:
             close()
-        if self._database is not None:
-            self._database.close()
+        if self.database is not None:
+            self.database.close()

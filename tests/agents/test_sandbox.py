@@ -232,7 +232,9 @@ def test_the_server_keeps_serving_after_bad_scripts(tmp_path: Path,
         "fails": persona(tmp_path, "error('boom')", name="fails"),
     }
     good = persona(tmp_path, "return { system = 'fine' }", name="good")
-    server = build_server(files_workspace(context.service.layerset))
+    files = context.service.store.layer_files()
+    assert files is not None
+    server = build_server(files_workspace(files))
     add_prompts(server, Registry([*bad.values(), good]), context, "tester")
 
     async def main() -> None:

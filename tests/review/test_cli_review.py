@@ -12,6 +12,7 @@ import pytest
 from sediment.cli._chunk import show_chunk
 from sediment.format import LayerFile
 from sediment.ops.propose import propose
+from sediment.review import SourceLines
 from sediment.store import LayerSet
 from tests.cli.conftest import Runner
 
@@ -226,13 +227,13 @@ def test_inspect_view_resolves_provenance(sediment: Runner, tmp_path: Path,
     cid = agent_writes(sediment, root, "Billing needs a token.")
     pid = agent_proposes(root, cid)
     assert sediment("proposals", "accept", str(pid), "--dir", str(root)).code == 0
-    show_chunk(root / "AGENTS.user.db", cid, root=root)
+    show_chunk(root / "AGENTS.user.db", cid, lines=SourceLines(root))
     out = capsys.readouterr().out
     assert f"chunk {cid} (delta, invariant, mcp)" in out
     assert "docs/guide.md:3: Requests to /billing MUST include the X-Account header." in out
     assert "meta.proposal_event propose by tester" in out
     assert re.search(r"meta\.proposal_decision accept by \S+\n", out), out  # the reviewer
-    show_chunk(root / "AGENTS.user.db", cid, root=root, as_json=True)
+    show_chunk(root / "AGENTS.user.db", cid, lines=SourceLines(root), as_json=True)
     data = json.loads(capsys.readouterr().out)
     assert data["id"] == cid and [e["kind"] for e in data["events"]] == [
         "meta.write", "meta.proposal_event", "meta.proposal_decision"]

@@ -4,16 +4,10 @@ One module per command or family of commands (``_compile``, ``_read`` for search
 ``_layers`` for inspect/validate/layers, ...); shared options in ``_options``, everything
 printed in ``_output``, ``_hits`` and ``_progress``. A module registers its commands on the
 group when imported, and it is imported only when one of its commands runs: list a new
-module in ``MODULES`` and its commands in ``COMMANDS`` (a test checks both).
+module's commands in ``COMMANDS`` (a test checks that every command module is there).
 """
 
 from sediment.cli._app import cli
-
-MODULES = tuple(f"sediment.cli.{m}" for m in (
-    "_agent", "_compile", "_context", "_db", "_diff", "_export", "_index", "_init", "_kcp",
-    "_layers", "_memory", "_merge", "_projects", "_promote", "_proposals", "_read", "_serve",
-    "_sign", "_sync", "_token", "_transfer", "_ui", "_write",
-))
 
 COMMANDS = {name: f"sediment.cli.{module}" for module, names in {
     "_agent": ("agent",),
@@ -41,6 +35,8 @@ COMMANDS = {name: f"sediment.cli.{module}" for module, names in {
     "_write": ("write", "propose", "forget"),
 }.items() for name in names}
 """Which module registers each top-level command."""
+MODULES = tuple(dict.fromkeys(COMMANDS.values()))
+"""Every command module, imported when all commands are listed (``--help``)."""
 
 cli.load_lazily(COMMANDS, MODULES)
 

@@ -10,7 +10,6 @@ import click
 
 from sediment.cli._output import emit_json, snippet, visible
 from sediment.review import ChunkReport, ResolvedSource, SourceLines, inspect_chunk
-from sediment.store import LayerSet
 
 
 def when(ms: int) -> str:
@@ -64,10 +63,9 @@ def print_chunk_report(report: ChunkReport) -> None:
                    f"by {visible(e.actor or e.author)}{why}")
 
 
-def show_chunk(path: Path, chunk_id: int, *, root: Path | None = None, as_json: bool = False,
-               layerset: LayerSet | None = None, lines: SourceLines | None = None) -> None:
+def show_chunk(path: Path, chunk_id: int, *, lines: SourceLines, as_json: bool = False) -> None:
     """``inspect PATH --id N``: the chunk, its resolved provenance and its events."""
-    report = inspect_chunk(path, chunk_id, layerset=layerset, root=root, lines=lines)
+    report = inspect_chunk(path, chunk_id, lines=lines)
     if as_json:
         emit_json(report.to_dict())
     else:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from sediment.cli._app import cli
 from sediment.cli._options import build_embedder, embedder_option, get_config, json_option
-from sediment.cli._output import detail, emit_json, note, visible
+from sediment.cli._output import detail, emit_json, note, to_stdout, visible
 from sediment.cli._progress import progress
-from sediment.cli._sources import configured_sources
-from sediment.ingest.compile import CompileOptions, compile_layer
+from sediment.cli._sources import compile_options, configured_sources
+from sediment.ingest.compile import compile_layer
 from sediment.ingest.sync import write_state
 from sediment.store.atomic import is_regular_target
 
@@ -56,10 +57,7 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
     same sources, embedder and previous base give the same bytes.
     """
     cfg = get_config(ctx)
-    to_stdout = out is not None and str(out) == "-"
-    if to_stdout and as_json:
-        raise click.UsageError("--json reports on the compile; it cannot share stdout with "
-                               "--out -")
+    stdout = to_stdout(out, as_json, "compile")
     rules = []
     for r in kind_rules:
         glob, sep, kind = r.rpartition("=")
@@ -67,32 +65,16 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
             raise click.BadParameter(f"{r!r} is not GLOB=KIND", param_hint="--kind-rule")
         rules.append((glob, kind))
     rules += cfg.compile.kinds  # flags first: the first matching rule wins
-    flags_root, root = root, root or cfg.root
-    annotator = None
-    if not no_kcp:
-        from sediment.kcp import plan_kcp
-
-        annotator = plan_kcp(root)
-    opts = CompileOptions(
-        root=root,
-        include=list(include) or list(cfg.compile.include),
-        exclude=list(exclude) or list(cfg.compile.exclude),
-        out=out or (cfg.layer_dir / "AGENTS.db"),
-        max_chars=max_chars or cfg.compile.max_chars,
-        kind_rules=rules,
-        default_kind=default_kind or cfg.compile.default_kind,
-        element_type=element_type or cfg.compile.element_type,
-        annotator=annotator,
-        build_index=not no_index,
-        allow_empty=allow_empty,
-        sources=[] if (include or exclude or flags_root) else configured_sources(cfg),
-        source_date_epoch=cfg.env.source_date_epoch or 0,
-    )
+    opts = replace(compile_options(
+        cfg, [] if (include or exclude or root) else configured_sources(cfg), root=root, out=out,
+        no_kcp=no_kcp, no_index=no_index, include=list(include), exclude=list(exclude),
+        max_chars=max_chars, kind_rules=rules, default_kind=default_kind,
+        element_type=element_type), allow_empty=allow_empty)
     embedder = build_embedder(cfg, embedder_name)
-    detail(f"compiling {', '.join(opts.include)} under {root} into {opts.out}")
+    detail(f"compiling {', '.join(opts.include)} under {opts.root} into {opts.out}")
     with progress(enabled=not as_json) as update:
         report = compile_layer(opts, embedder, progress=update)
-    if not to_stdout and is_regular_target(opts.out):
+    if not stdout and is_regular_target(opts.out):
         write_state(opts, embedder, report)
     if as_json:
         emit_json(report.to_dict())
@@ -109,4 +91,4 @@ def compile_cmd(ctx: click.Context, /, root: Path | None, include: tuple[str, ..
         f"({report.bytes} bytes, sha256 {report.sha256[:16]}); {len(report.skipped)} skipped; "
         f"embedded {report.embedded} new, {report.cached} from cache; "
         f"{report.seconds:.2f}s" + (f"; index {report.index.name}" if report.index else ""),
-        err=to_stdout)
+        err=stdout)

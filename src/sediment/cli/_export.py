@@ -14,10 +14,10 @@ from sediment.cli._options import (
     embedder_option,
     get_config,
     json_option,
-    open_for_writing,
     open_layerset,
+    own_actor,
 )
-from sediment.cli._output import emit_json, note, visible
+from sediment.cli._output import emit_json, note, to_stdout, visible
 from sediment.errors import ValidationError
 from sediment.review import export_lines, import_file
 from sediment.review._common import layer_name_for_file
@@ -83,10 +83,7 @@ def export_cmd(ctx: click.Context, /, layer: Path | None, to_format: str | None,
     if any(v is not None for v in (scope, category, layer_dir, actor, store)):
         raise click.UsageError("--scope, --category, --dir, --actor and --store go with "
                                "--to FORMAT")
-    if str(out) == "-":
-        if as_json:
-            raise click.UsageError("--json reports on the export; it cannot share stdout "
-                                   "with --out -")
+    if to_stdout(out, as_json, "export"):
         for line in export_lines(layer):
             click.echo(line)
         return
@@ -163,8 +160,8 @@ def import_cmd(ctx: click.Context, /, source: Path, from_format: str | None, int
             raise click.UsageError(f"{path.name} is not a standard layer file name; say which "
                                    "layer it is with --scope user|delta|local")
         target = named
-        ls = open_for_writing(cfg, layer_dir or path.parent, (target,),
-                           **{f"{target.value}_path": path})
+        ls = open_layerset(cfg, layer_dir or path.parent, {f"{target.value}_path": path},
+                           (target,))
     if target is LayerName.BASE:
         raise ValidationError("cannot import into the base layer: AGENTS.db is immutable "
                               "(RFC 6.1); import into user, delta or local")
@@ -180,7 +177,6 @@ def import_cmd(ctx: click.Context, /, source: Path, from_format: str | None, int
 def _import_format(ctx: click.Context, fmt: str, source: Path, scope: str | None,
                    layer_dir: Path | None, dry_run: bool, actor: str | None,
                    store: str | None, embedder_name: str | None, as_json: bool) -> None:
-    from sediment.cli._options import get_config, own_actor
     from sediment.cli._workspace import open_workspace
     from sediment.interop import FORMATS as KNOWN
     from sediment.interop import run_import
@@ -202,8 +198,7 @@ def _import_format(ctx: click.Context, fmt: str, source: Path, scope: str | None
                        f"{visible(row['content'])}")
 
     with open_workspace(get_config(ctx), store, layer_dir, embedder_name) as ws:
-        svc = ws.memory
-        report = run_import(svc, fmt, spec.read, source, actor=actor or own_actor(),
+        report = run_import(ws.memory, fmt, spec.read, source, actor=actor or own_actor(),
                             scope=where, dry_run=dry_run, on_item=show)
     if as_json:
         out = report.to_dict()
@@ -229,7 +224,6 @@ def _memories(n: int) -> str:
 def _export_format(ctx: click.Context, fmt: str, out: Path, scope: str | None,
                    category: str | None, layer_dir: Path | None, actor: str | None,
                    store: str | None, embedder_name: str | None, as_json: bool) -> None:
-    from sediment.cli._options import get_config, own_actor
     from sediment.cli._workspace import open_workspace
     from sediment.interop import FORMATS as KNOWN
     from sediment.interop import gather, write_tree
@@ -238,17 +232,14 @@ def _export_format(ctx: click.Context, fmt: str, out: Path, scope: str | None,
     actors = [a.strip() for a in (actor or own_actor()).split(",") if a.strip()]
     chosen = None if scope == "all" else (scope or spec.default_scope)
     with open_workspace(get_config(ctx), store, layer_dir, embedder_name) as ws:
-        svc = ws.memory
-        memories = gather(svc, actors, chosen, category)
+        memories = gather(ws.memory, actors, chosen, category)
     written = spec.write(memories)
     if isinstance(written, dict):
         if str(out) == "-":
             raise click.UsageError(f"--to {fmt} writes a directory of files; give --out DIR")
         files = write_tree(out, written)
     else:
-        if as_json and str(out) == "-":
-            raise click.UsageError("--json reports on the export; it cannot share stdout "
-                                   "with --out -")
+        to_stdout(out, as_json, "export")
         write_output(out, written)
         files = [str(out)]
     if as_json:

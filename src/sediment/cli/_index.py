@@ -25,7 +25,7 @@ def _targets(ctx: click.Context, paths: tuple[Path, ...], layer_dir: Path | None
             if not p.exists():
                 raise NotFoundError(f"{p}: no such layer file")
         return list(paths)
-    layerset = open_layerset(get_config(ctx), layer_dir, **layer_paths)
+    layerset = open_layerset(get_config(ctx), layer_dir, layer_paths)
     return [layer.path for layer in layerset.layers()]
 
 

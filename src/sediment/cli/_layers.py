@@ -22,7 +22,7 @@ from sediment.cli._output import console, emit_json, visible
 from sediment.embed import embedder_for_profile
 from sediment.errors import FormatError
 from sediment.format import LayerFile
-from sediment.store import PRECEDENCE, LayerName, LayerStore
+from sediment.store import PRECEDENCE, LayerSet, LayerStore
 from sediment.store.foreign import foreign_ids
 
 
@@ -146,21 +146,9 @@ def _store_rows(store: LayerStore) -> list[dict[str, Any]]:
     return rows
 
 
-@cli.command()
-@store_layer_options
-@json_option
-@click.pass_context
-def layers(ctx: click.Context, /, as_json: bool, store: str | None, layer_dir: Path | None,
-           **paths: Path | None) -> None:
-    """List the layers of the set, in precedence order, and check they fit together."""
-    cfg = get_config(ctx)
-    opened = open_store(cfg, store, layer_dir, paths)
-    ls = opened.layer_files()
-    if ls is None:
-        _print_store(opened, as_json)
-        return
+def _file_rows(ls: LayerSet) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    for name in (LayerName.LOCAL, LayerName.USER, LayerName.DELTA, LayerName.BASE):
+    for name in PRECEDENCE:
         path = ls.paths.get(name)
         layer = ls.layer(name)
         f = layer.file if layer else None
@@ -170,14 +158,34 @@ def layers(ctx: click.Context, /, as_json: bool, store: str | None, layer_dir: P
             "dim": f.dim if f else None, "element_type": f.element_type if f else None,
             "profile": f.embedding_profile if f else None,
         })
-    schema = ls.schema()
-    notice = foreign_ids(ls)
+    return rows
+
+
+@cli.command()
+@store_layer_options
+@json_option
+@click.pass_context
+def layers(ctx: click.Context, /, as_json: bool, store: str | None, layer_dir: Path | None,
+           **paths: Path | None) -> None:
+    """List the layers of the set, in precedence order, and check they fit together."""
+    opened = open_store(get_config(ctx), store, layer_dir, paths)
+    ls = opened.layer_files()
+    rows = _store_rows(opened) if ls is None else _file_rows(ls)
+    schema = opened.schema()
+    notice = foreign_ids(ls) if ls is not None else None
     if as_json:
         emit_json({"layers": rows, "compatible": True,
                    "schema": None if schema is None else
                    {"dim": schema.dim, "element_type": schema.element_type,
                     "profile": schema.profile},
                    "foreign_ids": notice.to_dict() if notice else None})
+        return
+    if ls is None:  # a PostgreSQL project: no files, so no sizes or paths on disk
+        for r in rows:
+            state = f"{r['chunks']:>8} chunks  {r['dim']} {r['element_type']}" \
+                if r["present"] else f"{'absent':>15}"
+            click.echo(f"{r['layer']:<6} {state}  {visible(r['path'])}")
+        click.echo("precedence: local > user > delta > base; schemas compatible")
         return
     if notice is not None:
         click.echo(f"warning: {visible(notice.message)}", err=True)
@@ -198,20 +206,3 @@ def layers(ctx: click.Context, /, as_json: bool, store: str | None, layer_dir: P
                                        "the configured embedder (the layers record "
                                        f"{visible(str(schema.profile.get('backend')))}, "
                                        "which is never chosen without configuration)"))
-
-
-def _print_store(store: LayerStore, as_json: bool) -> None:
-    """``layers`` for a store that is not layer files (a PostgreSQL project)."""
-    rows = _store_rows(store)
-    schema = store.schema()
-    if as_json:
-        emit_json({"layers": rows, "compatible": True,
-                   "schema": None if schema is None else
-                   {"dim": schema.dim, "element_type": schema.element_type,
-                    "profile": schema.profile}, "foreign_ids": None})
-        return
-    for r in rows:
-        state = f"{r['chunks']:>8} chunks  {r['dim']} {r['element_type']}" if r["present"] \
-            else f"{'absent':>15}"
-        click.echo(f"{r['layer']:<6} {state}  {visible(r['path'])}")
-    click.echo("precedence: local > user > delta > base; schemas compatible")

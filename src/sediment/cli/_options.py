@@ -81,18 +81,24 @@ def store_layer_options(f: F) -> F:
     return layer_options(store_option(f))
 
 
-def open_store(cfg: Config, store: str | None, layer_dir: Path | None,
-               paths: Mapping[str, Path | None], *,
-               writes: Iterable[LayerName] = ()) -> LayerStore:
-    """The backend a command works on: the PostgreSQL project of ``--store`` (or of
-    SEDIMENT_STORE / sediment.toml when no layer directory or file is named), else the
-    layer files as ``open_for_writing`` opens them."""
+def team_url(cfg: Config, store: str | None, layer_dir: Path | None,
+             paths: Mapping[str, Path | None]) -> str | None:
+    """The PostgreSQL store a command works on: ``--store``, or SEDIMENT_STORE /
+    sediment.toml's when no layer directory or file is named; None for the layer files."""
     explicit_files = layer_dir is not None or any(v is not None for v in paths.values())
     if store is not None and explicit_files:
         raise click.UsageError("--store and --dir (or a layer path) name two stores; give one")
-    url = store_url(cfg, store) if store is not None or not explicit_files else None
+    return store_url(cfg, store) if store is not None or not explicit_files else None
+
+
+def open_store(cfg: Config, store: str | None, layer_dir: Path | None,
+               paths: Mapping[str, Path | None], *,
+               writes: Iterable[LayerName] = ()) -> LayerStore:
+    """The backend a command works on: the project of :func:`team_url`, else the layer
+    files as ``open_layerset`` opens them."""
+    url = team_url(cfg, store, layer_dir, paths)
     if url is None:
-        return _layerset(cfg, layer_dir, paths, writes)
+        return open_layerset(cfg, layer_dir, paths, writes)
     from sediment.pg import PgStore
 
     opened = PgStore(url)
@@ -103,23 +109,14 @@ def open_store(cfg: Config, store: str | None, layer_dir: Path | None,
         raise
 
 
-def open_layerset(cfg: Config, layer_dir: Path | None, **paths: Path | None) -> LayerSet:
+def open_layerset(cfg: Config, layer_dir: Path | None,
+                  paths: Mapping[str, Path | None] | None = None,
+                  writes: Iterable[LayerName] = ()) -> LayerSet:
     """The layer set of ``--dir`` (else the configured directory) and explicit paths.
 
     A directory or path given explicitly must exist: a typo is an error naming it, not an
-    empty result."""
-    return _layerset(cfg, layer_dir, paths, ())
-
-
-def open_for_writing(cfg: Config, layer_dir: Path | None, writes: Iterable[LayerName],
-                     **paths: Path | None) -> LayerSet:
-    """``open_layerset`` where the layers in ``writes`` may be new files (in a directory
-    that exists)."""
-    return _layerset(cfg, layer_dir, paths, writes)
-
-
-def _layerset(cfg: Config, layer_dir: Path | None, paths: Mapping[str, Path | None],
-              writes: Iterable[LayerName]) -> LayerSet:
+    empty result; only the layers in ``writes`` may be new files (in a directory that
+    exists)."""
     if layer_dir is not None and not layer_dir.is_dir():
         what = "is not a directory" if layer_dir.exists() else "no such directory"
         raise NotFoundError(f"--dir {layer_dir}: {what}")
@@ -127,7 +124,7 @@ def _layerset(cfg: Config, layer_dir: Path | None, paths: Mapping[str, Path | No
     chosen: dict[LayerName | str, Path | None] = {n: directory / n.file_name for n in LayerName}
     writable = set(writes)
     for name in LayerName:
-        explicit = paths.get(f"{name.value}_path")
+        explicit = (paths or {}).get(f"{name.value}_path")
         if explicit is None:
             continue
         if not str(explicit).strip():

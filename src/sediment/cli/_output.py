@@ -15,6 +15,7 @@ import re
 import shutil
 import sys
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import click
@@ -100,6 +101,16 @@ def print_entries(title: str, entries: list[list[str]]) -> None:
         click.echo("")
         for line in e:
             click.echo(line)
+
+
+def to_stdout(out: Path | None, as_json: bool, what: str) -> bool:
+    """Whether ``--out`` is ``-`` (stdout), which ``--json``'s report cannot share."""
+    if out is None or str(out) != "-":
+        return False
+    if as_json:
+        raise click.UsageError(f"--json reports on the {what}; it cannot share stdout with "
+                               "--out -")
+    return True
 
 
 def console(*, stderr: bool = False) -> Console:

@@ -14,12 +14,11 @@ from sediment.cli._options import (
     get_config,
     json_option,
     layer_options,
-    open_for_writing,
     open_layerset,
     open_store,
     store_option,
 )
-from sediment.cli._output import emit_json, note, snippet, visible
+from sediment.cli._output import emit_json, note, snippet, to_stdout, visible
 from sediment.cli._proposals import echo_outcomes
 from sediment.config import store_url
 from sediment.errors import ValidationError
@@ -75,8 +74,8 @@ def promote_cmd(ctx: click.Context, /, from_path: Path | None, to_path: Path | N
         if source is not None and LayerName(source) is not src:
             raise click.UsageError("--source is for --store; over files, --from names the "
                                    "layer (AGENTS.local.db for local)")
-        files = open_for_writing(cfg, directory, HUMAN_WRITABLE,
-                                 **{f"{src.value}_path": from_path, "user_path": to_path})
+        files = open_layerset(cfg, directory, {f"{src.value}_path": from_path,
+                                               "user_path": to_path}, HUMAN_WRITABLE)
         ls, target = files, str(files.paths[LayerName.USER])
     chunks = promotable(ls, ids, src)
     if not yes:
@@ -109,11 +108,8 @@ def compact_cmd(ctx: click.Context, /, out: Path, keep_events: bool, rotate: boo
     """Merge base and user into a new immutable base (RFC 15.6): user wins by id, vectors
     are copied, the bytes are deterministic. Move it over AGENTS.db yourself, or let
     --rotate install it."""
-    to_stdout = str(out) == "-"
-    if to_stdout and as_json:
-        raise click.UsageError("--json reports on the compaction; it cannot share stdout with "
-                               "--out -")
-    ls = open_layerset(get_config(ctx), layer_dir, **paths)
+    stdout = to_stdout(out, as_json, "compaction")
+    ls = open_layerset(get_config(ctx), layer_dir, paths)
     report = compact(ls.paths[LayerName.BASE], ls.paths[LayerName.USER], out,
                      keep_events=keep_events, force=force, rotate=rotate,
                      delta=ls.paths.get(LayerName.DELTA))
@@ -123,17 +119,17 @@ def compact_cmd(ctx: click.Context, /, out: Path, keep_events: bool, rotate: boo
     click.echo(f"wrote {visible(str(report.out))}: {report.chunks} chunks ({report.from_base} "
                f"from base, {report.from_user} from user, {report.overridden} overridden), "
                f"{report.events_dropped} events dropped, {report.bytes} bytes, sha256 "
-               f"{report.sha256[:16]}, id high-water {report.id_high_water}", err=to_stdout)
+               f"{report.sha256[:16]}, id high-water {report.id_high_water}", err=stdout)
     if report.requantized:
         note(f"warning: {report.requantized} int8 vectors were re-quantised to the base's "
              "scale")
     for r in report.rotated:
         if r.installed:
             click.echo(f"installed the new base as {visible(r.layer)}; the old one "
-                       f"({r.chunks} chunks) is kept as {visible(r.archive)}", err=to_stdout)
+                       f"({r.chunks} chunks) is kept as {visible(r.archive)}", err=stdout)
             continue
         click.echo(f"archived {visible(r.layer)} ({r.chunks} chunks) to {visible(r.archive)}; "
-                   "reset it empty", err=to_stdout)
+                   "reset it empty", err=stdout)
     if report.pending_archived:
         note(f"note: {report.pending_archived} pending proposal(s) went to the delta archive")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import click
@@ -21,10 +21,10 @@ from sediment.cli._options import (
     signature_option,
     source_lines,
     store_layer_options,
+    team_url,
     token_options,
 )
 from sediment.cli._output import note, visible
-from sediment.cli._team import team_url
 from sediment.cli._workspace import open_served
 from sediment.config import Config, tokens_file
 from sediment.errors import NotFoundError
@@ -67,12 +67,9 @@ if TYPE_CHECKING:
 @signature_option
 @click.pass_context
 def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path: str,
-          token: str | None, token_file: Path | None, oidc_issuer: str | None,
-          oidc_resource: str | None, oidc_audience: tuple[str, ...], oidc_actor_claim: str,
-          oidc_scopes: tuple[str, ...], oidc_scope_claims: tuple[str, ...],
-          oidc_web_client_id: str | None, embedder_name: str | None, root: Path | None,
-          no_warm_up: bool, agent: str | None, forwarded: str | None, store: str | None,
-          layer_dir: Path | None, **paths: Path | None) -> None:
+          token: str | None, token_file: Path | None, embedder_name: str | None,
+          root: Path | None, no_warm_up: bool, agent: str | None, forwarded: str | None,
+          store: str | None, layer_dir: Path | None, **options: Any) -> None:
     """Serve the layers to agents over MCP (tools agents_search, agents_context_write,
     agents_context_propose; chunks and layers as agentsdb:// resources).
 
@@ -86,9 +83,9 @@ def serve(ctx: click.Context, /, transport: str, host: str, port: int, http_path
 
     cfg = get_config(ctx)
     token = shared_token(ctx, token, token_file)
-    oidc_params = {"oidc_issuer": oidc_issuer, "oidc_resource": oidc_resource,
-                   "oidc_audience": oidc_audience, "oidc_actor_claim": oidc_actor_claim,
-                   "oidc_scopes": oidc_scopes, "oidc_scope_claims": oidc_scope_claims}
+    oidc_web_client_id = options.pop("oidc_web_client_id")
+    oidc_params = {k: options.pop(k) for k in list(options) if k.startswith("oidc_")}
+    oidc_issuer, paths = oidc_params["oidc_issuer"], options
     if transport != "http" and oidc_issuer:
         raise click.UsageError("--oidc-issuer needs --transport http")
     if oidc_web_client_id and not oidc_issuer:
@@ -135,10 +132,9 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     where = (visible(str(layer_dir or cfg.layer_dir)) if files
              else visible(layerset.location(LayerName.LOCAL).rsplit(",", 1)[0]))
     if files and not layerset.present():
-        note(f"sediment: no layer files in {visible(str(layer_dir or cfg.layer_dir))} (looked "
-             f"for {', '.join(FILE_NAMES.values())}); serving an empty store that agents can "
+        note(f"sediment: no layer files in {where} (looked for "
+             f"{', '.join(FILE_NAMES.values())}); serving an empty store that agents can "
              "write to")
-    service = ws.service
     server = build_server(ws, flush_seconds=cfg.env.memory_flush_seconds)
     on_shutdown(ws.close)  # after the memory tools' own flush, registered just now
     size_default_pool(cfg.env.persona_workers)
@@ -148,9 +144,9 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     for broken in registry.broken():
         click.echo(f"sediment: warning: persona {broken.name} skipped: "
                    f"{visible(broken.error)}", err=True)
+    if not no_warm_up:
+        ws.service.warm_up()
     if transport == "stdio":
-        if not no_warm_up:
-            service.warm_up()
         from sediment.server.lifecycle import run_shutdown
         from sediment.server.stdio import run_stdio
 
@@ -189,10 +185,8 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
                sources=source_lines(cfg, root or layer_dir or cfg.root), oidc=web_sign_in)
     app = build_http_app(server, host=host, token=token, path=http_path, ui=ui,
                          tokens=ws.tokens, actor=ws.actor, oauth=oauth)
-    from sediment.server.serving import serve_http
+    from sediment.server.serving import http_server, run
 
-    if not no_warm_up:
-        service.warm_up()
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"sediment: serving MCP on http://{shown}:{bound}{http_path} and the web "
@@ -200,6 +194,6 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
                f"(layers in {where}; pid {os.getpid()})",
                err=True)
     try:
-        serve_http(app, sock, on_exit=close_workers, forwarded_allow_ips=forwarded)
+        run(http_server(app, on_exit=close_workers, forwarded_allow_ips=forwarded), sock)
     finally:
         close_workers()

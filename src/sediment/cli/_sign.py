@@ -9,7 +9,7 @@ import click
 
 from sediment.cli._app import cli
 from sediment.cli._options import json_option
-from sediment.cli._output import emit_json, visible
+from sediment.cli._output import emit_json, to_stdout, visible
 from sediment.review import keygen, sign, verify
 
 
@@ -38,15 +38,12 @@ def keygen_cmd(out: Path, force: bool, as_json: bool) -> None:
 @json_option
 def sign_cmd(path: Path, key_path: Path, out: Path | None, as_json: bool) -> None:
     """Write a detached Ed25519 signature over a layer file's bytes (RFC 13, 15.1)."""
-    to_stdout = out is not None and str(out) == "-"
-    if to_stdout and as_json:
-        raise click.UsageError("--json reports on the signature; it cannot share stdout with "
-                               "--out -")
+    stdout = to_stdout(out, as_json, "signature")
     sig, fp = sign(path, key_path, out)
     if as_json:
         emit_json({"path": str(path), "signature": str(sig), "fingerprint": fp})
     else:
-        click.echo(f"signed {visible(str(path))}: {visible(str(sig))} ({fp})", err=to_stdout)
+        click.echo(f"signed {visible(str(path))}: {visible(str(sig))} ({fp})", err=stdout)
 
 
 @cli.command(name="verify")

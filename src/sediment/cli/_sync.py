@@ -14,34 +14,12 @@ from sediment.cli._app import cli
 from sediment.cli._options import build_embedder, embedder_option, get_config, json_option
 from sediment.cli._output import emit_json, visible
 from sediment.cli._progress import progress as progress_bar
-from sediment.cli._sources import configured_sources
-from sediment.config import Config
+from sediment.cli._sources import compile_options, configured_sources
 from sediment.errors import SedimentError
-from sediment.ingest.compile import CompileOptions
 from sediment.ingest.connectors import SourceRoot
 from sediment.ingest.sync import SyncReport, sync_layer
 from sediment.ingest.watch import snapshot, watch
 from sediment.store import LayerName
-
-
-def _options(cfg: Config, out: Path | None, sources: list[SourceRoot], no_kcp: bool,
-             no_index: bool) -> CompileOptions:
-    annotator = None
-    if not no_kcp:
-        from sediment.kcp import plan_kcp
-
-        annotator = plan_kcp(cfg.root)
-    return CompileOptions(
-        root=cfg.root, include=list(cfg.compile.include), exclude=list(cfg.compile.exclude),
-        out=out or (cfg.layer_dir / "AGENTS.db"), max_chars=cfg.compile.max_chars,
-        kind_rules=list(cfg.compile.kinds), default_kind=cfg.compile.default_kind,
-        element_type=cfg.compile.element_type, annotator=annotator, build_index=not no_index,
-        sources=sources, source_date_epoch=cfg.env.source_date_epoch or 0)
-
-
-def _printable(text: str) -> str:
-    """Control characters of a path or source shown escaped, never sent to the terminal."""
-    return visible(text)
 
 
 def _show(report: SyncReport, as_json: bool, *, lines: bool = False) -> None:
@@ -53,13 +31,13 @@ def _show(report: SyncReport, as_json: bool, *, lines: bool = False) -> None:
         return
     c = report.compile
     for s in c.skipped:
-        click.echo(f"skipped {_printable(s.path)}: {_printable(s.reason)}", err=True)
+        click.echo(f"skipped {visible(s.path)}: {visible(s.reason)}", err=True)
     for w in c.warnings:
-        click.echo(f"warning: {_printable(w)}", err=True)
+        click.echo(f"warning: {visible(w)}", err=True)
     for o in report.overrides:
-        click.echo(f"override: chunk {o.id} in the {o.layer} layer ({_printable(o.path)}) "
+        click.echo(f"override: chunk {o.id} in the {o.layer} layer ({visible(o.path)}) "
                    f"overrode a base chunk whose text was {o.reason} "
-                   f"(was {_printable(o.source)})", err=True)
+                   f"(was {visible(o.source)})", err=True)
     how = "full compile" if report.full else f"reused {c.reused} chunks"
     click.echo(
         f"synced {c.chunks} chunks from {c.files} files into {c.out} "
@@ -107,7 +85,7 @@ def sync_cmd(ctx: click.Context, /, out: Path | None, embedder_name: str | None,
 
     def once(full_now: bool, sources: list[SourceRoot] | None = None) -> SyncReport:
         sources = configured_sources(cfg) if sources is None else sources
-        opts = _options(cfg, out, sources, no_kcp, no_index)
+        opts = compile_options(cfg, sources, out=out, no_kcp=no_kcp, no_index=no_index)
         with progress_bar(enabled=not as_json and not watching) as progress:
             return sync_layer(opts, embedder, others=others, progress=progress, full=full_now)
 

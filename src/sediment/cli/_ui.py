@@ -68,7 +68,7 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None,
     enable_map_guard()
 
     from sediment.server import build_http_app, build_server, is_loopback
-    from sediment.server.serving import serve_http
+    from sediment.server.serving import http_server, run
     from sediment.server.web import WebUI
 
     if not is_loopback(host):
@@ -82,7 +82,6 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None,
     if team and pubkey is not None:
         raise click.UsageError("--verify-with checks layer files' signatures; a team store has "
                          "none (signatures are file-only)")
-    service = ws.service
     page = WebUI(ws, token=token, root=root or layer_dir or cfg.root, host=host,
                  sources=source_lines(cfg, root or layer_dir or cfg.root),
                  pubkey=pubkey, actor=name)
@@ -106,7 +105,7 @@ def ui(ctx: click.Context, /, host: str, port: int, token: str | None,
     else:
         click.echo(f"Sign in (works once): {link}")
         click.echo(f"Afterwards: http://{shown}:{bound}/ui (stop with Ctrl+C)")
-    service.warm_up()
+    ws.service.warm_up()
     if not no_browser:
         webbrowser.open(link)
-    serve_http(app, sock)
+    run(http_server(app), sock)

@@ -12,10 +12,10 @@ from typing import Any
 
 import click
 
-from sediment.cli._options import build_embedder, get_config, open_layerset, open_store, own_actor
+from sediment.cli._options import build_embedder, get_config, open_layerset, open_store, team_url
 from sediment.cli._output import emit_json
-from sediment.cli._team import open_database, open_team, team_url
-from sediment.config import Config, places
+from sediment.cli._team import POOL_SIZE, open_database
+from sediment.config import Config, places, process_actor
 from sediment.context import resolve
 from sediment.store import LayerName
 from sediment.workspace import Workspace
@@ -36,11 +36,13 @@ def open_workspace(cfg: Config, store: str | None, layer_dir: Path | None,
     url = team_url(cfg, store, layer_dir, paths)
     with ExitStack() as stack:
         if url is not None:
-            team = stack.enter_context(open_team(cfg, url, embedder_name))
-            ws = Workspace.over_database(team.database, team.embedder,
+            database, layers = open_database(url, size=POOL_SIZE)
+            stack.callback(database.close)
+            ws = Workspace.over_database(database, build_embedder(cfg, embedder_name,
+                                                                  layerset=layers),
                                          places(cfg.env, settings))
         else:
-            ws = Workspace.over_files(open_layerset(cfg, layer_dir, **paths),
+            ws = Workspace.over_files(open_layerset(cfg, layer_dir, paths),
                                       build_embedder(cfg, embedder_name),
                                       places(cfg.env, settings, cfg.env.context_session),
                                       root=layer_dir or cfg.layer_dir)
@@ -90,9 +92,9 @@ def service_command(service: Callable[[Workspace, str], Any],
                 embedder_name: str | None, store: str | None, layer_dir: Path | None,
                 as_json: bool, **kwargs: Any) -> None:
             paths = {k: kwargs.pop(k) for k in _LAYER_PATHS if k in kwargs}
-            who = actor or own_actor()
-            with open_workspace(get_config(ctx), store, layer_dir, embedder_name,
-                                paths) as ws:
+            cfg = get_config(ctx)
+            who = actor or process_actor(cfg.env)
+            with open_workspace(cfg, store, layer_dir, embedder_name, paths) as ws:
                 out = f(service(ws, who), who, *args, **kwargs)
             if as_json:
                 emit_json(out)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sediment.embed import Embedder
-from sediment.errors import NotFoundError, ValidationError
+from sediment.errors import NotFoundError
 from sediment.kcp import KnowledgeService
 from sediment.ops.propose import propose
 from sediment.ops.query import run_query, run_search, search_response
@@ -40,27 +40,18 @@ class ContextService:
     (default :data:`~sediment.ops.rerank.STANDARD`: KCP triggers when manifests exist).
 
     ``layerset`` is any :class:`~sediment.store.LayerStore`: the layer files, or a
-    PostgreSQL project. KCP manifests and the memory and context tools built on
-    :attr:`layerset` read layer files; over another backend ``files`` is None."""
+    PostgreSQL project; KCP manifests are read over layer files only."""
 
     def __init__(self, layerset: LayerStore, embedder: Embedder, *,
                  root: Path | None = None,
                  rerankers: Sequence[RerankerFactory] = STANDARD) -> None:
         self.store = layerset
-        self.files = layerset.layer_files()
         self.embedder = embedder
         self.rerankers = tuple(rerankers)
-        self.knowledge = KnowledgeService(root or Path.cwd(), self.files or LayerSet({}))
+        self.knowledge = KnowledgeService(root or Path.cwd(),
+                                          layerset.layer_files() or LayerSet({}))
         self._write_lock = threading.Lock()
         self._warm: threading.Thread | None = None
-
-    @property
-    def layerset(self) -> LayerSet:
-        """The layer files this service serves (file-backed services only)."""
-        if self.files is None:
-            raise ValidationError(f"this works on layer files only; the service serves "
-                                  f"{type(self.store).__name__}")
-        return self.files
 
     def warm_up(self) -> None:
         """Load the embedding model on a background thread (first query then runs warm)."""

@@ -19,7 +19,7 @@ from sediment.credentials import refuse_credentials
 from sediment.embed import Embedder
 from sediment.errors import ValidationError
 from sediment.format import Source
-from sediment.format.ids import check_chunk_id, parse_chunk_id, parse_source_ref
+from sediment.format.ids import parse_chunk_id, parse_source_ref
 from sediment.ops.query import check_profile
 from sediment.ops.requests import LayerField, WriteRequest
 from sediment.store import AGENT_WRITABLE, LayerName, LayerStore, New, NewChunk
@@ -34,7 +34,8 @@ def check_sources(layerset: LayerStore, value: Sequence[int | str] | None,
     """Chunk ids must exist in the layer set and be readable by ``actor`` (another actor's
     memory or local note, and any project memory, read as absent: citing it must not
     reveal it, and a server could not find it); strings must be ``path:line``
-    references."""
+    references. Each id's range and each value's type are the request model's
+    (:class:`~sediment.ops.requests.WriteRequest`), checked already."""
     out: list[Source] = []
     for i, s in enumerate(value or ()):
         if isinstance(s, str) and ":" not in s:
@@ -43,23 +44,13 @@ def check_sources(layerset: LayerStore, value: Sequence[int | str] | None,
             except ValidationError as exc:
                 raise ValidationError(f"{exc}; or give a 'path:line' reference (e.g. "
                                       "'docs/ARCHITECTURE.md:12')") from None
-        if isinstance(s, bool):
-            raise ValidationError(f"sources[{i}] is a boolean; expected a chunk id or "
-                                  "'path:line'")
         if isinstance(s, int):
-            check_chunk_id(s, what=f"sources[{i}]")
             if not readable_id(layerset, s, actor):
                 raise ValidationError(f"sources[{i}]: chunk {s} does not exist in any layer")
-            out.append(s)
-        elif isinstance(s, str):
-            if parse_source_ref(s) is None:
-                raise ValidationError(
-                    f"sources[{i}] {s!r} is not a 'path:line' reference (e.g. "
-                    "'docs/ARCHITECTURE.md:12') or a chunk id")
-            out.append(s)
-        else:
-            raise ValidationError(f"sources[{i}] is {type(s).__name__}; expected a chunk id "
-                                  "or 'path:line'")
+        elif parse_source_ref(s) is None:
+            raise ValidationError(f"sources[{i}] {s!r} is not a 'path:line' reference (e.g. "
+                                  "'docs/ARCHITECTURE.md:12') or a chunk id")
+        out.append(s)
     return tuple(out)
 
 

@@ -19,11 +19,9 @@ if TYPE_CHECKING:
         is_loopback,
     )
     from sediment.server.mcp import build_server
-    from sediment.server.tools import strict_tool
 
 _HOMES = {"bind_socket": "http", "build_http_app": "http", "check_binding": "http",
-          "check_http_path": "http", "is_loopback": "http", "build_server": "mcp",
-          "strict_tool": "tools"}
+          "check_http_path": "http", "is_loopback": "http", "build_server": "mcp"}
 
 
 def __getattr__(name: str) -> Any:
@@ -33,4 +31,4 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["bind_socket", "build_http_app", "build_server", "check_binding",
-           "check_http_path", "is_loopback", "strict_tool"]
+           "check_http_path", "is_loopback"]

@@ -52,10 +52,6 @@ class ApiError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-def error_response(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
-
-
 def nesting(value: object) -> int:
     """How deep ``value`` nests lists and dicts (0 for a scalar), without recursion."""
     deepest = 0
@@ -159,7 +155,8 @@ class Api:
                 finally:
                     CALLER.reset(token)
             except ApiError as exc:
-                return error_response(exc.status, exc.code, exc.message)
+                return JSONResponse({"error": {"code": exc.code, "message": exc.message}},
+                                    status_code=exc.status)
         return endpoint
 
     async def tool_names(self, agent: str | None) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ Resource URIs (documented in the README):
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -59,7 +59,6 @@ from sediment.server.tools import (
     READ_ONLY,
     actor_tool,
     result,
-    strict_tool,
 )
 from sediment.workspace import Workspace
 
@@ -91,9 +90,10 @@ def _render_search(out: dict[str, Any]) -> str:
 
 
 def context_tools(service: ContextService, actor: str) -> list[Tool]:
-    """The RFC's tools under their underscore names; the dotted names (``agents.search``,
-    ...) are accepted when called (:func:`legacy_tool_names`), never listed. ``actor`` is
-    the server's own, whom a call without a bearer token acts as."""
+    """The RFC's tools under their underscore names, and KCP's ``search_knowledge``; the
+    dotted names (``agents.search``, ...) are accepted when called
+    (:func:`legacy_tool_names`), never listed. ``actor`` is the server's own, whom a call
+    without a bearer token acts as."""
 
     def search(params: SearchParams, who: Principal) -> CallToolResult:
         out = service.search(params, who.actor)
@@ -117,35 +117,38 @@ def context_tools(service: ContextService, actor: str) -> list[Tool]:
         out = service.sources(request, who.actor)
         return result(out, _render_sources(out))
 
-    tools: list[Tool] = []
-    for name in ("agents_search",):
-        tools.append(actor_tool(
-            name, SearchParams, search, output=SearchOut, annotations=READ_ONLY, actor=actor,
-            description="""Search the layered context store (hybrid vector + keyword,
-            precedence local > user > delta > base). Results carry their layer, score,
-            provenance and any conflicting lower-layer versions."""))
-    for name in ("agents_context_write",):
-        tools.append(actor_tool(
-            name, WriteRequest, write, output=WriteOut, annotations=APPEND_ONLY, actor=actor,
-            description="""Append a chunk to the local or delta layer (append-only; author
-            is recorded as mcp). Base and user are not writable by agents. Returns the new
-            chunk id."""))
-    for name in ("agents_context_propose",):
-        tools.append(actor_tool(
-            name, ProposeRequest, propose, output=ProposeOut, annotations=APPEND_ONLY, actor=actor,
-            description="""Propose a local or delta chunk for promotion to the user layer.
-            A human accepts or rejects it; the proposal is recorded in the delta layer."""))
-    tools.append(actor_tool(
-        "agents_get", GetRequest, get, output=DocumentOut, annotations=READ_ONLY, actor=actor,
-        description="""Read a chunk by id (as precedence resolves it) with the whole source
-        document it came from: title, body (the document's chunks in line order), path,
-        and the document's chunks with their layers."""))
-    tools.append(actor_tool(
-        "agents_sources", SourcesRequest, sources, output=SourcesOut, annotations=READ_ONLY,
-        actor=actor,
-        description="""List the layers present and the source documents they were compiled
-        from (path, source name, number of chunks, layers)."""))
-    return tools
+    def search_knowledge(request: KnowledgeRequest, _: Principal) -> CallToolResult:
+        out = service.search_knowledge(request)
+        return result(out, _render_units(out))
+
+    read: dict[str, Any] = {"annotations": READ_ONLY, "actor": actor}
+    append: dict[str, Any] = {"annotations": APPEND_ONLY, "actor": actor}
+    return [
+        actor_tool("agents_search", SearchParams, search, output=SearchOut, **read,
+                   description="""Search the layered context store (hybrid vector + keyword,
+                   precedence local > user > delta > base). Results carry their layer, score,
+                   provenance and any conflicting lower-layer versions."""),
+        actor_tool("agents_context_write", WriteRequest, write, output=WriteOut, **append,
+                   description="""Append a chunk to the local or delta layer (append-only;
+                   author is recorded as mcp). Base and user are not writable by agents.
+                   Returns the new chunk id."""),
+        actor_tool("agents_context_propose", ProposeRequest, propose, output=ProposeOut,
+                   **append, description="""Propose a local or delta chunk for promotion to
+                   the user layer. A human accepts or rejects it; the proposal is recorded in
+                   the delta layer."""),
+        actor_tool("agents_get", GetRequest, get, output=DocumentOut, **read,
+                   description="""Read a chunk by id (as precedence resolves it) with the
+                   whole source document it came from: title, body (the document's chunks in
+                   line order), path, and the document's chunks with their layers."""),
+        actor_tool("agents_sources", SourcesRequest, sources, output=SourcesOut, **read,
+                   description="""List the layers present and the source documents they
+                   were compiled from (path, source name, number of chunks, layers)."""),
+        actor_tool("search_knowledge", KnowledgeRequest, search_knowledge, output=KnowledgeOut,
+                   **read, description="""Find knowledge units (KCP knowledge.yaml) by
+                   intent, trigger and content. Each result names the unit's resource URI, its
+                   intent, the best matching chunk, and the units to read first (depends_on,
+                   in order)."""),
+    ]
 
 
 def _render_document(out: dict[str, Any]) -> str:
@@ -166,21 +169,6 @@ def _render_sources(out: dict[str, Any]) -> str:
     return "\n".join(lines) or "No layers present."
 
 
-def knowledge_tools(service: ContextService, actor: str) -> list[Tool]:
-    """KCP: ``search_knowledge``."""
-
-    def search_knowledge(request: KnowledgeRequest) -> CallToolResult:
-        out = service.search_knowledge(request)
-        return result(out, _render_units(out))
-
-    return [strict_tool(
-        "search_knowledge", KnowledgeRequest, search_knowledge, output=KnowledgeOut,
-        annotations=READ_ONLY, actor=actor,
-        description="""Find knowledge units (KCP knowledge.yaml) by intent, trigger and
-        content. Each result names the unit's resource URI, its intent, the best matching
-        chunk, and the units to read first (depends_on, in order).""")]
-
-
 def build_server(workspace: Workspace, *, name: str = "sediment", tools: Iterable[Tool] = (),
                  flush_seconds: float | None = None) -> MCPServer:
     """A ready MCP server over ``workspace``; transports are chosen by the caller.
@@ -194,8 +182,7 @@ def build_server(workspace: Workspace, *, name: str = "sediment", tools: Iterabl
     actor = workspace.actor
     server = MCPServer(name=name, version=__version__, instructions=INSTRUCTIONS,
                        log_level="WARNING",
-                       tools=[*context_tools(service, actor), *knowledge_tools(service, actor),
-                              *memory_tools(memory, actor=actor),
+                       tools=[*context_tools(service, actor), *memory_tools(memory, actor=actor),
                               *context_loop_tools(context, actor), *tools],
                        middleware=[legacy_tool_names, unknown_prompt_guard(lambda: server)])
 
@@ -203,29 +190,23 @@ def build_server(workspace: Workspace, *, name: str = "sediment", tools: Iterabl
         """Who reads a resource: the bearer token's actor, else the server's own."""
         return tool_principal(ctx, actor).actor
 
-    def _resource(fn: Any, *args: Any) -> str:
-        try:
-            return json.dumps(fn(*args), ensure_ascii=False, indent=2)
-        except SedimentError as exc:
-            raise ResourceError(mcp_message(exc)) from exc
-
     @server.resource("agentsdb://layers/{layer}", name="layer",
                      description="Summary of one layer: path, chunk count, embedding profile",
                      mime_type="application/json")
     def layer_resource(layer: str) -> str:
-        return _resource(service.layer_summary, layer)
+        return _as_json(service.layer_summary, layer)
 
     @server.resource("agentsdb://chunks/{chunk_id}", name="chunk",
                      description="A chunk as precedence resolves it, with hidden versions",
                      mime_type="application/json")
     def chunk_resource(chunk_id: str, ctx: Context) -> str:
-        return _resource(service.read_chunk, _chunk_id(chunk_id), None, _reader(ctx))
+        return _as_json(service.read_chunk, _chunk_id(chunk_id), None, _reader(ctx))
 
     @server.resource("agentsdb://layers/{layer}/chunks/{chunk_id}", name="layer_chunk",
                      description="One layer's version of a chunk",
                      mime_type="application/json")
     def layer_chunk_resource(layer: str, chunk_id: str, ctx: Context) -> str:
-        return _resource(service.read_chunk, _chunk_id(chunk_id), layer, _reader(ctx))
+        return _as_json(service.read_chunk, _chunk_id(chunk_id), layer, _reader(ctx))
 
     for layer_name in ("base", "user", "delta", "local"):
         _add_layer_resource(server, service, layer_name)
@@ -262,10 +243,7 @@ def _add_knowledge(server: MCPServer, service: ContextService) -> None:
     """KCP: the manifests and their units as ``knowledge://`` resources."""
 
     def read(uri: str) -> str:
-        try:
-            return service.knowledge.read_resource(uri).text
-        except SedimentError as exc:
-            raise ResourceError(mcp_message(exc)) from exc
+        return _answer(lambda: service.knowledge.read_resource(uri).text)
 
     @server.resource("knowledge://{project}", name="knowledge manifest",
                      description="A project's KCP manifest (knowledge.yaml)",
@@ -302,14 +280,23 @@ def _chunk_id(raw: str) -> int:
         raise ResourceError(mcp_message(exc)) from None
 
 
+def _answer(read: Callable[[], str]) -> str:
+    """A resource's text; a service error is the resource error the client reads."""
+    try:
+        return read()
+    except SedimentError as exc:
+        raise ResourceError(mcp_message(exc)) from exc
+
+
+def _as_json(fn: Callable[..., Any], *args: Any) -> str:
+    return _answer(lambda: json.dumps(fn(*args), ensure_ascii=False, indent=2))
+
+
 def _add_layer_resource(server: MCPServer, service: ContextService, layer_name: str) -> None:
     """Each standard layer is also listed as a concrete resource, so clients show it."""
 
     def read() -> str:
-        try:
-            return json.dumps(service.layer_summary(layer_name), ensure_ascii=False, indent=2)
-        except SedimentError as exc:
-            raise ResourceError(mcp_message(exc)) from exc
+        return _as_json(service.layer_summary, layer_name)
 
     read.__name__ = f"{layer_name}_layer"
     server.resource(f"agentsdb://layers/{layer_name}", name=f"{layer_name} layer",

@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sediment.auth.oidc import Accepted, JwtVerifier, Refused
 from sediment.auth.roles import allowed, tool_permission
-from sediment.server.disclosure import send_error
+from sediment.server.disclosure import read_body, send_error
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 MAX_BODY = 4 * 1024 * 1024
@@ -89,7 +89,7 @@ class ResourceServer:
         if scope.get("method") != "POST" or not (path == self.mcp_path or api_tool):
             await app(scope, receive, send)
             return
-        body, more = await _read(receive)
+        body, more = await read_body(receive, MAX_BODY)
         replay = _replay(body, more, receive)
         if more:
             await app(scope, replay, send)
@@ -123,23 +123,6 @@ def _tool_calls(data: Any) -> list[tuple[str, Any]]:
             if isinstance(params, dict) and isinstance(params.get("name"), str):
                 out.append((params["name"], params.get("arguments")))
     return out
-
-
-async def _read(receive: Receive) -> tuple[bytes, bool]:
-    """The request body, and whether more follows (it was longer than :data:`MAX_BODY`)."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return b"".join(chunks), False
-        chunk = message.get("body", b"")
-        chunks.append(chunk)
-        size += len(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks), False
-        if size > MAX_BODY:
-            return b"".join(chunks), True
 
 
 def _replay(body: bytes, more: bool, receive: Receive) -> Receive:

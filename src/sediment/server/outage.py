@@ -16,6 +16,8 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
+from sediment.server.disclosure import read_body, send_json
+
 INTERNAL_ERROR = -32603
 RESULT_TYPE_SINCE = "2026-07-28"
 """The first protocol version whose results must say ``resultType``."""
@@ -33,22 +35,10 @@ def _reply(message: Any, text: str, version: str) -> dict[str, Any] | None:
             "error": {"code": INTERNAL_ERROR, "message": text}}
 
 
-async def _body(receive: Receive) -> bytes:
-    parts = []
-    while True:
-        event = await receive()
-        if event["type"] != "http.request":
-            break
-        parts.append(event.get("body", b""))
-        if not event.get("more_body", False):
-            break
-    return b"".join(parts)
-
-
 async def answer_outage(scope: Scope, receive: Receive, send: Send, text: str) -> None:
     """Answer the JSON-RPC message(s) of this POST with ``text`` as their failure."""
     try:
-        message = json.loads(await _body(receive))
+        message = json.loads((await read_body(receive))[0])
     except ValueError:
         message = None
     batch = message if isinstance(message, list) else [message]
@@ -60,8 +50,4 @@ async def answer_outage(scope: Scope, receive: Receive, send: Send, text: str) -
         await send({"type": "http.response.start", "status": 202, "headers": headers})
         await send({"type": "http.response.body", "body": b""})
         return
-    body = json.dumps(replies if isinstance(message, list) else replies[0]).encode()
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", b"application/json"), *headers,
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
+    await send_json(send, 200, replies if isinstance(message, list) else replies[0], headers)

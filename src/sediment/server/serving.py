@@ -263,10 +263,3 @@ def run(server: uvicorn.Server, sock: socket.socket) -> None:
         await server.serve(sockets=[sock])
 
     asyncio.run(main())
-
-
-def serve_http(app: ASGIApp, sock: socket.socket, limits: Limits | None = None,
-               on_exit: Callable[[], None] | None = None,
-               forwarded_allow_ips: str | None = None) -> None:
-    """Serve ``app`` on ``sock`` until SIGINT or SIGTERM (``on_exit``: see ``_Server``)."""
-    run(http_server(app, limits, on_exit, forwarded_allow_ips), sock)

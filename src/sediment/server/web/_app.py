@@ -48,12 +48,13 @@ from sediment.server.web._auth import (
     COOKIE,
     LOGIN_COOKIE,
     SESSION_SECONDS,
-    OriginPolicy,
     Session,
     Sessions,
     allowed,
     clean_name,
     csrf_ok,
+    guarded_page,
+    same_origin,
 )
 from sediment.server.web._oidc import STATE_COOKIE, STATE_SECONDS, SignInFailed, WebSignIn
 from sediment.workspace import Workspace
@@ -100,11 +101,10 @@ class WebUI:
         self.oidc = oidc
         self.sessions = Sessions(token, workspace.tokens, actor or workspace.actor)
         self._build = threading.Lock()
-        self.root = root
         self.sources = sources or SourceLines(root)
         """Reads the queue's ``path:line`` sources; kept for the server's life (its cache)."""
         self.pubkey = pubkey
-        self.policy = OriginPolicy(policy_for(host, is_loopback(host)))
+        self.hosts = policy_for(host, is_loopback(host))
         self.env = _env()
         static = Path(__file__).parent / "static"
         self.app = Starlette(routes=[
@@ -129,14 +129,14 @@ class WebUI:
         headers = {k.decode("latin-1"): v.decode("latin-1")
                    for k, v in scope.get("headers") or []}
         host = headers.get("host", "")
-        if not self.policy.host_ok(host):
+        if not self.hosts.host_ok(host):
             await PlainTextResponse("unexpected Host header", 421)(scope, receive, send)
             return
         if not headers.get("content-length", "0").isdigit() or \
                 int(headers.get("content-length", "0")) > MAX_BODY:
             await PlainTextResponse("request body too large", 413)(scope, receive, send)
             return
-        if scope["method"] not in ("GET", "HEAD") and not self.policy.origin_ok(
+        if scope["method"] not in ("GET", "HEAD") and not same_origin(
                 headers.get("origin"), host, scope.get("scheme", "http")):
             await PlainTextResponse("cross-origin request refused", 403)(scope, receive, send)
             return
@@ -261,14 +261,7 @@ class WebUI:
     async def login(self, request: Request) -> Response:
         target = self._target(request)
         if request.method == "GET":
-            nonce = secrets.token_urlsafe(24)
-            response = self._render(request, "login.html", None, nonce=nonce, next=target,
-                                    needs_token=self.sessions.needs_token, error=None,
-                                    provider=self.oidc is not None)
-            response.set_cookie(LOGIN_COOKIE, nonce, max_age=3600, path=PREFIX,
-                                httponly=True, samesite="strict",
-                                secure=request.url.scheme == "https")
-            return response
+            return self._login_page(request, target)
         form = await self._form(request)
         nonce = request.cookies.get(LOGIN_COOKIE, "")
         error = None
@@ -293,14 +286,7 @@ class WebUI:
         else:
             session = self.sessions.open(got[0], name)
         if session is None:
-            new_nonce = secrets.token_urlsafe(24)
-            response = self._render(request, "login.html", None, 401, nonce=new_nonce,
-                                    next=target, error=error,
-                                    needs_token=self.sessions.needs_token,
-                                    provider=self.oidc is not None)
-            response.set_cookie(LOGIN_COOKIE, new_nonce, max_age=3600, path=PREFIX,
-                                httponly=True, samesite="strict")
-            return response
+            return self._login_page(request, target, error)
         done = RedirectResponse(target, 303)
         self._set_session(done, request, session)
         done.delete_cookie(LOGIN_COOKIE, path=PREFIX)
@@ -325,7 +311,7 @@ class WebUI:
         try:
             url, state = await self.oidc.start(target)
         except SedimentError as exc:
-            return self._login_error(request, target, public_message(exc))
+            return self._login_page(request, target, public_message(exc))
         response = RedirectResponse(url, 303)
         # Lax, not Strict: the provider's redirect back is a cross-site navigation.
         response.set_cookie(STATE_COOKIE, state, max_age=STATE_SECONDS,
@@ -345,7 +331,7 @@ class WebUI:
                 q.get("state", ""), request.cookies.get(STATE_COOKIE, ""), q.get("code", ""),
                 q.get("error", ""))
         except SignInFailed as exc:
-            response = self._login_error(request, f"{PREFIX}/queue", str(exc))
+            response = self._login_page(request, f"{PREFIX}/queue", str(exc))
         else:
             who = accepted.principal
             session = self.sessions.open(who, who.actor)
@@ -355,10 +341,13 @@ class WebUI:
         response.delete_cookie(STATE_COOKIE, path=PREFIX + "/oidc")
         return response
 
-    def _login_error(self, request: Request, target: str, error: str) -> Response:
+    def _login_page(self, request: Request, target: str, error: str | None = None
+                    ) -> Response:
+        """The sign-in form (401 with ``error``) and the nonce its CSRF field must match."""
         nonce = secrets.token_urlsafe(24)
-        response = self._render(request, "login.html", None, 401, nonce=nonce, next=target,
-                                error=error, needs_token=self.sessions.needs_token,
+        response = self._render(request, "login.html", None, 200 if error is None else 401,
+                                nonce=nonce, next=target, error=error,
+                                needs_token=self.sessions.needs_token,
                                 provider=self.oidc is not None)
         response.set_cookie(LOGIN_COOKIE, nonce, max_age=3600, path=PREFIX, httponly=True,
                             samesite="strict", secure=request.url.scheme == "https")
@@ -374,10 +363,8 @@ class WebUI:
         return response
 
     # -- pages ----------------------------------------------------------------------------
-    async def layers(self, request: Request) -> Response:
-        session = self._guard(request)
-        if not isinstance(session, Session):
-            return session
+    @guarded_page()
+    async def layers(self, request: Request, session: Session) -> Response:
         page = views.page_number(request.query_params.get("page"))
         ls = self.service.store
         try:
@@ -393,10 +380,8 @@ class WebUI:
         return self._render(request, "layers.html", session, rows=rows, report=report,
                             changes=pg.slice(changes), page=pg, file_only=views.FILE_ONLY)
 
-    async def search(self, request: Request) -> Response:
-        session = self._guard(request)
-        if not isinstance(session, Session):
-            return session
+    @guarded_page()
+    async def search(self, request: Request, session: Session) -> Response:
         q = request.query_params
         query = q.get("q", "")
         mode = q.get("mode", "hybrid")

@@ -20,19 +20,23 @@ again and again ends only its own oldest sessions.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import re
 import secrets
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
+
+from starlette.requests import Request
+from starlette.responses import Response
 
 from sediment.auth import ROLES, Principal
 from sediment.auth.tokens import TokenCheck, TokenInfo
 from sediment.errors import ConfigError, StoreUnavailableError
-from sediment.server.hosts import HostPolicy
 
 COOKIE = "sediment_session"
 LOGIN_COOKIE = "sediment_login"
@@ -197,27 +201,42 @@ def allowed(session: Session, role: str) -> bool:
     return session.role in ROLES and ROLES.index(session.role) >= ROLES.index(role)
 
 
+Handler = Callable[..., Awaitable[Response]]
+
+
+def guarded_page(role: str = "reader", *, form: bool = False
+                 ) -> Callable[[Handler], Handler]:
+    """A page handler (a method of the :class:`WebUI` or of a group of pages holding it as
+    ``ui``) called with the request's session once it may do what ``role`` allows, else
+    answered with the sign-in form or 403; with ``form``, also with the form a POST sent
+    (None for a GET), answered with 403 when its CSRF token is missing or stale."""
+
+    def decorate(handler: Handler) -> Handler:
+        @functools.wraps(handler)
+        async def guarded(self: Any, request: Request, **options: Any) -> Response:
+            ui = getattr(self, "ui", self)
+            session = ui._guard(request, role)
+            if not isinstance(session, Session):
+                return session  # type: ignore[no-any-return]
+            if not form:
+                return await handler(self, request, session, **options)
+            sent = await ui._posted(request, session) if request.method == "POST" else None
+            if isinstance(sent, Response):
+                return sent
+            return await handler(self, request, session, sent, **options)
+
+        return guarded
+
+    return decorate
+
+
 def csrf_ok(expected: str, got: object) -> bool:
     return isinstance(got, str) and hmac.compare_digest(expected.encode(),
                                                       got.encode("utf-8", "replace"))
 
 
-class OriginPolicy:
-    """Host and Origin headers the page accepts.
-
-    On loopback, the Host must pass the rule of every endpoint (:mod:`sediment.server.hosts`:
-    a page cannot reach the server through a name rebound to 127.0.0.1); anywhere, a request
-    that changes state must come from the page's own origin when the browser says where it
-    came from.
-    """
-
-    def __init__(self, hosts: HostPolicy) -> None:
-        self.hosts = hosts
-
-    def host_ok(self, host: str) -> bool:
-        return self.hosts.host_ok(host)
-
-    def origin_ok(self, origin: str | None, host: str, scheme: str) -> bool:
-        if origin is None:
-            return True
-        return origin.lower() == f"{scheme}://{host}".lower()
+def same_origin(origin: str | None, host: str, scheme: str) -> bool:
+    """Whether a request that changes state comes from the page's own origin (or the
+    browser does not say where it came from); the Host itself passes the rule of every
+    endpoint (:mod:`sediment.server.hosts`) first."""
+    return origin is None or origin.lower() == f"{scheme}://{host}".lower()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
@@ -25,7 +26,7 @@ from sediment.server.disclosure import public_message
 from sediment.server.web import _memories as memories
 from sediment.server.web import _progress as progress
 from sediment.server.web import _views as views
-from sediment.server.web._auth import Session, allowed
+from sediment.server.web._auth import Session, allowed, guarded_page
 
 if TYPE_CHECKING:
     from sediment.server.web._app import WebUI
@@ -53,10 +54,8 @@ class Personal:
         return allowed(session, "reviewer" if memory["scope"] == "global" else "writer")
 
     # -- memories -------------------------------------------------------------------------
-    async def listing(self, request: Request) -> Response:
-        session = self.ui._guard(request)
-        if not isinstance(session, Session):
-            return session
+    @guarded_page()
+    async def listing(self, request: Request, session: Session) -> Response:
         flt = memories.Filter.of(request.query_params)
         page = views.page_number(request.query_params.get("page"))
         try:
@@ -70,10 +69,8 @@ class Personal:
                                categories=CATEGORIES, scopes=memories.SCOPES, base=base,
                                can_write=allowed(session, "writer"))
 
-    async def memory(self, request: Request) -> Response:
-        session = self.ui._guard(request)
-        if not isinstance(session, Session):
-            return session
+    @guarded_page()
+    async def memory(self, request: Request, session: Session) -> Response:
         ref = request.path_params["ref"]
         try:
             shown = await run_in_threadpool(self.ui.memory.show, session.actor, ref)
@@ -103,13 +100,8 @@ class Personal:
                                          f"you have the {session.role} role.")
         return m
 
-    async def edit(self, request: Request) -> Response:
-        session = self.ui._guard(request, "writer")
-        if not isinstance(session, Session):
-            return session
-        form = await self.ui._posted(request, session)
-        if isinstance(form, Response):
-            return form
+    @guarded_page("writer", form=True)
+    async def edit(self, request: Request, session: Session, form: FormData) -> Response:
         m = await self._current(request, session)
         if isinstance(m, Response):
             return m
@@ -130,11 +122,10 @@ class Personal:
                                     f"{out['superseded_id']}."))
         return RedirectResponse(f"{PREFIX}/memories/{out['id']}", 303)
 
-    async def forget(self, request: Request) -> Response:
-        session = self.ui._guard(request, "writer")
-        if not isinstance(session, Session):
-            return session
-        if request.method == "GET":
+    @guarded_page("writer", form=True)
+    async def forget(self, request: Request, session: Session, form: FormData | None
+                     ) -> Response:
+        if form is None:
             m = await self._current(request, session)
             if isinstance(m, Response):
                 return m
@@ -142,9 +133,6 @@ class Personal:
                 return self.ui._missing(request, session, f"memory {m['id']} is "
                                                        f"{memories.status(m)}")
             return self.ui._render(request, "forget.html", session, m=m)
-        form = await self.ui._posted(request, session)
-        if isinstance(form, Response):
-            return form
         m = await self._current(request, session)
         if isinstance(m, Response):
             return m
@@ -157,11 +145,10 @@ class Personal:
             session.flash.append(("ok", f"Forgot memory {m['id']}."))
         return RedirectResponse(f"{PREFIX}/memories", 303)
 
-    async def forget_all(self, request: Request) -> Response:
-        session = self.ui._guard(request, "writer")
-        if not isinstance(session, Session):
-            return session
-        if request.method == "GET":
+    @guarded_page("writer", form=True)
+    async def forget_all(self, request: Request, session: Session, form: FormData | None
+                         ) -> Response:
+        if form is None:
             try:
                 got = await run_in_threadpool(self.ui.memory.list_memories, session.actor,
                                               None, MAX_LIST_LIMIT)
@@ -171,9 +158,6 @@ class Personal:
             mine = [m for m in got["memories"]
                     if m["scope"] in ("user", "project") and not m.get("pending")]
             return self.ui._render(request, "forget_all.html", session, count=len(mine))
-        form = await self.ui._posted(request, session)
-        if isinstance(form, Response):
-            return form
         if form.get("confirm") != "yes":
             session.flash.append(("error", "Nothing was forgotten: tick the box to confirm."))
             return RedirectResponse(f"{PREFIX}/memories/forget-all", 303)
@@ -189,10 +173,8 @@ class Personal:
         return RedirectResponse(f"{PREFIX}/memories", 303)
 
     # -- progressive context --------------------------------------------------------------
-    async def context(self, request: Request) -> Response:
-        session = self.ui._guard(request)
-        if not isinstance(session, Session):
-            return session
+    @guarded_page()
+    async def context(self, request: Request, session: Session) -> Response:
         q = request.query_params
         state = q.get("state") if q.get("state") in progress.STATES else None
         page = views.page_number(q.get("page"))

@@ -39,7 +39,7 @@ from sediment.server.disclosure import public_message
 from sediment.server.web import _markup as markup
 from sediment.server.web import _review as review
 from sediment.server.web import _views as views
-from sediment.server.web._auth import Session, allowed
+from sediment.server.web._auth import Session, allowed, guarded_page
 from sediment.store import LayerName
 
 if TYPE_CHECKING:
@@ -79,10 +79,8 @@ class Reviewing:
         return self.cache.snapshot(self.ui.service.store)
 
     # -- the queue ------------------------------------------------------------------------
-    async def queue(self, request: Request) -> Response:
-        session = self.ui._guard(request)
-        if not isinstance(session, Session):
-            return session
+    @guarded_page()
+    async def queue(self, request: Request, session: Session) -> Response:
         q = request.query_params
         flt = review.Filters.of(q)
         try:
@@ -169,11 +167,10 @@ class Reviewing:
         return (f"Corrects the global memory {handle}", old,
                 markup.word_diff(old.content, text))
 
-    async def proposal(self, request: Request, *, reason: str = "", edit: str | None = None,
-                       status: int = 200, error: str | None = None) -> Response:
-        session = self.ui._guard(request)
-        if not isinstance(session, Session):
-            return session
+    @guarded_page()
+    async def proposal(self, request: Request, session: Session, *, reason: str = "",
+                       edit: str | None = None, status: int = 200, error: str | None = None
+                       ) -> Response:
         pid = _pid(str(request.path_params.get("pid", "")))
         flt = review.Filters.of(request.query_params)
         if pid is None:
@@ -189,13 +186,8 @@ class Reviewing:
                                error=error, can_decide=allowed(session, "reviewer"))
 
     # -- decisions ------------------------------------------------------------------------
-    async def decide(self, request: Request) -> Response:
-        session = self.ui._guard(request, "reviewer")
-        if not isinstance(session, Session):
-            return session
-        form = await self.ui._posted(request, session)
-        if isinstance(form, Response):
-            return form
+    @guarded_page("reviewer", form=True)
+    async def decide(self, request: Request, session: Session, form: FormData) -> Response:
         flt = review.Filters.of({k: str(v) for k, v in form.items()})
         action = str(form.get("action", ""))
         reason = str(form.get("reason", ""))
