@@ -461,6 +461,27 @@ def test_d7_a_local_note_is_its_actors_alone_on_the_team_server(pg_project: Proj
     assert SECRET_WORD not in json.dumps(theirs["results"]), theirs  # (the query echoes it)
 
 
+def test_another_actors_local_notes_take_no_candidate_slot(project: Project) -> None:
+    """A search takes each layer's best candidates, then leaves hidden ids out. Another
+    actor's local notes used to fill those slots and vanish after, so bob's own note,
+    which ranks below alice's 60 notes on the same word, was missing from his search on
+    both backends. Hidden chunks now take no slot (``LayerIndex.search_mask``;
+    ``pg/search.py``'s ``_excluding``)."""
+    project.compile({"a.md": DOC_BILLING})
+    alice, bob = project.token("alice"), project.token("bob")
+    note = {"kind": "note", "confidence": 0.5, "scope": "local"}
+    with project.server() as url:
+        written = session(url, alice, [
+            ("agents_context_write", {**note, "content": f"Deploy deploy deploy: step {i}."})
+            for i in range(60)])
+        assert all(good for good, _ in written), written[:3]
+        [(_, wrote), (_, found)] = session(url, bob, [
+            ("agents_context_write", {**note, "content": "The deploy checklist is kept in "
+                                                         "the team wiki, beside the runbooks."}),
+            ("agents_search", {"query": "deploy", "k": 5, "layers": ["local"]})])
+    assert [r["id"] for r in found["results"]] == [wrote["id"]], found
+
+
 # -- 8. both backends rank alike, memories and context present --------------------------------
 PARITY_DOCS = {
     "deploy.md": DOC_DEPLOY,

@@ -301,17 +301,21 @@ class Scored:
     def empty(cls) -> Scored:
         return cls(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
 
-    def top(self, c: int) -> list[int]:
-        """The ``c`` best ids, by score, then by id (the order of the SQL before)."""
+    def top(self, c: int, hidden: I64) -> list[int]:
+        """The ``c`` best ids not ``hidden``, by score, then by id."""
+        ids, scores = self.ids, self.scores
+        if len(hidden):
+            keep = ~np.isin(ids, hidden)
+            ids, scores = ids[keep], scores[keep]
         if c <= 0:
             return []
-        if len(self.ids) > c:
-            cut = self.scores[np.argpartition(-self.scores, c - 1)[:c]].min()
-            at = np.flatnonzero(self.scores >= cut)
+        if len(ids) > c:
+            cut = scores[np.argpartition(-scores, c - 1)[:c]].min()
+            at = np.flatnonzero(scores >= cut)
         else:
-            at = np.arange(len(self.ids))
-        order = np.lexsort((self.ids[at], -self.scores[at]))[:c]
-        return [int(i) for i in self.ids[at][order]]
+            at = np.arange(len(ids))
+        order = np.lexsort((ids[at], -scores[at]))[:c]
+        return [int(i) for i in ids[at][order]]
 
     def of(self, ids: I64) -> F32:
         """The scores of ``ids`` (0 for an id holding no query term)."""
@@ -378,7 +382,7 @@ class _Seen:
 
     def __init__(self) -> None:
         self.layers: dict[LayerName, _Hiding] = {}
-        self.answers: dict[tuple[Any, ...], frozenset[int]] = {}
+        self.answers: dict[tuple[Any, ...], tuple[frozenset[int], I64]] = {}
 
 
 _events_seen: weakref.WeakKeyDictionary[PgStore, _Seen] = weakref.WeakKeyDictionary()
@@ -404,10 +408,8 @@ def _hidden_query(store: PgStore, names: Sequence[LayerName]) -> Query:
             [[SUPERSEDE, FORGET, WRITE], store.project, [x.value for x in names], gens])
 
 
-def _hidden(store: PgStore, rows: Sequence[tuple[Any, ...]], layers: Sequence[LayerName],
-            actor: str | None) -> frozenset[int]:
-    """Ids a search of ``layers`` by ``actor`` leaves out (``sediment.store.rules``), from
-    the layers' events :func:`_hidden_query` read and those remembered for the others."""
+def _fold(store: PgStore, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Remember what the layers' events :func:`_hidden_query` read hide, per layer."""
     seen = _events_seen.setdefault(store, _Seen())
     fresh: dict[LayerName, list[tuple[LayerName, Chunk]]] = {}
     gens: dict[LayerName, int] = {}
@@ -421,6 +423,13 @@ def _hidden(store: PgStore, rows: Sequence[tuple[Any, ...]], layers: Sequence[La
         events = list(iter_events(fresh[name]))
         seen.layers[name] = _Hiding(gen, frozenset(hidden_ids(events)),
                                     private_by_actor(events))
+
+
+def _hidden(store: PgStore, layers: Sequence[LayerName], actor: str | None
+            ) -> tuple[frozenset[int], I64]:
+    """Ids a search of ``layers`` by ``actor`` leaves out (``sediment.store.rules``), as
+    a set and a sorted array, from the layers' events last folded (:func:`_fold`)."""
+    seen = _events_seen.setdefault(store, _Seen())
     parts = [seen.layers[n] for n in layers if n in seen.layers]
     key = (actor, tuple(h.gen for h in parts))
     got = seen.answers.get(key)
@@ -432,8 +441,18 @@ def _hidden(store: PgStore, rows: Sequence[tuple[Any, ...]], layers: Sequence[La
                 out |= others_ids(h.by_actor, actor)
         if len(seen.answers) >= 256:
             seen.answers.clear()
-        got = seen.answers[key] = frozenset(out)
+        got = seen.answers[key] = (frozenset(out), np.asarray(sorted(out), dtype=np.int64))
     return got
+
+
+def _excluding(kind_sql: sql.Composable, kind_args: list[Any], hidden: I64
+               ) -> tuple[sql.Composable, list[Any]]:
+    """The kind filter less the hidden ids, so that hidden chunks take no candidate slot
+    (as ``LayerIndex.search_mask`` does on the layer files)."""
+    if not len(hidden):
+        return kind_sql, kind_args
+    return (sql.SQL("{} AND NOT (c.id = ANY(%s::bigint[]))").format(kind_sql),
+            [*kind_args, hidden.tolist()])
 
 
 def _send(conn: psycopg.Connection[Any], query: Query | None, *, binary: bool = False
@@ -540,6 +559,9 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
     c = request.candidates or default_candidates(request.mode, request.k)
     dot = normalised or request.metric == "dot"
     guess = _guess(store, names, request, q, c, dot)
+    # The hidden ids as last folded: the vector statements sent before the events are read
+    # leave them out, and go again if the events read change them.
+    spec, spec_ids = _hidden(store, names, request.actor)
     with store.cursor() as cur:
         conn = cur.connection
         if guess is not None and any(guess.approx.values()):
@@ -557,7 +579,8 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
                 # Without a flush the server would hold the answers above (a buffer's
                 # tail) until the walk below had ended.
                 conn.pgconn.send_flush_request()
-                early = guess.send(store, conn, q, c, dot, kind_sql, kind_args)
+                early = guess.send(store, conn, q, c, dot,
+                                   *_excluding(kind_sql, kind_args, spec_ids))
             # Read before the block's end, so the blocks are summed while the server
             # walks the graph.
             found = {LayerName(r[0]): r for r in cur.fetchall()}
@@ -566,11 +589,13 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
             out_rows = left_out.fetchall() if left_out is not None else []
             block_rows = blocks.fetchall() if blocks is not None else []
             layers = [n for n in PRECEDENCE if n in found]
+            _fold(store, hidden_rows)
+            hidden, hidden_arr = _hidden(store, layers, request.actor)
             lex.load([found[n] for n in layers], df_rows, out_rows)
             searched = [n for n in layers if int(found[n][1])]
             t = time.perf_counter()
             scored = lex.score_blocks(block_rows)
-            top = {n: scored[n].top(c) if n in scored else [] for n in searched}
+            top = {n: scored[n].top(c, hidden_arr) if n in scored else [] for n in searched}
             timings["bm25"] = (time.perf_counter() - t) * 1e3
     seen = _layers_seen.setdefault(store, {})
     for n in names:
@@ -590,15 +615,17 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
                      if q is not None and int(found[n][3])}, request, c,
                     lambda d: _usable_index(store, cur, d, dot),
                     lambda d: index_name(d, dot, store.project))
-        if (guess is not None and guess.key() == plan.key()) or not plan.dims:
+        vec_sql, vec_args = _excluding(kind_sql, kind_args, hidden_arr)
+        if (guess is not None and guess.key() == plan.key() and hidden == spec) \
+                or not plan.dims:
             near = early
         else:
             if any(plan.approx.values()):
                 _set_breadth(cur, plan.ef)
             assert q is not None or not plan.dims
             with conn.pipeline():
-                near = {} if q is None else plan.send(store, conn, q, c, dot, kind_sql,
-                                                      kind_args)
+                near = {} if q is None else plan.send(store, conn, q, c, dot, vec_sql,
+                                                      vec_args)
         got = {n: _ids(near[n]) for n in plan.dims}
         approx = dict(plan.approx)
         timings["candidates"] = (time.perf_counter() - t) * 1e3
@@ -609,16 +636,15 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
                     assert q is not None
                     t = time.perf_counter()
                     got[n], approx[n] = _ids(_send(conn, _vector_query(
-                        store, n, int(found[n][3]), q, c, dot, None, kind_sql,
-                        kind_args))), False
+                        store, n, int(found[n][3]), q, c, dot, None, vec_sql,
+                        vec_args))), False
                     timings["candidates"] += (time.perf_counter() - t) * 1e3
                 for i in got[n]:
                     picked[(n, i)] = approx[n]
             for i in top[n]:
                 picked.setdefault((n, i), False)
         t = time.perf_counter()
-        hits = _resolve(store, cur, layers, picked, scored, q, request, normalised,
-                        _hidden(store, hidden_rows, layers, request.actor))
+        hits = _resolve(store, cur, layers, picked, scored, q, request, normalised, hidden)
     for rerank in request.rerankers:
         hits = rerank(hits)
     timings["fusion"] = (time.perf_counter() - t) * 1e3

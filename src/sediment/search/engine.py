@@ -155,12 +155,12 @@ def _ann_candidates(idx: LayerIndex, q: F32, c: int, mask: Mask | None,
 
 def _layer_part(layer: OpenLayer, request: SearchRequest, q: F32 | None,
                 stats: QueryStats | None, c: int, normalised: bool,
-                timings: dict[str, float]) -> _Part | None:
+                hidden: AbstractSet[int], timings: dict[str, float]) -> _Part | None:
     f = layer.file
     if f.chunk_count == 0:
         return None
     idx = layer_index(f)
-    mask = idx.kind_mask(request.kinds, request.include_meta)
+    mask = idx.search_mask(request.kinds, request.include_meta, hidden)
     vec_all: F32 | None = None
     lex_all: F32 | None = None
     empty = np.zeros(0, dtype=np.int64)
@@ -277,7 +277,8 @@ def search(layerset: LayerSet, request: SearchRequest,
             request = dataclasses.replace(request, exact=True)
     if hits is None:
         parts = [p for layer in layers
-                 if (p := _layer_part(layer, request, q, stats, c, normalised, timings))]
+                 if (p := _layer_part(layer, request, q, stats, c, normalised, hidden,
+                                      timings))]
         t = time.perf_counter()
         hits = _fuse_and_resolve(layers, parts, request, q, normalised, hidden, shortcuts)
     else:
@@ -306,8 +307,8 @@ def _approximate_hits(layer: OpenLayer, request: SearchRequest, q: F32, c: int,
     if f.chunk_count == 0:
         return []
     idx = layer_index(f)
-    got = _ann_candidates(idx, q, c, idx.kind_mask(request.kinds, request.include_meta),
-                          request, normalised)
+    got = _ann_candidates(idx, q, c, idx.search_mask(request.kinds, request.include_meta,
+                                                     hidden), request, normalised)
     if got is None:
         return None
     scores = idx.score_positions(got, q, request.metric, normalised)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +23,7 @@ from sediment.search import ann, lexicon
 from sediment.search.bm25 import Excluded, PostingsStack
 from sediment.search.vector import F32, Metric, cosine, dot_scores, row_norms, top_k
 from sediment.store.derived import derived
+from sediment.store.ids import U32_MAX
 from sediment.store.rules import counted_in_statistics, shown_kind
 
 I64 = npt.NDArray[np.int64]
@@ -35,6 +37,8 @@ class LayerIndex:
         self._file = weakref.ref(f)
         self._kind_names: dict[int, str] | None = None
         self._masks: dict[tuple[tuple[str, ...] | None, bool], Mask | None] = {}
+        self._hidden_masks: dict[tuple[tuple[str, ...] | None, bool, frozenset[int]],
+                                 Mask | None] = {}
         self._norms: F32 | None = None
         self._postings: dict[str, PostingsStack] = {}
         self._excluded: dict[str, Excluded | None] = {}
@@ -86,6 +90,36 @@ class LayerIndex:
                 self._masks.pop(next(iter(self._masks)))
             self._masks[key] = mask
         return mask
+
+    def search_mask(self, kinds: Sequence[str] | None, include_meta: bool,
+                    hidden: AbstractSet[int]) -> Mask | None:
+        """The kind filter less the chunks whose ids are hidden (superseded, forgotten,
+        another actor's), so that hidden chunks take no candidate slot: with the filter
+        applied after the per-layer top, an actor's own note ranked below another
+        actor's many private ones was never a candidate. Kept per hidden set, which the
+        store hands out once per state of its layers and reader."""
+        mask = self.kind_mask(kinds, include_meta)
+        if not hidden:
+            return mask
+        frozen = hidden if isinstance(hidden, frozenset) else frozenset(hidden)
+        key = (tuple(kinds) if kinds else None, include_meta, frozen)
+        try:
+            return self._hidden_masks[key]
+        except KeyError:
+            pass
+        wide = np.fromiter(frozen, dtype=np.int64, count=len(frozen))
+        ids: npt.NDArray[np.uint32] = wide[(wide >= 0) & (wide <= U32_MAX)].astype(np.uint32)
+        pos = self.positions(ids)
+        pos = pos[pos >= 0]
+        out = mask
+        if len(pos):
+            out = np.ones(self.file.chunk_count, dtype=np.bool_) if mask is None else mask.copy()
+            out[pos] = False
+        with self._lock:
+            if len(self._hidden_masks) >= MASK_CACHE:
+                self._hidden_masks.pop(next(iter(self._hidden_masks)))
+            self._hidden_masks[key] = out
+        return out
 
     # -- vectors ---------------------------------------------------------------------------
     def identity_rows(self) -> bool:
