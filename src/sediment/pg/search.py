@@ -31,7 +31,6 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,10 +55,8 @@ from sediment.store.events import (
     META_PREFIX,
     SUPERSEDE,
     WRITE,
-    hidden_ids,
-    iter_events,
 )
-from sediment.store.rules import counted_in_statistics, others_ids, private_by_actor
+from sediment.store.rules import HiddenSets, counted_in_statistics
 
 if TYPE_CHECKING:
     from sediment.pg.store import Cursor, PgStore
@@ -368,24 +365,9 @@ def _vector_query(store: PgStore, layer: LayerName, dim: int, q: F32, c: int, do
         sql.Literal(dim), op, sql.Literal(dim)), [q, ef, *base, q, c])
 
 
-@dataclass(frozen=True, slots=True)
-class _Hiding:
-    """What one layer's events hide, as of its events generation (migration 0077)."""
-
-    gen: int
-    hidden: frozenset[int]
-    by_actor: dict[str, set[int]]
-
-
-class _Seen:
-    """A store's events per layer as last read, and the hidden sets answered from them."""
-
-    def __init__(self) -> None:
-        self.layers: dict[LayerName, _Hiding] = {}
-        self.answers: dict[tuple[Any, ...], tuple[frozenset[int], I64]] = {}
-
-
-_events_seen: weakref.WeakKeyDictionary[PgStore, _Seen] = weakref.WeakKeyDictionary()
+_events_seen: weakref.WeakKeyDictionary[PgStore, HiddenSets] = weakref.WeakKeyDictionary()
+_arrays: weakref.WeakKeyDictionary[PgStore, tuple[frozenset[int], I64]] = (
+    weakref.WeakKeyDictionary())
 
 
 def _hidden_query(store: PgStore, names: Sequence[LayerName]) -> Query:
@@ -394,7 +376,7 @@ def _hidden_query(store: PgStore, names: Sequence[LayerName]) -> Query:
     a layer that has none), so a search pays for reading and folding a layer's events once
     per change of them, not once per query."""
     seen = _events_seen.get(store)
-    gens = [h.gen for h in seen.layers.values()] if seen is not None else []
+    gens = seen.versions() if seen is not None else []
     # ``kind LIKE 'meta.%'`` is the predicate of the partial index chunks_events: without
     # it the planner cannot prove the index applies and reads the whole table every query.
     # A literal, not a parameter, so a prepared statement's generic plan can prove it too
@@ -408,41 +390,30 @@ def _hidden_query(store: PgStore, names: Sequence[LayerName]) -> Query:
             [[SUPERSEDE, FORGET, WRITE], store.project, [x.value for x in names], gens])
 
 
-def _fold(store: PgStore, rows: Sequence[tuple[Any, ...]]) -> None:
-    """Remember what the layers' events :func:`_hidden_query` read hide, per layer."""
-    seen = _events_seen.setdefault(store, _Seen())
-    fresh: dict[LayerName, list[tuple[LayerName, Chunk]]] = {}
-    gens: dict[LayerName, int] = {}
+def _fold(store: PgStore, rows: Sequence[tuple[Any, ...]], names: Sequence[LayerName],
+          present: Sequence[LayerName]) -> None:
+    """Fold the layers' events :func:`_hidden_query` read, per layer and generation, and
+    forget the layers among ``names`` that are gone."""
+    seen = _events_seen.setdefault(store, HiddenSets())
+    fresh: dict[LayerName, tuple[int, list[Chunk]]] = {}
     for r in rows:
-        name = LayerName(r[0])
-        gens[name] = int(r[-1])
-        chunks = fresh.setdefault(name, [])
+        gen, chunks = fresh.setdefault(LayerName(r[0]), (int(r[-1]), []))
         if r[1] is not None:
-            chunks.append((name, chunk_of(r)))
-    for name, gen in gens.items():
-        events = list(iter_events(fresh[name]))
-        seen.layers[name] = _Hiding(gen, frozenset(hidden_ids(events)),
-                                    private_by_actor(events))
+            chunks.append(chunk_of(r))
+    for name, (gen, chunks) in fresh.items():
+        seen.fold(name, gen, chunks)
+    seen.drop(n for n in names if n not in present)
 
 
 def _hidden(store: PgStore, layers: Sequence[LayerName], actor: str | None
             ) -> tuple[frozenset[int], I64]:
-    """Ids a search of ``layers`` by ``actor`` leaves out (``sediment.store.rules``), as
-    a set and a sorted array, from the layers' events last folded (:func:`_fold`)."""
-    seen = _events_seen.setdefault(store, _Seen())
-    parts = [seen.layers[n] for n in layers if n in seen.layers]
-    key = (actor, tuple(h.gen for h in parts))
-    got = seen.answers.get(key)
-    if got is None:
-        out: set[int] = set()
-        for h in parts:
-            out |= h.hidden
-            if actor is not None:
-                out |= others_ids(h.by_actor, actor)
-        if len(seen.answers) >= 256:
-            seen.answers.clear()
-        got = seen.answers[key] = (frozenset(out), np.asarray(sorted(out), dtype=np.int64))
-    return got
+    """Ids a search of ``layers`` by ``actor`` leaves out (``store.rules.HiddenSets``), as
+    a set and a sorted array (for the statements), from the events last folded."""
+    hidden = _events_seen.setdefault(store, HiddenSets()).answer(layers, actor)
+    last = _arrays.get(store)
+    if last is None or last[0] is not hidden:
+        last = _arrays[store] = (hidden, np.asarray(sorted(hidden), dtype=np.int64))
+    return last
 
 
 def _excluding(kind_sql: sql.Composable, kind_args: list[Any], hidden: I64
@@ -589,7 +560,7 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
             out_rows = left_out.fetchall() if left_out is not None else []
             block_rows = blocks.fetchall() if blocks is not None else []
             layers = [n for n in PRECEDENCE if n in found]
-            _fold(store, hidden_rows)
+            _fold(store, hidden_rows, names, layers)
             hidden, hidden_arr = _hidden(store, layers, request.actor)
             lex.load([found[n] for n in layers], df_rows, out_rows)
             searched = [n for n in layers if int(found[n][1])]
@@ -616,8 +587,9 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
                     lambda d: _usable_index(store, cur, d, dot),
                     lambda d: index_name(d, dot, store.project))
         vec_sql, vec_args = _excluding(kind_sql, kind_args, hidden_arr)
-        if (guess is not None and guess.key() == plan.key() and hidden == spec) \
-                or not plan.dims:
+        same = guess is not None and guess.key() == plan.key() and (
+            hidden is spec or hidden == spec)
+        if same or not plan.dims:
             near = early
         else:
             if any(plan.approx.values()):

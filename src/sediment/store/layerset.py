@@ -42,15 +42,13 @@ from sediment.store.events import (
     Event,
     ProposalState,
     fold_proposals,
-    hidden_ids,
     is_meta_kind,
     iter_events,
     kind_mask,
-    parse_event,
 )
 from sediment.store.ids import PROJECT_IDS, WrittenRange, file_high_water, recorded_high_water
 from sediment.store.layers import AGENT_WRITABLE, FILE_NAMES, PRECEDENCE, LayerName
-from sediment.store.rules import PRIVATE_LAYERS, private_ids
+from sediment.store.rules import HiddenSets
 
 LOCK_FILE = ".sediment.lock"
 """The one lock file of each directory that holds writable layers (``sediment init``'s
@@ -147,9 +145,7 @@ class LayerSet:
         self.lock_timeout = lock_timeout
         self._open: dict[LayerName, OpenLayer] = {}
         self._held = threading.local()
-        self._hidden: tuple[tuple[tuple[LayerName, tuple[int, int, int]], ...],
-                            frozenset[int], list[Event], dict[str, frozenset[int]]
-                            ] | None = None
+        self._hidden = HiddenSets()
 
     @classmethod
     def from_directory(cls, directory: str | os.PathLike[str], **kw: Any) -> LayerSet:
@@ -332,27 +328,13 @@ class LayerSet:
 
     def hidden(self, layers: Sequence[OpenLayer], actor: str | None = None) -> frozenset[int]:
         """Ids a search of ``layers`` by ``actor`` leaves out: superseded, forgotten, and
-        local chunks other actors wrote (:mod:`sediment.store.rules`). Remembered for the
-        exact file versions given, so a search pays for it once per change, not per query."""
-        key = tuple((layer.name, layer.stamp) for layer in layers)
-        cached = self._hidden
-        if cached is None or cached[0] != key:
-            found = [(layer.name, c) for layer in layers if layer.file.chunk_count
-                     for c in event_chunks(layer.file)]
-            # every event of a private layer, a memory's among them (``iter_events`` keeps
-            # the store's own kinds): another actor's are theirs (``private_ids``)
-            private = [Event(n, c, parse_event(c)) for n, c in found if n in PRIVATE_LAYERS]
-            cached = self._hidden = (key, frozenset(hidden_ids(iter_events(found))), private,
-                                     {})
-        if actor is None:
-            return cached[1]
-        per_actor = cached[3]
-        got = per_actor.get(actor)
-        if got is None:
-            if len(per_actor) > 256:
-                per_actor.clear()
-            got = per_actor[actor] = cached[1] | private_ids(cached[2], actor)
-        return got
+        local chunks other actors wrote (:mod:`sediment.store.rules`), each layer's events
+        folded once per version of its file (``HiddenSets``)."""
+        for layer in layers:
+            if self._hidden.version(layer.name) != layer.stamp:
+                self._hidden.fold(layer.name, layer.stamp, event_chunks(layer.file)
+                                  if layer.file.chunk_count else ())
+        return self._hidden.answer([layer.name for layer in layers], actor)
 
     def high_water(self) -> int:
         """The largest id any layer uses or ever used."""

@@ -29,17 +29,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sediment.format import Chunk
 from sediment.store.events import (
+    EVENT_KINDS,
     MEMORY_EVENT_PREFIX,
     MEMORY_KIND_PREFIX,
     META_PREFIX,
     WRITE,
     Event,
+    hidden_ids,
+    parse_event,
 )
 from sediment.store.layers import LayerName
 
@@ -175,6 +179,64 @@ def others_ids(by_actor: Mapping[str, AbstractSet[int]], actor: str) -> set[int]
         if who != actor:
             out.update(ids)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class LayerHiding:
+    """What the events of one layer hide from a search: superseded and forgotten ids from
+    everyone, and per actor the ids that are theirs alone (:func:`private_by_actor`)."""
+
+    hidden: frozenset[int]
+    by_actor: dict[str, set[int]]
+
+    @classmethod
+    def of(cls, layer: LayerName, events: Iterable[Chunk]) -> LayerHiding:
+        found = [Event(layer, c, parse_event(c)) for c in events]
+        return cls(frozenset(hidden_ids(e for e in found if e.kind in EVENT_KINDS)),
+                   private_by_actor(found))
+
+
+class HiddenSets:
+    """The ids a search leaves out, remembered per state of each layer: both backends
+    fold a layer's events once per version of it (a file's stamp, a database layer's
+    events generation) and answer each reader from the layers' parts, so a search pays
+    for the events once per change of them, not once per query."""
+
+    def __init__(self) -> None:
+        self._layers: dict[LayerName, tuple[object, LayerHiding]] = {}
+        self._answers: dict[tuple[object, ...], frozenset[int]] = {}
+
+    def version(self, layer: LayerName) -> object:
+        """The version of ``layer`` last folded (None: never)."""
+        got = self._layers.get(layer)
+        return None if got is None else got[0]
+
+    def versions(self) -> list[object]:
+        return [v for v, _ in self._layers.values()]
+
+    def fold(self, layer: LayerName, version: object, events: Iterable[Chunk]) -> None:
+        self._layers[layer] = (version, LayerHiding.of(layer, events))
+
+    def drop(self, layers: Iterable[LayerName]) -> None:
+        for name in layers:
+            self._layers.pop(name, None)
+
+    def answer(self, layers: Sequence[LayerName], actor: str | None) -> frozenset[int]:
+        """Ids a search of ``layers`` (those folded) by ``actor`` leaves out; None (a
+        trusted local command) reads every actor's."""
+        parts = [(n, *self._layers[n]) for n in layers if n in self._layers]
+        key = (actor, *((n, v) for n, v, _ in parts))
+        got = self._answers.get(key)
+        if got is None:
+            out: set[int] = set()
+            for _, _, h in parts:
+                out |= h.hidden
+                if actor is not None:
+                    out |= others_ids(h.by_actor, actor)
+            if len(self._answers) >= 256:
+                self._answers.clear()
+            got = self._answers[key] = frozenset(out)
+        return got
 
 
 def memory_row(layer: LayerName, kind: str) -> bool:
