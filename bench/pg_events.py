@@ -22,7 +22,9 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -106,14 +108,14 @@ def main(argv: list[str] | None = None) -> None:
     texts = synthetic.query_texts(opts.queries + 3, seed=7)
     qvecs = synthetic.unit_vectors(opts.queries + 3, DIM, seed=9)
     rows: list[dict[str, object]] = []
-    for mode in ("lexical", "hybrid"):
-        def one(store: PgStore, mode: str = mode):  # type: ignore[no-untyped-def]
-            def run(i: int) -> object:
-                request = SearchRequest(text=texts[i], k=10, mode=mode)
-                return run_search(store, request,
-                                  query_vec=qvecs[i] if mode == "hybrid" else None)
-            return run
-        stats = interleaved([one(stores[n]) for n in opts.events], opts.queries)
+    def query(store: PgStore, mode: Literal["lexical", "hybrid"], i: int) -> object:
+        return run_search(store, SearchRequest(text=texts[i], k=10, mode=mode),
+                          query_vec=qvecs[i] if mode == "hybrid" else None)
+
+    modes: tuple[Literal["lexical", "hybrid"], ...] = ("lexical", "hybrid")
+    for mode in modes:
+        stats = interleaved([partial(query, stores[n], mode) for n in opts.events],
+                            opts.queries)
         first = stats[0].p50
         for n, s in zip(opts.events, stats, strict=True):
             rows.append({"mode": mode, "events": n, "p50_ms": s.p50 * 1e3,
