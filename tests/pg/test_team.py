@@ -30,7 +30,7 @@ def test_tokens_live_hashed_in_the_database(sediment: Runner, pg_url: str) -> No
     assert token.startswith(f"sdm_{info['id']}_") and info["role"] == "reviewer"
     with psycopg.connect(pg_url) as conn:
         dump = conn.execute("SELECT t::text FROM tokens AS t").fetchall()
-    assert len(dump) == 1 and token not in dump[0][0] and token.split("_")[2] not in dump[0][0]
+    assert len(dump) == 1 and token not in dump[0][0] and token.split("_", 2)[2] not in dump[0][0]
     listed = json.loads(sediment("token", "list", "--store", pg_url, "--json").out)
     assert [(t["id"], t["actor"], t["role"]) for t in listed["tokens"]] == \
         [(info["id"], "alice", "reviewer")]

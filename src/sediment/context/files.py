@@ -259,9 +259,10 @@ class FileContextStore:
             path = self._archive_path(day)
             old = LayerFile.open(path) if path.exists() else None
             chunks, vectors = _rows(old) if old is not None else ([], mmat[:0])
+            etype = self._element_type()
             self._rewrite(path, chunks + moved, np.concatenate([vectors, mmat]), top, md,
-                          old.element_type if old is not None else f.element_type)
-            self._rewrite(self.active_path, kept, kmat, top, md, f.element_type)
+                          old.element_type if old is not None else etype)
+            self._rewrite(self.active_path, kept, kmat, top, md, etype)
         self._cache = None
         return sum(1 for c in moved if c.kind.startswith(ITEM_PREFIX))
 
@@ -282,7 +283,8 @@ class FileContextStore:
                 kept, kmat, gone, _ = self._split(f, lambda c: c.id in drop)
                 count += len(gone)
                 self._rewrite(path, kept, kmat, max(top, int(f.ids.max())),
-                              dict(f.metadata or {}), f.element_type)
+                              dict(f.metadata or {}), self._element_type()
+                              if path == self.active_path else f.element_type)
         self._cache = None
         return count
 

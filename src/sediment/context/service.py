@@ -122,6 +122,7 @@ class ContextLoop:
         self._items: tuple[Any, dict[int, StoredItem]] | None = None
         self._indexes: dict[bool, tuple[Any, ItemIndex]] = {}
         self._codes: dict[str | None, int] = {None: 0}
+        self._codes_lock = threading.Lock()
         """The codes of actors and runs in the index's labels."""
         self._hidden: tuple[Any, npt.NDArray[np.int64]] | None = None
         self.uses: UseCounts[int] = UseCounts()
@@ -474,7 +475,8 @@ class ContextLoop:
             return (codes.setdefault(st.actor, len(codes)),
                     codes.setdefault(st.run_id, len(codes)), int(st.type == "skill"))
 
-        index.sync(items, label)
+        with self._codes_lock:  # two indexes labelled at once must not share a code
+            index.sync(items, label)
         self._indexes[archived] = (key, index)
         return index
 

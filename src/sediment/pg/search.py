@@ -401,7 +401,9 @@ def _fold(store: PgStore, rows: Sequence[tuple[Any, ...]], names: Sequence[Layer
         if r[1] is not None:
             chunks.append(chunk_of(r))
     for name, (gen, chunks) in fresh.items():
-        seen.fold(name, gen, chunks)
+        old = seen.version(name)
+        if not isinstance(old, int) or gen > old:  # a slower search may fold older events
+            seen.fold(name, gen, chunks)
     seen.drop(n for n in names if n not in present)
 
 

@@ -212,7 +212,7 @@ class HiddenSets:
         return None if got is None else got[0]
 
     def versions(self) -> list[object]:
-        return [v for v, _ in self._layers.values()]
+        return [v for v, _ in list(self._layers.values())]  # a copy: other threads fold
 
     def fold(self, layer: LayerName, version: object, events: Iterable[Chunk]) -> None:
         self._layers[layer] = (version, LayerHiding.of(layer, events))
