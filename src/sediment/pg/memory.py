@@ -31,7 +31,7 @@ from psycopg.types.json import Jsonb
 
 from sediment.format import Chunk
 from sediment.format.profile import unit_vectors
-from sediment.memory.events import MEMORY_EVENT_KINDS, USE, StoredEvent, as_int
+from sediment.memory.events import MEMORY_EVENT_KINDS, USE, StoredEvent
 from sediment.memory.model import MemoryRef, Scope, actor_kinds
 from sediment.memory.relevance import fuse
 from sediment.memory.store import (
@@ -54,7 +54,7 @@ from sediment.search.analysis import plain_tokens
 from sediment.search.bm25 import BM25Index
 from sediment.store import LayerName
 from sediment.store.commit import resolve_new
-from sediment.store.events import FORGET, META_PREFIX, SUPERSEDE, event_content, event_data
+from sediment.store.events import META_PREFIX, event_content, event_data, hidden_by
 from sediment.store.rules import SHARED_MEMORY_LAYERS
 
 SUBJECT = "memories"
@@ -162,9 +162,7 @@ class PgMemoryStore:
                     rows.append((project, store, rid, layer, actor, is_shared, True, e.kind,
                                  event_content(**part), e.author, 1.0, now,
                                  Jsonb(part_subjects), Jsonb(part), None))
-                if e.kind == SUPERSEDE and (old := as_int(data.get("old_id"))) is not None:
-                    hide.append(old)
-                elif e.kind == FORGET and (gone := as_int(data.get("context_id"))) is not None:
+                if (gone := hidden_by(e.kind, data, subjects)) is not None:
                     hide.append(gone)
             with conn.cursor() as cur:
                 cur.executemany(

@@ -62,11 +62,10 @@ from sediment.pg.staging import Staging
 from sediment.pg.store import PgStore, as_vector
 from sediment.store import PRECEDENCE, LayerName, LayerSet
 from sediment.store.events import (
-    FORGET,
     MEMORY_KIND_PREFIX,
-    SUPERSEDE,
     about_memories,
     event_content,
+    hidden_by,
     parse_event,
 )
 from sediment.store.ids import WRITTEN_START, recorded_high_water
@@ -268,10 +267,8 @@ def _owner(row: MemoryRow) -> str:
 
 def _hidden(rows: Iterable[MemoryRow]) -> set[int]:
     """Memory ids a supersede or forget event hides (as the server's writes mark them)."""
-    keys = {SUPERSEDE: "old_id", FORGET: "context_id"}
-    got = (r.data.get(keys[r.chunk.kind]) for r in rows
-           if r.data is not None and r.chunk.kind in keys)
-    return {g for g in got if isinstance(g, int) and not isinstance(g, bool)}
+    return {h for r in rows if r.data is not None
+            and (h := hidden_by(r.chunk.kind, r.data, r.chunk.sources)) is not None}
 
 
 def _values(project: str, prefix: str, row: MemoryRow, owner: str, shared: bool,

@@ -32,7 +32,7 @@ accepting again records it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,7 +177,7 @@ def fold_proposals(events: Iterable[Event], *,
     closed: dict[int, str] = {}
     for e in events:
         if e.kind in CLOSED_BY:
-            cid = _subject(e, "old_id" if e.kind == SUPERSEDE else "context_id", 0)
+            cid = hidden_by(e.kind, e.data, e.chunk.sources)
             if cid is not None:
                 closed.setdefault(cid, CLOSED_BY[e.kind])
         elif e.kind == PROPOSAL:
@@ -213,19 +213,23 @@ def find_proposal(states: Sequence[ProposalState], context_id: int) -> ProposalS
                 None)
 
 
+def hidden_by(kind: str, data: Mapping[str, Any], sources: Sequence[object]) -> int | None:
+    """The id a supersede (its ``old_id``) or a forget (its ``context_id``) event hides,
+    else its first source; None for any other event. The layers, the team server's
+    memory rows and a push of them all read hiding through this one rule."""
+    key = {SUPERSEDE: "old_id", FORGET: "context_id"}.get(kind)
+    if key is None:
+        return None
+    value = data.get(key)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return next((s for s in sources if isinstance(s, int) and not isinstance(s, bool)), None)
+
+
 def hidden_ids(events: Iterable[Event]) -> set[int]:
     """Chunk ids that search should leave out: superseded or forgotten."""
-    out: set[int] = set()
-    for e in events:
-        if e.kind == SUPERSEDE:
-            old = _subject(e, "old_id", 0)
-            if old is not None:
-                out.add(old)
-        elif e.kind == FORGET:
-            cid = _subject(e, "context_id", 0)
-            if cid is not None:
-                out.add(cid)
-    return out
+    return {h for e in events
+            if (h := hidden_by(e.kind, e.data, e.chunk.sources)) is not None}
 
 
 MEMORY_KIND_PREFIX = "memory."
