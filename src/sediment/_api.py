@@ -26,6 +26,7 @@ from sediment.config import Environment, places, process_actor
 from sediment.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
 from sediment.errors import NotFoundError
 from sediment.format import Chunk
+from sediment.format.ids import check_chunk_id
 from sediment.memory.model import check_actor
 from sediment.ops.embedding import embedder_for_layers
 from sediment.ops.forget import Forgotten, forget
@@ -116,8 +117,9 @@ class Store:
                include_meta: bool = False) -> list[Hit]:
         """The ``k`` best chunks for ``query``, as ``sediment search`` ranks them."""
         params = parse(SearchOptions, {
-            "query": query, "k": k, "filters": {"kind": list(kinds)} if kinds else None,
-            "layers": list(layers) if layers is not None else None, "mode": mode,
+            "query": query, "k": k,
+            "filters": None if kinds is None or kinds in ([], ()) else {"kind": _listed(kinds)},
+            "layers": _listed(layers), "mode": mode,
             "include_meta": include_meta})
         embedder = self.embedder if params.needs_embedder else None
         return run_query(self.layerset, params, embedder=embedder, rerankers=STANDARD,
@@ -128,7 +130,7 @@ class Store:
               author: Literal["human", "mcp"] = "human") -> int:
         """Append one chunk to the local or delta layer; return its new id."""
         request = parse(WriteRequest, {"content": content, "kind": kind,
-                                       "confidence": confidence, "sources": list(sources),
+                                       "confidence": confidence, "sources": _listed(sources),
                                        "scope": scope})
         return write_context(self.layerset, self.embedder, request, actor=self.actor,
                              author=author, allowed=AGENT_WRITABLE)
@@ -146,7 +148,7 @@ class Store:
 
     def get(self, chunk_id: int) -> Chunk | None:
         """The winning version of a chunk (highest layer), or None."""
-        found = self.layerset.get(chunk_id)
+        found = self.layerset.get(check_chunk_id(chunk_id))
         if found is None or not Reader(self.layerset, self._reader).may_read(*found):
             return None
         return found[1]
@@ -214,3 +216,9 @@ class Store:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  _tb: TracebackType | None) -> None:
         self.close()
+
+
+def _listed(value: object) -> object:
+    """A tuple as the list the strict request models take; anything else as it is, for
+    the model to name what is wrong with it."""
+    return list(value) if isinstance(value, tuple) else value

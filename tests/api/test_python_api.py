@@ -104,3 +104,25 @@ def test_the_environment_reaches_the_python_api(project: Path,
     with pytest.raises(sediment_pkg.ConfigError,
                        match="SEDIMENT_MEMORY_DEDUP='most' is not a number"):
         sediment_pkg.open(project)
+
+
+@pytest.mark.parametrize(("call", "wrong"), [
+    ("search-kinds", 3), ("search-kinds", "canonical"), ("search-layers", 3),
+    ("write-sources", 7), ("write-sources", "README.md:7"), ("get", ["1"]), ("get", {"id": 1}),
+    ("get", 0), ("save-source", ["explicit"]),
+])
+def test_a_wrong_type_through_the_python_api_is_a_validation_error(
+        project: Path, monkeypatch: pytest.MonkeyPatch, call: str, wrong: object) -> None:
+    """Not a TypeError from deep inside: the same error the MCP tools answer with."""
+    monkeypatch.setenv("SEDIMENT_DATA_DIR", str(project / "data"))
+    calls = {
+        "search-kinds": lambda s: s.search("deploys", kinds=wrong),
+        "search-layers": lambda s: s.search("deploys", layers=wrong),
+        "write-sources": lambda s: s.write("x", kind="note", confidence=0.5, sources=wrong),
+        "get": lambda s: s.get(wrong),
+        "save-source": lambda s: s.save_memory("Deploys are nightly", "fact", source=wrong),
+    }
+    with sediment_pkg.open(project, embedder="hash") as store:
+        with pytest.raises(sediment_pkg.ValidationError):
+            calls[call](store)
+        assert [h.id for h in store.search("deploys", k=3)]

@@ -47,7 +47,7 @@ def check_category(value: object, field_name: str = "category") -> str:
 
 
 def check_source(value: object) -> str:
-    if value not in SOURCES:
+    if not isinstance(value, str) or value not in SOURCES:
         raise ValidationError(f"source {value!r} is unknown: use one of "
                               f"{', '.join(SOURCES)}")
     return str(value)
