@@ -115,8 +115,8 @@ def test_sources_set_confidence_and_categories_are_checked(service: MemoryServic
     with pytest.raises(ValidationError, match="source 'guess'"):
         service.save("alice", "x", "fact", source="guess")
     for wrong in (["explicit"], {"explicit": 1}):  # through the Python API: any object
-        with pytest.raises(ValidationError, match="source .* is unknown"):
-            service.save("alice", "x", "fact", source=wrong)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match=r"source .* is unknown"):
+            service.save("alice", "x", "fact", source=wrong)
     assert service.list_memories("alice")["total"] == 3
 
 

@@ -7,7 +7,6 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import click
 
 from sediment.agents.workers import close_workers, size_default_pool
@@ -147,14 +146,14 @@ def _serve(cfg: Config, sock: socket.socket | None, transport: str,
     if not no_warm_up:
         ws.service.warm_up()
     if transport == "stdio":
-        from sediment.server.lifecycle import run_shutdown
+        from sediment.server.lifecycle import run_async, run_shutdown
         from sediment.server.stdio import run_stdio
 
         def serve_stdio() -> None:
             # The session is over when stdin closes: flush batched use counts now, before
             # the client's grace period ends in SIGTERM (which skips atexit).
             try:
-                anyio.run(server.run_stdio_async)
+                run_async(server.run_stdio_async)
             finally:
                 run_shutdown()
 

@@ -1,4 +1,5 @@
-"""Work a server does when it stops: flushing batched counters (memory use counts).
+"""A server's start and stop: its event loop built whole, and the work it does when it
+stops (flushing batched counters: memory use counts).
 
 Hooks run at the HTTP app's lifespan shutdown (uvicorn re-raises SIGTERM after a graceful
 shutdown, so ``atexit`` would not run) and at interpreter exit (stdio); each hook runs at
@@ -7,10 +8,13 @@ most once.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
+import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -33,6 +37,36 @@ def run_shutdown() -> None:
 
 
 atexit.register(run_shutdown)
+
+
+def run_async(main: Callable[[], Coroutine[Any, Any, object]]) -> None:
+    """Run ``main()`` on a new event loop built with Ctrl-C held back.
+
+    A Ctrl-C landing inside the event loop's constructor (a loaded machine, the moment the
+    server says where it listens) left a half-built loop whose finaliser printed a
+    traceback after "Interrupted."; one held back here is raised once the loop is whole,
+    where closing the runner cleans up, and the coroutine is closed if it never ran. Held
+    in a Python handler rather than a signal mask, which would leave it to whichever other
+    thread the kernel picks; only the main thread sees Ctrl-C, so a loop run in another
+    thread holds nothing."""
+    held: list[int] = []
+    main_thread = threading.current_thread() is threading.main_thread()
+    if main_thread:
+        previous = signal.signal(signal.SIGINT, lambda signum, _: held.append(signum))
+    try:
+        runner = asyncio.Runner()
+        runner.get_loop()
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
+    with runner:
+        if held:
+            raise KeyboardInterrupt
+        coro = main()
+        try:
+            runner.run(coro)
+        finally:
+            coro.close()
 
 
 class ShutdownHooks:

@@ -34,12 +34,11 @@ import asyncio
 import contextlib
 import errno
 import os
-import signal
 import socket
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +47,8 @@ import uvicorn
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from sediment.server.lifecycle import run_async
 
 _ACCEPT_ERRORS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
@@ -263,34 +264,4 @@ def run(server: uvicorn.Server, sock: socket.socket) -> None:
         asyncio.get_running_loop().set_exception_handler(loop_errors)
         await server.serve(sockets=[sock])
 
-    with _loop_built_whole() as runner:
-        coro = main()
-        try:
-            runner.run(coro)
-        finally:
-            coro.close()
-
-
-@contextlib.contextmanager
-def _loop_built_whole() -> Iterator[asyncio.Runner]:
-    """An ``asyncio.Runner`` whose loop was built with Ctrl-C held back.
-
-    A Ctrl-C landing inside the event loop's constructor (a loaded machine, the moment the
-    server says where it listens) left a half-built loop whose finaliser printed a
-    traceback after "Interrupted."; a Ctrl-C held back here is raised once the loop is
-    whole, where closing the runner cleans up. Holding it in a Python handler rather than a
-    signal mask covers every thread the kernel may deliver it to; only the main thread
-    sees Ctrl-C, so a server run in another thread holds nothing."""
-    held: list[int] = []
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, lambda signum, _: held.append(signum)) if main else None
-    try:
-        runner = asyncio.Runner()
-        runner.get_loop()
-    finally:
-        if main:
-            signal.signal(signal.SIGINT, previous)
-    with runner:
-        if held:
-            raise KeyboardInterrupt
-        yield runner
+    run_async(main)
