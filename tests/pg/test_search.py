@@ -131,6 +131,45 @@ def test_a_search_reads_a_layers_events_again_only_when_they_changed(
     assert [i for i, _ in _search(store, q)][:2] == [first, second]
 
 
+def _uncounted(store: PgStore) -> list[tuple[Any, ...]]:
+    """Each layer's uncounted columns beside what its rows say (both must agree)."""
+    with store.cursor() as cur:
+        cur.execute(
+            "SELECT l.layer, l.uncounted_docs, l.uncounted_len, count(c.id), "
+            "coalesce(sum(c.lex_len), 0) FROM layers l LEFT JOIN chunks c ON "
+            "c.project = l.project AND c.layer = l.layer AND (c.kind LIKE 'meta.%%' OR "
+            "c.kind LIKE 'memory.%%') WHERE l.project = %s GROUP BY l.layer, "
+            "l.uncounted_docs, l.uncounted_len ORDER BY l.layer", (store.project,))
+        return cur.fetchall()
+
+
+def test_the_layers_keep_the_count_of_what_statistics_leave_out(store: PgStore) -> None:
+    """Migration 0078: what a general search subtracts from a layer's statistics is kept
+    by the triggers, through inserts of events, memories and notes, a change of kind and
+    deletes, and a lexical search's scores follow the rows, not the log's size."""
+    _note(store, "note", "topic3 notes beside the log")
+    before = [(h.chunk.id, round(h.score, 6)) for h in store.search(
+        SearchRequest(k=5, mode="lexical", text="topic3 notes"), None).hits]
+    for i in range(3):
+        _note(store, "meta.write", f"write {i} topic3 notes notes")
+    _note(store, "memory.fact.alice", "topic3 notes remembered")
+    after = [(h.chunk.id, round(h.score, 6)) for h in store.search(
+        SearchRequest(k=5, mode="lexical", text="topic3 notes"), None).hits]
+    assert after == before
+    got = _uncounted(store)
+    assert [r[0] for r in got if r[1]] == ["local"]
+    assert all((r[1], r[2]) == (r[3], r[4]) for r in got), got
+    assert next(r for r in got if r[0] == "local")[1] == 4
+    with store.cursor() as cur:
+        cur.execute("UPDATE chunks SET kind = 'note' WHERE project = %s AND kind = "
+                    "'memory.fact.alice'", (store.project,))
+        cur.execute("DELETE FROM chunks WHERE project = %s AND content = 'write 0 topic3 "
+                    "notes notes'", (store.project,))
+    got = _uncounted(store)
+    assert all((r[1], r[2]) == (r[3], r[4]) for r in got), got
+    assert next(r for r in got if r[0] == "local")[1] == 2
+
+
 def _ef(store: PgStore) -> str:
     with store.cursor() as cur:
         cur.execute("SHOW hnsw.ef_search")

@@ -15,21 +15,15 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from psycopg.types.json import Jsonb
 
 from sediment.context.files import EVENT_PREFIX
 from sediment.context.store import ITEM_PREFIX, NewEvent, NewItem, StoredEvent, StoredItem
 from sediment.format import Chunk
 from sediment.pg.database import Database, bump, next_ids, revision, row, rows
+from sediment.pg.store import as_vector
 from sediment.store.commit import resolve_new
 from sediment.store.events import event_content
-
-
-def vector_array(value: Any) -> npt.NDArray[np.float32]:
-    """A vector column's value (pgvector's ``Vector`` in binary results) as an array."""
-    got = value.to_numpy() if hasattr(value, "to_numpy") else value
-    return np.asarray(got, dtype=np.float32)
 
 
 class PgContextStore:
@@ -91,10 +85,9 @@ class PgContextStore:
                 f"archive FROM context_rows WHERE {who} AND NOT is_event AND kind LIKE "
                 "%(prefix)s AND (archive IS NULL OR %(archived)s) "
                 "ORDER BY archive IS NULL, archive, id", params)
-        zero = np.zeros(self.dim, dtype=np.float32)
         return [StoredItem(Chunk(int(r[0]), str(r[1]), str(r[2]), str(r[3]), 1.0, int(r[4]),
                                  tuple(r[5] or ())),
-                           vector_array(r[6]) if r[6] is not None else zero,
+                           as_vector(r[6], self.dim),
                            r[7] is not None,
                            f"AGENTS.archive-{r[7]}.db" if r[7] is not None else "")
                 for r in got]

@@ -153,6 +153,8 @@ def _kind_filter(request: SearchRequest) -> tuple[sql.Composable, list[Any]]:
 
 
 Query = tuple[sql.SQL | sql.Composed, list[Any]]
+LAYER_COUNTS = ("SELECT layer, n_docs, total_len, dim, uncounted_docs, uncounted_len "
+                "FROM layers WHERE project = %s AND layer = ANY(%s)")
 
 
 class _Lexical:
@@ -183,43 +185,34 @@ class _Lexical:
                 [project, [x.value for x in names], list(set(self.wanted))])
 
     def excluded(self, project: str, names: Sequence[LayerName]) -> Query | None:
-        """The statement reading what a general search's statistics leave out (events and
-        memories: ``sediment.store.rules.counted_in_statistics``, as the file engine
-        does): the count and length of each, each read through its partial index
-        (``chunks_memories``, and ``chunks_events``, the index the hidden ids are read
-        through), then their frequencies of the query's terms, from the posting blocks of
-        those kinds (read through the blocks' key, as :meth:`blocks` reads the query's
-        postings). The cost follows the number of memories and events, and the query's
-        terms, not the length of a common term's postings."""
+        """The statement reading the query's terms' frequencies among what a general
+        search's statistics leave out (events and memories:
+        ``sediment.store.rules.counted_in_statistics``, as the file engine does), from the
+        posting blocks of those kinds, read through the blocks' key as :meth:`blocks` reads
+        the query's postings. Their count and length are the layers' ``uncounted_*``
+        columns (migration 0078), so the cost follows the query's terms, not the number of
+        events and memories."""
         if not self.wanted or not self.general:
             return None
-        memory, events = (sql.Literal(MEMORY_KIND_PREFIX + "%%"),
-                          sql.Literal(META_PREFIX + "%%"))
-        layers = [x.value for x in names]
-        count = ("SELECT NULL::text, count(*), coalesce(sum(lex_len), 0) FROM chunks "
-                 "WHERE project = %s AND layer = ANY(%s) AND kind LIKE {}")
-        return (sql.SQL(count + " UNION ALL " + count + " UNION ALL "
-                        "SELECT term, sum(length(data) / {}), 0 FROM posting_blocks "
+        return (sql.SQL("SELECT term, sum(length(data) / {}) FROM posting_blocks "
                         "WHERE project = %s AND layer = ANY(%s) AND term = ANY(%s) AND "
                         "(kind LIKE {} OR kind LIKE {}) GROUP BY term"
-                        ).format(memory, events, sql.Literal(POSTING.itemsize), memory,
-                                 events),
-                [project, layers, project, layers, project, layers,
-                 list(set(self.wanted))])
+                        ).format(sql.Literal(POSTING.itemsize),
+                                 sql.Literal(MEMORY_KIND_PREFIX + "%%"),
+                                 sql.Literal(META_PREFIX + "%%")),
+                [project, [x.value for x in names], list(set(self.wanted))])
 
     def load(self, rows: Sequence[tuple[Any, ...]], df_rows: Sequence[tuple[Any, ...]],
              excluded: Sequence[tuple[Any, ...]] = ()) -> None:
-        """Statistics from the searched layers' rows (n_docs, total_len) and the
-        frequencies :meth:`query` read, less what :meth:`excluded` read."""
-        n = sum(int(r[1]) for r in rows)
-        total = sum(int(r[2]) for r in rows)
-        out = {str(t): int(d) for t, d, _ in excluded if t is not None}
-        for t, d, length in excluded:
-            if t is None:
-                n -= int(d)
-                total -= int(length)
+        """Statistics from the searched layers' rows (the ``layer, n_docs, total_len,
+        dim, uncounted_docs, uncounted_len`` of :data:`LAYER_COUNTS`) and the frequencies
+        :meth:`query` read, less, for a general search, the uncounted rows and the
+        frequencies :meth:`excluded` read."""
+        n = sum(int(r[1]) - (int(r[4]) if self.general else 0) for r in rows)
+        total = sum(int(r[2]) - (int(r[5]) if self.general else 0) for r in rows)
         if not self.wanted or n <= 0:
             return
+        out = {str(t): int(d) for t, d in excluded}
         dfs = {str(t): int(d) - out.get(str(t), 0) for t, d in df_rows}
         self.stats = stats_of(self.wanted, [dfs.get(t, 0) for t in self.wanted], n, total)
 
@@ -540,8 +533,7 @@ def run(store: PgStore, request: SearchRequest, query_vec: F32 | None, *,
         if guess is not None and any(guess.approx.values()):
             _set_breadth(cur, guess.ef)
         with conn.pipeline():
-            cur.execute("SELECT layer, n_docs, total_len, dim FROM layers WHERE project = %s "
-                        "AND layer = ANY(%s)", (store.project, [n.value for n in names]))
+            cur.execute(LAYER_COUNTS, (store.project, [n.value for n in names]))
             events = _send(conn, _hidden_query(store, names))
             dfs = _send(conn, lex.query(store.project, names))
             left_out = _send(conn, lex.excluded(store.project, names))
