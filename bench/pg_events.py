@@ -2,9 +2,10 @@
 
 A search over PostgreSQL learns which ids the events hide, and leaves events (``meta.*``)
 and memories out of its BM25 statistics as the file engine does; both read what a
-server's log of its writes holds, so their cost could grow with it. This measures it: one database, several projects with the same base and a local layer holding
-the same notes, each with a different number of ``meta.write`` events beside them (the
-event a write through MCP or HTTP records, with its actor). The same queries then run
+server's log of its writes holds, so their cost could grow with it. This measures it:
+one database, several projects with the same base and a local layer holding the same
+notes, each with a different number of ``meta.write`` events beside them (the event a
+write through MCP or HTTP records, with its actor). The same queries then run
 through ``sediment.ops.run_search`` against every project, interleaved query by query
 (``bench.timing.interleaved``), lexical and hybrid:
 
