@@ -7,7 +7,9 @@ one database, several projects with the same base and a local layer holding the 
 notes, each with a different number of ``meta.write`` events beside them (the event a
 write through MCP or HTTP records, with its actor). The same queries then run
 through ``sediment.ops.run_search`` against every project, interleaved query by query
-(``bench.timing.interleaved``), lexical and hybrid:
+(``bench.timing.interleaved``), lexical and hybrid, and lexical after appending one
+``meta.write`` (the write and the search timed together), as a search after an agent's
+write runs:
 
     python -m bench.pg_events --rows 20000 --events 0,10000,100000 --queries 200
 """
@@ -34,12 +36,13 @@ from sediment.format import Chunk, encode_layer
 from sediment.ops import run_search
 from sediment.pg import PgStore, parse_store_url, push
 from sediment.search import SearchRequest
-from sediment.store import LayerSet
+from sediment.store import LayerName, LayerSet, NewChunk
 from sediment.store.events import event_content
 from sediment.store.ids import WRITTEN_START
 
 DIM = 64
 NOTES = 200
+Mode = Literal["lexical", "hybrid", "write+lexical"]
 ACTORS = ("alice", "bob", "carol")
 
 
@@ -107,11 +110,18 @@ def main(argv: list[str] | None = None) -> None:
     texts = synthetic.query_texts(opts.queries + 3, seed=7)
     qvecs = synthetic.unit_vectors(opts.queries + 3, DIM, seed=9)
     rows: list[dict[str, object]] = []
-    def query(store: PgStore, mode: Literal["lexical", "hybrid"], i: int) -> object:
-        return run_search(store, SearchRequest(text=texts[i], k=10, mode=mode),
+    def query(store: PgStore, mode: Mode, i: int) -> object:
+        if mode == "write+lexical":  # what a search after an agent's write pays
+            store.append(LayerName.LOCAL, [NewChunk(
+                "meta.write", event_content(actor="alice", event="write", layer="local"),
+                "mcp", 1.0, sources=())], np.zeros((1, DIM), np.float32),
+                profile=synthetic.profile(DIM))
+        return run_search(store, SearchRequest(text=texts[i], k=10,
+                                               mode="hybrid" if mode == "hybrid" else
+                                               "lexical"),
                           query_vec=qvecs[i] if mode == "hybrid" else None)
 
-    modes: tuple[Literal["lexical", "hybrid"], ...] = ("lexical", "hybrid")
+    modes: tuple[Mode, ...] = ("lexical", "hybrid", "write+lexical")
     for mode in modes:
         stats = interleaved([partial(query, stores[n], mode) for n in opts.events],
                             opts.queries)
@@ -124,9 +134,9 @@ def main(argv: list[str] | None = None) -> None:
     machine.load_end = os.getloadavg()
     print(f"{opts.rows} base chunks, {NOTES} local notes, {opts.queries} queries, k=10, "
           f"dim {DIM}, load average {machine.load_start[0]:.1f} -> {machine.load_end[0]:.1f}")
-    print(f"{'mode':8} {'events':>8} {'p50 ms':>8} {'p99 ms':>8} {'p50 / first':>12}")
+    print(f"{'mode':13} {'events':>8} {'p50 ms':>8} {'p99 ms':>8} {'p50 / first':>12}")
     for r in rows:
-        print(f"{r['mode']:8} {r['events']:>8} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
+        print(f"{r['mode']:13} {r['events']:>8} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} "
               f"{r['ratio_to_first']:>12.2f}")
     if opts.json:
         opts.json.write_text(json.dumps({"machine": asdict(machine), "rows": rows}, indent=2,

@@ -21,7 +21,7 @@ from sediment.pg.database import Database
 from sediment.pg.transfer import push
 from sediment.search import SearchRequest
 from sediment.store import LayerName, LayerSet, NewChunk
-from sediment.store.events import FORGET
+from sediment.store.events import FORGET, WRITE, event_content
 
 ROWS = 400
 DIM = 16
@@ -128,6 +128,66 @@ def test_a_search_reads_a_layers_events_again_only_when_they_changed(
         cur.execute("DELETE FROM chunks WHERE project = %s AND kind = %s",
                     (store.project, FORGET))
     assert [layer for layer, _ in _event_rows(store)] == ["local"]
+    assert [i for i, _ in _search(store, q)][:2] == [first, second]
+
+
+def test_after_a_write_a_search_reads_only_the_new_events(store: PgStore,
+                                                          pg_url: str) -> None:
+    """Migration 0078: once a layer was read, the next read after a write takes the events
+    of transactions from that read's horizon on, not the layer's whole log; removing an
+    event reads the layer whole again."""
+    q = _unit(1, 3)[0]
+    first, second, third = [i for i, _ in _search(store, q)][:3]
+    for _ in range(5):
+        _note(store, WRITE, event_content(actor="alice", event="write", layer="local"))
+    _search(store, q)
+    with PgStore(pg_url) as other:
+        _note(other, FORGET, f"forget {first}", (first,))
+    new = _event_rows(store)
+    assert [(layer, i is not None) for layer, i in new] == [("local", True)]
+    assert [i for i, _ in _search(store, q)][:2] == [second, third]
+    assert _event_rows(store) == []
+    with store.cursor() as cur:
+        cur.execute("DELETE FROM chunks WHERE project = %s AND kind = %s",
+                    (store.project, FORGET))
+    assert len(_event_rows(store)) == 5  # the writes left: the layer whole
+    assert [i for i, _ in _search(store, q)][:2] == [first, second]
+
+
+def test_an_event_committed_after_a_search_began_is_read_next_time(store: PgStore,
+                                                                   pg_url: str) -> None:
+    """A writer's transaction that began before a search read the events and commits after
+    it: the next search hides what its event hides, because a read starts at the oldest
+    transaction still running at the last one, not after the newest event it saw."""
+    q = _unit(1, 3)[0]
+    first, second = [i for i, _ in _search(store, q)][:2]
+    _note(store, "note", "a plain note")
+    with psycopg.connect(parse_store_url(pg_url).conninfo) as conn, conn.transaction():
+        conn.execute("SELECT pg_current_xact_id()")  # the writer's transaction begins
+        _note(store, WRITE, event_content(actor="alice", event="write", layer="local"))
+        assert first in [i for i, _ in _search(store, q)]  # a newer one, read now
+        conn.execute(
+            "INSERT INTO chunks (project, layer, id, kind, content, author, confidence, "
+            "created_at_ms, sources, dim, lex_tf, lex_len) VALUES (%s, 'local', "
+            "2147480000, %s, 'forget', 'human', 1, 0, %s, 0, '{}', 0)",
+            (store.project, FORGET, psycopg.types.json.Jsonb([first])))
+    assert [i for i, _ in _search(store, q)][:1] == [second]
+
+
+def test_a_search_inside_a_write_that_rolls_back_keeps_nothing_of_it(store: PgStore) -> None:
+    """A search inside a transaction sees its own uncommitted forget; after the rollback
+    the next search reads the layer whole and the chunk is back."""
+    q = _unit(1, 3)[0]
+    _note(store, "note", "a plain note")  # the local layer, read once before the write
+    first, second = [i for i, _ in _search(store, q)][:2]
+
+    class Rollback(Exception):
+        pass
+
+    with pytest.raises(Rollback), store.transaction():
+        _note(store, FORGET, f"forget {first}", (first,))
+        assert [i for i, _ in _search(store, q)][:1] == [second]
+        raise Rollback
     assert [i for i, _ in _search(store, q)][:2] == [first, second]
 
 

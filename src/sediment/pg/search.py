@@ -27,10 +27,13 @@ right, only their completeness varies).
 from __future__ import annotations
 
 import hashlib
+import itertools
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -152,7 +155,7 @@ def _kind_filter(request: SearchRequest) -> tuple[sql.Composable, list[Any]]:
             [META_PREFIX + "%", MEMORY_KIND_PREFIX + "%"])
 
 
-Query = tuple[sql.SQL | sql.Composed, list[Any]]
+Query = tuple[sql.SQL | sql.Composed, list[Any] | dict[str, Any]]
 LAYER_COUNTS = ("SELECT layer, n_docs, total_len, dim, uncounted_docs, uncounted_len "
                 "FROM layers WHERE project = %s AND layer = ANY(%s)")
 
@@ -358,53 +361,114 @@ def _vector_query(store: PgStore, layer: LayerName, dim: int, q: F32, c: int, do
         sql.Literal(dim), op, sql.Literal(dim)), [q, ef, *base, q, c])
 
 
-_events_seen: weakref.WeakKeyDictionary[PgStore, HiddenSets] = weakref.WeakKeyDictionary()
+@dataclass
+class _Mark:
+    """Where a layer's events were last read: its events generation and cut then, and the
+    oldest transaction still running then (``pg_snapshot_xmin``, an ``xid8`` as text);
+    events of that transaction or later are read again next time (migration 0078). No cut
+    or horizon: read the layer whole next time."""
+
+    gen: int
+    cut: int | None
+    horizon: str | None
+
+
+@dataclass
+class _Events:
+    """A store's events as folded: what they hide, and where each layer's next read
+    starts. Folds take the lock: two searches joining new events onto one layer at once
+    would otherwise lose one's."""
+
+    hidden: HiddenSets = field(default_factory=HiddenSets)
+    marks: dict[LayerName, _Mark] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    versions: Iterator[int] = field(default_factory=itertools.count)
+
+
+_events_seen: weakref.WeakKeyDictionary[PgStore, _Events] = weakref.WeakKeyDictionary()
 _arrays: weakref.WeakKeyDictionary[PgStore, tuple[frozenset[int], I64]] = (
     weakref.WeakKeyDictionary())
 
 
 def _hidden_query(store: PgStore, names: Sequence[LayerName]) -> Query:
     """The events of the layers among ``names`` whose events generation moved since this
-    store last read them, each such layer with its generation (one row with no event for
-    a layer that has none), so a search pays for reading and folding a layer's events once
-    per change of them, not once per query."""
-    seen = _events_seen.get(store)
-    gens = seen.versions() if seen is not None else []
+    store last read them, each such layer with its generation and cut (one row with no
+    event for a layer that has none): a layer read before under the same cut, only the
+    events of transactions at or after that read's horizon (a range of the events' index),
+    else all of them. So a search pays for a layer's events once per change of them, and
+    after a write only for the events that are new."""
+    state = _events_seen.get(store)
+    marks = list(state.marks.items()) if state is not None else []
+    known = [(n.value, m.cut, m.horizon) for n, m in marks
+             if m.cut is not None and m.horizon is not None]
     # ``kind LIKE 'meta.%'`` is the predicate of the partial index chunks_events: without
-    # it the planner cannot prove the index applies and reads the whole table every query.
-    # A literal, not a parameter, so a prepared statement's generic plan can prove it too
-    # (``%%`` is psycopg's escape for ``%``).
+    # it the planner cannot prove the index applies. A literal, not a parameter, so a
+    # prepared statement's generic plan can prove it too (``%%``: psycopg's ``%``).
     cols = ", ".join(f"c.{x.strip()}" for x in CHUNK_COLS.split(",")[1:])
-    return (sql.SQL(f"SELECT l.layer, {cols}, l.events_gen FROM layers AS l "
-                    "LEFT JOIN chunks AS c ON c.project = l.project AND c.layer = l.layer "
-                    "AND c.kind LIKE {} AND c.kind = ANY(%s) WHERE l.project = %s "
-                    "AND l.layer = ANY(%s) AND l.events_gen <> ALL(%s)"
-                    ).format(sql.Literal(META_PREFIX + "%%")),
-            [[SUPERSEDE, FORGET, WRITE], store.project, [x.value for x in names], gens])
+    branch = (f"SELECT t.layer, {cols}, t.events_gen, t.events_cut, t.joined, "
+              "t.horizon::text, pg_snapshot_xmin(pg_current_snapshot())::text, "
+              "pg_current_xact_id_if_assigned() IS NOT NULL FROM todo AS t "
+              "LEFT JOIN chunks AS c ON c.project = t.project AND c.layer = t.layer "
+              "AND c.kind LIKE {meta} AND c.kind = ANY(%(kinds)s)")
+    return (sql.SQL(
+        "WITH known (layer, cut, horizon) AS (SELECT * FROM unnest(%(layers)s::text[], "
+        "%(cuts)s::bigint[], %(horizons)s::text[]::xid8[])), "
+        "todo AS (SELECT l.project, l.layer, l.events_gen, l.events_cut, k.horizon, "
+        "coalesce(k.cut = l.events_cut, false) AS joined FROM layers AS l "
+        "LEFT JOIN known AS k ON k.layer = l.layer WHERE l.project = %(project)s "
+        "AND l.layer = ANY(%(names)s) AND l.events_gen <> ALL(%(gens)s)) "
+        + branch + " WHERE NOT t.joined UNION ALL "
+        + branch + " AND c.event_xid >= t.horizon WHERE t.joined"
+        ).format(meta=sql.Literal(META_PREFIX + "%%")),
+        {"kinds": [SUPERSEDE, FORGET, WRITE], "project": store.project,
+         "names": [x.value for x in names], "gens": [m.gen for _, m in marks],
+         "layers": [k[0] for k in known], "cuts": [k[1] for k in known],
+         "horizons": [k[2] for k in known]})
 
 
 def _fold(store: PgStore, rows: Sequence[tuple[Any, ...]], names: Sequence[LayerName],
           present: Sequence[LayerName]) -> None:
-    """Fold the layers' events :func:`_hidden_query` read, per layer and generation, and
-    forget the layers among ``names`` that are gone."""
-    seen = _events_seen.setdefault(store, HiddenSets())
-    fresh: dict[LayerName, tuple[int, list[Chunk]]] = {}
+    """Fold the layers' events :func:`_hidden_query` read, and forget the layers among
+    ``names`` that are gone.
+
+    A whole read replaces what a layer's events hide, unless a slower search already
+    folded a newer generation. New events are joined on when the layer's cut is the one
+    they were read under (no event removed since: events only add to what is hidden);
+    the next read then starts at this read's horizon if it started where the last fold
+    left off. A read that saw its own transaction's uncommitted events (a search inside
+    a write) is folded, but the next read is whole: that transaction may roll back."""
+    state = _events_seen.setdefault(store, _Events())
+    fresh: dict[LayerName, tuple[tuple[Any, ...], list[Chunk]]] = {}
     for r in rows:
-        gen, chunks = fresh.setdefault(LayerName(r[0]), (int(r[-1]), []))
+        _, chunks = fresh.setdefault(LayerName(r[0]), (tuple(r[8:]), []))
         if r[1] is not None:
             chunks.append(chunk_of(r))
-    for name, (gen, chunks) in fresh.items():
-        old = seen.version(name)
-        if not isinstance(old, int) or gen > old:  # a slower search may fold older events
-            seen.fold(name, gen, chunks)
-    seen.drop(n for n in names if n not in present)
+    with state.lock:
+        for name, ((gen, cut, joined, sent, horizon, own), chunks) in fresh.items():
+            mark = state.marks.get(name)
+            if joined:
+                if mark is None or mark.cut != cut:
+                    continue  # read whole since, under another cut: that fold stands
+                state.hidden.fold(name, next(state.versions), chunks, onto=True)
+                if sent == mark.horizon and int(horizon) >= int(sent):
+                    mark = _Mark(max(int(gen), mark.gen), int(cut), str(horizon))
+            elif mark is None or int(gen) > mark.gen:
+                state.hidden.fold(name, next(state.versions), chunks)
+                mark = _Mark(int(gen), int(cut), str(horizon))
+            else:
+                continue
+            state.marks[name] = _Mark(-1, None, None) if own else mark
+        state.hidden.drop(n for n in names if n not in present)
+        for n in names:
+            if n not in present:
+                state.marks.pop(n, None)
 
 
 def _hidden(store: PgStore, layers: Sequence[LayerName], actor: str | None
             ) -> tuple[frozenset[int], I64]:
     """Ids a search of ``layers`` by ``actor`` leaves out (``store.rules.HiddenSets``), as
     a set and a sorted array (for the statements), from the events last folded."""
-    hidden = _events_seen.setdefault(store, HiddenSets()).answer(layers, actor)
+    hidden = _events_seen.setdefault(store, _Events()).hidden.answer(layers, actor)
     last = _arrays.get(store)
     if last is None or last[0] is not hidden:
         last = _arrays[store] = (hidden, np.asarray(sorted(hidden), dtype=np.int64))

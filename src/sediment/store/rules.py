@@ -195,6 +195,14 @@ class LayerHiding:
         return cls(frozenset(hidden_ids(e for e in found if e.kind in EVENT_KINDS)),
                    private_by_actor(found))
 
+    def joined(self, more: LayerHiding) -> LayerHiding:
+        """What this layer's events and ``more`` hide together: events only add to what
+        is hidden, so a store that reads only a layer's new events joins them on."""
+        by_actor = {who: set(ids) for who, ids in self.by_actor.items()}
+        for who, ids in more.by_actor.items():
+            by_actor.setdefault(who, set()).update(ids)
+        return LayerHiding(self.hidden | more.hidden, by_actor)
+
 
 class HiddenSets:
     """The ids a search leaves out, remembered per state of each layer: both backends
@@ -211,11 +219,15 @@ class HiddenSets:
         got = self._layers.get(layer)
         return None if got is None else got[0]
 
-    def versions(self) -> list[object]:
-        return [v for v, _ in list(self._layers.values())]  # a copy: other threads fold
-
-    def fold(self, layer: LayerName, version: object, events: Iterable[Chunk]) -> None:
-        self._layers[layer] = (version, LayerHiding.of(layer, events))
+    def fold(self, layer: LayerName, version: object, events: Iterable[Chunk], *,
+             onto: bool = False) -> None:
+        """Remember what ``events`` hide in ``layer`` as of ``version``; ``onto``: they are
+        the events added since the version folded last (:meth:`LayerHiding.joined`)."""
+        hiding = LayerHiding.of(layer, events)
+        got = self._layers.get(layer)
+        if onto and got is not None:
+            hiding = got[1].joined(hiding)
+        self._layers[layer] = (version, hiding)
 
     def drop(self, layers: Iterable[LayerName]) -> None:
         for name in layers:
