@@ -27,7 +27,6 @@ from sediment.store.ids import WRITTEN_START
 from sediment.store.rules import (
     counted_in_statistics,
     memory_owner,
-    private_ids,
     reserved_kind_problem,
     search_kinds_problem,
     writers,
@@ -142,10 +141,10 @@ def test_local_notes_are_readable_only_by_their_actor(tmp_path: Path) -> None:
         svc.read_chunk(note, "local", "bob")
     with pytest.raises(NotFoundError):
         propose(ls, note, actor="bob")
-    events = ls.events()
-    [write] = [e for e in events if e.kind == WRITE and e.layer is LayerName.LOCAL]
-    assert private_ids(events, "bob") == {note, write.chunk.id}  # and the event naming it
-    assert private_ids(events, "alice") == set()
+    [write] = [e for e in ls.events() if e.kind == WRITE and e.layer is LayerName.LOCAL]
+    assert ls.private_ids("bob") == {note, write.chunk.id}  # and the event naming it
+    assert ls.private_ids("alice") == set()
+    assert ls.private_ids(None) == set()
 
 
 def test_statistics_leave_out_every_event_and_memory() -> None:

@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from sediment.errors import NotFoundError
 from sediment.format.model import Chunk, Source
 from sediment.store import PRECEDENCE, LayerName, LayerStore
-from sediment.store.events import hidden_ids
-from sediment.store.rules import is_hidden_kind, private_ids
+from sediment.store.rules import is_hidden_kind
 
 __all__ = [
     "MAX_DOCUMENTS",
@@ -109,13 +109,9 @@ def _layer_paths(store: LayerStore, name: LayerName) -> _Paths:
     return _Paths(cached, lambda pos: [int(i) for i in f.ids[pos]], f.chunks_at)
 
 
-def _hidden(store: LayerStore, actor: str | None) -> set[int]:
-    """Superseded, forgotten, and other actors' local notes (``sediment.store.rules``)."""
-    events = store.events()
-    return hidden_ids(events) | private_ids(events, actor)
 
 
-def _resolve(store: LayerStore, chunk_id: int, hidden: set[int]
+def _resolve(store: LayerStore, chunk_id: int, hidden: AbstractSet[int]
              ) -> tuple[LayerName, Chunk] | None:
     versions = store.versions(chunk_id)
     if not versions or chunk_id in hidden:
@@ -138,7 +134,7 @@ def get_document(store: LayerStore, chunk_id: int, actor: str | None = None
     from: ``title``, ``body`` (the document's chunks joined in line order; the chunk's
     own content when it names no file), ``path`` and ``chunks`` (id, layer, kind, line).
     ``actor`` reads as search does: another actor's local notes read as absent."""
-    hidden = _hidden(store, actor)
+    hidden = store.hidden_ids(actor)
     found = _resolve(store, chunk_id, hidden)
     if found is None:
         raise NotFoundError(f"no readable chunk {chunk_id}: no layer holds it, or search "
@@ -229,7 +225,7 @@ def list_sources(store: LayerStore, actor: str | None = None) -> dict[str, Any]:
     with the documents it holds (``path``, ``source`` name, readable ``chunks``), by path;
     at most :data:`MAX_DOCUMENTS` documents in all (``truncated`` says when more)."""
     records = _source_records(store)
-    hidden = _hidden(store, actor)
+    hidden = store.hidden_ids(actor)
     layers: list[dict[str, Any]] = []
     budget = MAX_DOCUMENTS
     truncated = False

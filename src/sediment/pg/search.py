@@ -53,11 +53,8 @@ from sediment.search.ranking import Candidates, default_candidates, rank
 from sediment.search.vector import Metric, scores_of
 from sediment.store import PRECEDENCE, LayerName
 from sediment.store.events import (
-    FORGET,
     MEMORY_KIND_PREFIX,
     META_PREFIX,
-    SUPERSEDE,
-    WRITE,
 )
 from sediment.store.rules import HiddenSets, counted_in_statistics
 
@@ -409,7 +406,7 @@ def _hidden_query(store: PgStore, names: Sequence[LayerName]) -> Query:
               "t.horizon::text, pg_snapshot_xmin(pg_current_snapshot())::text, "
               "pg_current_xact_id_if_assigned() IS NOT NULL FROM todo AS t "
               "LEFT JOIN chunks AS c ON c.project = t.project AND c.layer = t.layer "
-              "AND c.kind LIKE {meta} AND c.kind = ANY(%(kinds)s)")
+              "AND c.kind LIKE {meta}")
     return (sql.SQL(
         "WITH known (layer, cut, horizon) AS (SELECT * FROM unnest(%(layers)s::text[], "
         "%(cuts)s::bigint[], %(horizons)s::text[]::xid8[])), "
@@ -420,7 +417,7 @@ def _hidden_query(store: PgStore, names: Sequence[LayerName]) -> Query:
         + branch + " WHERE NOT t.joined UNION ALL "
         + branch + " AND c.event_xid >= t.horizon WHERE t.joined"
         ).format(meta=sql.Literal(META_PREFIX + "%%")),
-        {"kinds": [SUPERSEDE, FORGET, WRITE], "project": store.project,
+        {"project": store.project,
          "names": [x.value for x in names], "gens": [m.gen for _, m in marks],
          "layers": [k[0] for k in known], "cuts": [k[1] for k in known],
          "horizons": [k[2] for k in known]})
@@ -462,6 +459,18 @@ def _fold(store: PgStore, rows: Sequence[tuple[Any, ...]], names: Sequence[Layer
         for n in names:
             if n not in present:
                 state.marks.pop(n, None)
+
+
+def folded(store: PgStore, present: Sequence[LayerName]) -> HiddenSets:
+    """The store's events as folded, brought up to date for the ``present`` layers by one
+    statement, as a search does: what a read by id checks (``store.rules.Reader``) then
+    costs only the events that changed since, not the layers' whole logs."""
+    query = _hidden_query(store, present)
+    with store.cursor() as cur:
+        cur.execute(query[0], query[1])
+        rows = cur.fetchall()
+    _fold(store, rows, PRECEDENCE, present)
+    return _events_seen[store].hidden
 
 
 def _hidden(store: PgStore, layers: Sequence[LayerName], actor: str | None

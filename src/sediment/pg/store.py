@@ -61,6 +61,7 @@ from sediment.store.events import (
 )
 from sediment.store.ids import PROJECT_IDS, recorded_high_water
 from sediment.store.layerset import unit_rows
+from sediment.store.rules import PRIVATE_LAYERS
 
 Cursor = psycopg.Cursor[tuple[Any, ...]]
 CHUNK_COLS = "layer, id, kind, content, author, confidence, created_at_ms, sources"
@@ -354,6 +355,18 @@ class PgStore:
         from sediment.pg.search import run
 
         return run(self, request, query_vec, normalised=normalised)
+
+    def hidden_ids(self, actor: str | None = None) -> frozenset[int]:
+        from sediment.pg.search import folded
+
+        present = self.present()
+        return folded(self, present).answer(present, actor)
+
+    def private_ids(self, actor: str | None) -> frozenset[int]:
+        from sediment.pg.search import folded
+
+        present = self.present(PRIVATE_LAYERS)
+        return folded(self, present).private(present, actor)
 
     # -- writing -------------------------------------------------------------------------
     @contextlib.contextmanager

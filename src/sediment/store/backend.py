@@ -102,6 +102,16 @@ class LayerStore(Protocol):
     def events(self, names: Iterable[LayerName] | None = None) -> list[Event]:
         """Every ``meta.*`` event of the present layers, in time order."""
 
+    def hidden_ids(self, actor: str | None = None) -> frozenset[int]:
+        """What a search of every layer by ``actor`` leaves out: superseded, forgotten,
+        and local chunks another actor wrote (``store.rules``; None: a trusted local
+        command, which reads every actor's). Folded once per change of a layer's events,
+        not read whole per call."""
+
+    def private_ids(self, actor: str | None) -> frozenset[int]:
+        """The local chunks another actor wrote, which ``actor`` may not read by id
+        (``store.rules.Reader``); as :meth:`hidden_ids`, folded once per change."""
+
     def proposals(self) -> dict[int, ProposalState]:
         """Every proposal's folded state."""
 

@@ -48,7 +48,7 @@ from sediment.store.events import (
 )
 from sediment.store.ids import PROJECT_IDS, WrittenRange, file_high_water, recorded_high_water
 from sediment.store.layers import AGENT_WRITABLE, FILE_NAMES, PRECEDENCE, LayerName
-from sediment.store.rules import HiddenSets
+from sediment.store.rules import PRIVATE_LAYERS, HiddenSets
 
 LOCK_FILE = ".sediment.lock"
 """The one lock file of each directory that holds writable layers (``sediment init``'s
@@ -330,11 +330,21 @@ class LayerSet:
         """Ids a search of ``layers`` by ``actor`` leaves out: superseded, forgotten, and
         local chunks other actors wrote (:mod:`sediment.store.rules`), each layer's events
         folded once per version of its file (``HiddenSets``)."""
+        return self._folded(layers).answer([layer.name for layer in layers], actor)
+
+    def hidden_ids(self, actor: str | None = None) -> frozenset[int]:
+        return self.hidden(self.layers(), actor)
+
+    def private_ids(self, actor: str | None) -> frozenset[int]:
+        layers = self.layers(PRIVATE_LAYERS)
+        return self._folded(layers).private([layer.name for layer in layers], actor)
+
+    def _folded(self, layers: Sequence[OpenLayer]) -> HiddenSets:
         for layer in layers:
             if self._hidden.version(layer.name) != layer.stamp:
                 self._hidden.fold(layer.name, layer.stamp, event_chunks(layer.file)
                                   if layer.file.chunk_count else ())
-        return self._hidden.answer([layer.name for layer in layers], actor)
+        return self._hidden
 
     def high_water(self) -> int:
         """The largest id any layer uses or ever used."""

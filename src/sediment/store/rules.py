@@ -14,9 +14,10 @@
   (:func:`counted_in_statistics`), so both backends rank the same text the same.
 - **Visibility.** A chunk an actor wrote to the local layer (their agent's own notes) is
   readable only by that actor; a memory only by its owner (global memories, in user or
-  base, by everyone). :func:`private_ids` turns the events into the ids another actor may
-  not read, and every read path (search, get, resources, sources shown in the queue)
-  leaves them out; a path that checks chunk by chunk asks a :class:`Reader`. A search
+  base, by everyone). :func:`private_by_actor` turns the events into the ids another
+  actor may not read (the port's ``private_ids``), and every read path (search, get,
+  resources, sources shown in the queue) leaves them out; a path that checks chunk by
+  chunk asks a :class:`Reader`. A search
   never names a memory kind (:func:`search_kinds_problem`): memories are read through the
   memory service.
 - **Private memories are read by their handle.** A project-scope memory and its events
@@ -141,22 +142,15 @@ def writers(events: Iterable[Event]) -> dict[int, str]:
     return out
 
 
-def private_ids(events: Iterable[Event], actor: str | None) -> set[int]:
-    """Ids of local-layer chunks another actor wrote: ``actor`` may not read them. None
-    (a trusted local command that reads as the machine's owner) reads everything.
+def private_by_actor(events: Iterable[Event]) -> dict[str, set[int]]:
+    """Per actor, the ids of local-layer chunks that are theirs alone: another actor may
+    not read them (:func:`others_ids`; a trusted local command, actor None, reads them
+    all). Computed once per state of a layer (:class:`HiddenSets`).
 
-    An event in the local layer that names another actor is that actor's too: the
+    An event in the local layer that names an actor is that actor's too: the
     ``meta.write`` naming the ids they wrote, and on the layer files the events of their
     project memories (the save with its handle, the ``meta.supersede`` of a correction
     with the words it changed, forgets, uses), which are as private as the memory."""
-    if actor is None:
-        return set()
-    return others_ids(private_by_actor(events), actor)
-
-
-def private_by_actor(events: Iterable[Event]) -> dict[str, set[int]]:
-    """Per actor, the ids of :func:`private_ids` that are theirs: computed once for a
-    state of the layers and answered for every reader by :func:`others_ids`."""
     out: dict[str, set[int]] = {}
     for e in events:
         if e.layer not in PRIVATE_LAYERS:
@@ -250,6 +244,19 @@ class HiddenSets:
             got = self._answers[key] = frozenset(out)
         return got
 
+    def private(self, layers: Sequence[LayerName], actor: str | None) -> frozenset[int]:
+        """The ids another actor's events in ``layers`` (those folded) make theirs alone
+        (:func:`private_by_actor`): what ``actor`` may not read by id (None reads
+        everything)."""
+        if actor is None:
+            return frozenset()
+        out: set[int] = set()
+        for name in layers:
+            got = self._layers.get(name)
+            if got is not None:
+                out |= others_ids(got[1].by_actor, actor)
+        return frozenset(out)
+
 
 def memory_row(layer: LayerName, kind: str) -> bool:
     """Whether a chunk of ``kind`` in ``layer`` is a project-scope memory or one of its
@@ -259,9 +266,9 @@ def memory_row(layer: LayerName, kind: str) -> bool:
 
 
 def readable(actor: str | None, layer: LayerName, chunk: Chunk,
-             private: set[int] | frozenset[int] = frozenset()) -> bool:
+             private: AbstractSet[int] = frozenset()) -> bool:
     """May ``actor`` read this version of a chunk by its id? ``private`` is
-    :func:`private_ids`. A project-scope memory reads as absent to everyone
+    the port's ``private_ids``. A project-scope memory reads as absent to everyone
     (:func:`memory_row`): its owner reads it through the memory service."""
     if memory_row(layer, chunk.kind):
         return False
@@ -273,8 +280,8 @@ def readable(actor: str | None, layer: LayerName, chunk: Chunk,
     return not (layer in PRIVATE_LAYERS and chunk.id in private)
 
 
-class _Events(Protocol):
-    def events(self, names: Iterable[LayerName] | None = None) -> list[Event]: ...
+class _Private(Protocol):
+    def private_ids(self, actor: str | None) -> AbstractSet[int]: ...
 
 
 class Reader:
@@ -282,11 +289,11 @@ class Reader:
     private ids read from the store once, on first need (a layer that is not private never
     needs them). Meant for one request: it does not see writes made after that."""
 
-    def __init__(self, store: _Events, actor: str | None) -> None:
+    def __init__(self, store: _Private, actor: str | None) -> None:
         self.store, self.actor = store, actor
-        self._private: set[int] | None = None
+        self._private: AbstractSet[int] | None = None
 
     def may_read(self, layer: LayerName, chunk: Chunk) -> bool:
         if layer in PRIVATE_LAYERS and self._private is None:
-            self._private = private_ids(self.store.events(PRIVATE_LAYERS), self.actor)
+            self._private = self.store.private_ids(self.actor)
         return readable(self.actor, layer, chunk, self._private or frozenset())
