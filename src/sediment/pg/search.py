@@ -50,9 +50,11 @@ from sediment.search.ranking import Candidates, default_candidates, rank
 from sediment.search.vector import Metric, scores_of
 from sediment.store import PRECEDENCE, LayerName
 from sediment.store.events import (
+    DECISION,
     FORGET,
     MEMORY_KIND_PREFIX,
     META_PREFIX,
+    PROPOSAL,
     SUPERSEDE,
     WRITE,
 )
@@ -387,7 +389,8 @@ def _hidden_query(store: PgStore, names: Sequence[LayerName]) -> Query:
                     "AND c.kind LIKE {} AND c.kind = ANY(%s) WHERE l.project = %s "
                     "AND l.layer = ANY(%s) AND l.events_gen <> ALL(%s)"
                     ).format(sql.Literal(META_PREFIX + "%%")),
-            [[SUPERSEDE, FORGET, WRITE], store.project, [x.value for x in names], gens])
+            [[SUPERSEDE, FORGET, WRITE, PROPOSAL, DECISION], store.project,
+             [x.value for x in names], gens])
 
 
 def _fold(store: PgStore, rows: Sequence[tuple[Any, ...]], names: Sequence[LayerName],

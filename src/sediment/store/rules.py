@@ -16,7 +16,10 @@
   readable only by that actor; a memory only by its owner (global memories, in user or
   base, by everyone). :func:`private_ids` turns the events into the ids another actor may
   not read, and every read path (search, get, resources, sources shown in the queue)
-  leaves them out; a path that checks chunk by chunk asks a :class:`Reader`. A search
+  leaves them out; a path that checks chunk by chunk asks a :class:`Reader`. A note
+  that was proposed (copied to delta, where the queue shows it to everyone) or promoted
+  is no longer private (:func:`shared_ids`): hiding its id hid the delta copy and the
+  accepted user copy from everyone but its writer. A search
   never names a memory kind (:func:`search_kinds_problem`): memories are read through the
   memory service.
 - **Private memories are read by their handle.** A project-scope memory and its events
@@ -44,6 +47,7 @@ from sediment.store.events import (
     Event,
     hidden_ids,
     parse_event,
+    shared_by,
 )
 from sediment.store.layers import LayerName
 
@@ -154,9 +158,19 @@ def private_ids(events: Iterable[Event], actor: str | None) -> set[int]:
     return others_ids(private_by_actor(events), actor)
 
 
+def shared_ids(events: Iterable[Event]) -> set[int]:
+    """Ids a proposal or a promote among ``events`` copied to a shared layer: whoever wrote
+    them in the local layer, they are everyone's to read (:func:`shared_by`)."""
+    return {i for e in events if (i := shared_by(e.kind, e.data, e.chunk.sources)) is not None}
+
+
 def private_by_actor(events: Iterable[Event]) -> dict[str, set[int]]:
     """Per actor, the ids of :func:`private_ids` that are theirs: computed once for a
-    state of the layers and answered for every reader by :func:`others_ids`."""
+    state of the layers and answered for every reader by :func:`others_ids`. An id that
+    a proposal or a promote among ``events`` shared (:func:`shared_ids`) is nobody's
+    alone."""
+    events = list(events)
+    shared = shared_ids(events)
     out: dict[str, set[int]] = {}
     for e in events:
         if e.layer not in PRIVATE_LAYERS:
@@ -168,7 +182,7 @@ def private_by_actor(events: Iterable[Event]) -> dict[str, set[int]]:
         mine.add(e.chunk.id)
         if e.kind == WRITE:
             mine.update(s for s in e.chunk.sources
-                        if isinstance(s, int) and not isinstance(s, bool))
+                        if isinstance(s, int) and not isinstance(s, bool) and s not in shared)
     return out
 
 
@@ -184,16 +198,19 @@ def others_ids(by_actor: Mapping[str, AbstractSet[int]], actor: str) -> set[int]
 @dataclass(frozen=True, slots=True)
 class LayerHiding:
     """What the events of one layer hide from a search: superseded and forgotten ids from
-    everyone, and per actor the ids that are theirs alone (:func:`private_by_actor`)."""
+    everyone, and per actor the ids that are theirs alone (:func:`private_by_actor`); and
+    the ids its proposals and promotes shared (:func:`shared_ids`), which no layer's
+    private ids hide."""
 
     hidden: frozenset[int]
     by_actor: dict[str, set[int]]
+    shared: frozenset[int]
 
     @classmethod
     def of(cls, layer: LayerName, events: Iterable[Chunk]) -> LayerHiding:
         found = [Event(layer, c, parse_event(c)) for c in events]
         return cls(frozenset(hidden_ids(e for e in found if e.kind in EVENT_KINDS)),
-                   private_by_actor(found))
+                   private_by_actor(found), frozenset(shared_ids(found)))
 
 
 class HiddenSets:
@@ -229,10 +246,14 @@ class HiddenSets:
         got = self._answers.get(key)
         if got is None:
             out: set[int] = set()
+            private: set[int] = set()
             for _, _, h in parts:
                 out |= h.hidden
                 if actor is not None:
-                    out |= others_ids(h.by_actor, actor)
+                    private |= others_ids(h.by_actor, actor)
+            for _, _, h in parts:
+                private -= h.shared
+            out |= private
             if len(self._answers) >= 256:
                 self._answers.clear()
             got = self._answers[key] = frozenset(out)
@@ -268,7 +289,8 @@ class _Events(Protocol):
 class Reader:
     """What one actor may read of one store, chunk by chunk: :func:`readable` with the
     private ids read from the store once, on first need (a layer that is not private never
-    needs them). Meant for one request: it does not see writes made after that."""
+    needs them; every layer's events are read, since a proposal in delta shares a local
+    note). Meant for one request: it does not see writes made after that."""
 
     def __init__(self, store: _Events, actor: str | None) -> None:
         self.store, self.actor = store, actor
@@ -276,5 +298,5 @@ class Reader:
 
     def may_read(self, layer: LayerName, chunk: Chunk) -> bool:
         if layer in PRIVATE_LAYERS and self._private is None:
-            self._private = private_ids(self.store.events(PRIVATE_LAYERS), self.actor)
+            self._private = private_ids(self.store.events(), self.actor)
         return readable(self.actor, layer, chunk, self._private or frozenset())
