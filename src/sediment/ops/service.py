@@ -19,7 +19,7 @@ from sediment.errors import NotFoundError
 from sediment.kcp import KnowledgeService
 from sediment.ops.propose import propose
 from sediment.ops.query import run_query, run_search, search_response
-from sediment.ops.read import get_document, list_sources
+from sediment.ops.read import get_document, list_sources, readable_layer
 from sediment.ops.requests import (
     GetRequest,
     KnowledgeRequest,
@@ -88,12 +88,13 @@ class ContextService:
                 "from_layer": p.from_layer.value, "copied_to_delta": p.copied_to_delta,
                 "already_pending": p.already_pending}
 
-    def layer_summary(self, name: str) -> dict[str, Any]:
+    def layer_summary(self, name: str, actor: str | None) -> dict[str, Any]:
+        """A layer's summary as ``actor`` reads it (``ops.read.readable_layer``)."""
         layer_name = LayerName.parse(name)
-        summary = self.store.summary(layer_name)
-        if summary is None:
+        got = readable_layer(self.store, layer_name, actor)
+        if got is None:
             raise NotFoundError(f"the {layer_name.value} layer is absent")
-        return summary.to_dict()
+        return got[0].to_dict()
 
     def read_chunk(self, chunk_id: int, layer: str | None, actor: str | None
                    ) -> dict[str, Any]:
