@@ -25,6 +25,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from mcp import Client
 from sediment import open as open_store
+from sediment.errors import ValidationError
 from tests.conftest import Runner
 from tests.pg.team import seed_project, serve_http
 
@@ -135,3 +136,23 @@ def test_a_layer_summary_counts_only_what_its_reader_may_read(
     summary, count, card = seen["alice"]
     assert note in summary["chunk_ids"] and mine not in summary["chunk_ids"], summary
     assert count == 1, count
+
+
+def test_a_memory_relates_only_to_what_its_actor_may_read(location: str) -> None:
+    """``save_memory`` checks that a ``related_to`` chunk id exists: as bob, alice's local
+    note reads as absent, exactly as an id no layer holds (it was checked as the machine's
+    owner, so bob could tell her notes' ids from missing ones, and cite them)."""
+    with open_store(location, embedder="hash", actor="alice") as alice:
+        note = alice.write(SCRATCH.replace("Bob", "Alice"), kind="note", confidence=0.5)
+        assert alice.save_memory("The deploy branch is in my scratch note.", "fact",
+                                 scope="project", related_to=[note])["status"] == "created"
+    said = {}
+    with open_store(location, embedder="hash", actor="bob") as bob:
+        for what, cid in (("private", note), ("missing", 3_000_000_000)):
+            for scope in ("project", "global"):
+                with pytest.raises(ValidationError) as exc:
+                    bob.save_memory(f"Deploys follow note {scope}.", "fact", scope=scope,
+                                    related_to=[cid])
+                said[what, scope] = str(exc.value).replace(str(cid), "ID")
+    assert said["private", "project"] == said["missing", "project"], said
+    assert said["private", "global"] == said["missing", "global"], said

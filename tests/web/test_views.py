@@ -20,7 +20,8 @@ def test_layers_report_counts_profile_and_signature(tmp_path: Path) -> None:
     assert base["profile"]["dim"] == 384
     private, public, fp = keygen(tmp_path / "key")
     sign(store / "AGENTS.db", private)
-    assert "not verified" in next(r for r in layers(ls, None, None) if r["name"] == "base")["signature"]
+    unverified = next(r for r in layers(ls, None, None) if r["name"] == "base")
+    assert "not verified" in unverified["signature"]
     ok = next(r for r in layers(ls, public, None) if r["name"] == "base")["signature"]
     assert ok == f"signature verifies ({fp})"
     _, other_public, _ = keygen(tmp_path / "other")
