@@ -156,3 +156,21 @@ def test_a_memory_relates_only_to_what_its_actor_may_read(location: str) -> None
                 said[what, scope] = str(exc.value).replace(str(cid), "ID")
     assert said["private", "project"] == said["missing", "project"], said
     assert said["private", "global"] == said["missing", "global"], said
+
+
+def test_a_promote_records_its_reviewer(location: str, sediment: Runner,
+                                        tmp_path: Path) -> None:
+    """``sediment promote`` is a decision (an accept recorded in delta) and records who made
+    it, as ``proposals accept`` does: ``--reviewer``, else ``SEDIMENT_ACTOR``. It recorded
+    nobody, so the queue and ``inspect`` said only "human"."""
+    with open_store(location, embedder="hash", actor="bob") as bob:
+        first = bob.write(VPN, kind="note", confidence=0.5, scope="delta")
+        second = bob.write(SCRATCH, kind="note", confidence=0.5, scope="delta")
+    for cid, extra in ((first, ["--reviewer", "carol"]), (second, [])):
+        r = sediment("promote", "--ids", str(cid), "--yes", *extra, *_where(location),
+                     cwd=tmp_path, env={"SEDIMENT_ACTOR": "dave"})
+        assert r.code == 0, r.err
+    with open_store(location, embedder="hash", actor="bob") as bob:
+        got = {e.data.get("context_id"): e.data.get("reviewer")
+               for e in bob.layerset.events() if e.kind == "meta.proposal_decision"}
+    assert got == {first: "carol", second: "dave"}, got
