@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -133,12 +134,15 @@ class ContextService:
         del request
         return list_sources(self.store, actor)
 
-    def search_knowledge(self, params: KnowledgeRequest) -> dict[str, Any]:
-        """KCP units for a query: a hybrid search with this service's embedder, re-ranked
-        by the units' triggers, grouped one result per unit."""
+    def search_knowledge(self, params: KnowledgeRequest, actor: str | None
+                         ) -> dict[str, Any]:
+        """KCP units for a query: a hybrid search as ``actor`` reads the store (as
+        :meth:`search`), with this service's embedder, re-ranked by the units' triggers,
+        grouped one result per unit."""
         request, index = self.knowledge.knowledge_request(params.query, params.k,
                                                           mode="hybrid")
-        result = run_search(self.store, request, embedder=self.embedder)
+        result = run_search(self.store, replace(request, actor=actor),
+                            embedder=self.embedder)
         units = self.knowledge.units_of(result, index, params.audience, params.scope,
                                         params.exclude_superseded, params.k)
         return {"query": params.query, "units": units}

@@ -118,8 +118,8 @@ def context_tools(service: ContextService, actor: str) -> list[Tool]:
         out = service.sources(request, who.actor)
         return result(out, _render_sources(out))
 
-    def search_knowledge(request: KnowledgeRequest, _: Principal) -> CallToolResult:
-        out = service.search_knowledge(request)
+    def search_knowledge(request: KnowledgeRequest, who: Principal) -> CallToolResult:
+        out = service.search_knowledge(request, who.actor)
         return result(out, _render_units(out))
 
     read: dict[str, Any] = {"annotations": READ_ONLY, "actor": actor}
