@@ -135,13 +135,14 @@ class Workspace:
 
         return ContextService(self.store, self.embedder, root=self.root)
 
-    def chunk_exists(self, chunk_id: int) -> bool:
-        """Whether the project's layers hold ``chunk_id`` as a chunk read by its id (what a
-        memory may relate to): the port and the rules of ``store/rules.py``, the same on
-        every backend (a project memory is no such chunk on either)."""
+    def chunk_exists(self, chunk_id: int, actor: str) -> bool:
+        """Whether the project's layers hold ``chunk_id`` as a chunk ``actor`` reads by its
+        id (what a memory may relate to): the port and the rules of ``store/rules.py``, the
+        same on every backend (a project memory is no such chunk on either, another
+        actor's local note none for ``actor``)."""
         from sediment.ops.write import readable_id
 
-        return readable_id(self.store, chunk_id, None)
+        return readable_id(self.store, chunk_id, actor)
 
     @cached_property
     def memories(self) -> FileMemoryStore | PgMemoryStore:

@@ -24,7 +24,7 @@ def service(tmp_path: Path) -> Iterator[MemoryService]:
     store = FileMemoryStore(layers, tmp_path / "data", profile=embedder.profile.to_dict(),
                             dim=embedder.profile.dim, embedder_metadata=embedder.metadata())
     svc = MemoryService(store, embedder,
-                        chunk_exists=lambda cid: layers.get(cid) is not None)
+                        chunk_exists=lambda cid, _actor: layers.get(cid) is not None)
     yield svc
     svc.close()
 

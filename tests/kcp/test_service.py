@@ -23,7 +23,7 @@ class Hybrid:
 
     def search_knowledge(self, query: str, **kw: Any) -> list[dict[str, Any]]:
         request = parse(KnowledgeRequest, {"query": query, **kw})
-        units: list[dict[str, Any]] = self.service.search_knowledge(request)["units"]
+        units: list[dict[str, Any]] = self.service.search_knowledge(request, None)["units"]
         return units
 
     def __getattr__(self, name: str) -> Any:
@@ -131,3 +131,39 @@ def test_query_scores_follow_the_spec(tmp_path: Path) -> None:
     assert len(query_units(entries, [], limit=2)) == 2
     u = entries[0].manifest.units[0]
     assert score_unit(u, ["RELEASE", "overview"]) == (9, ("trigger", "intent", "id"))
+
+
+def test_search_knowledge_reads_as_its_caller(tmp_path: Path) -> None:
+    """``search_knowledge`` over MCP searches as its caller, as every read does: another
+    actor's local notes are hidden, so 80 of alice's notes on the query no longer take
+    the hits the units are read from (bob got one unit of three; it searched as the
+    machine's owner, who reads every local note)."""
+    import anyio
+
+    from mcp import Client
+    from sediment.ops.requests import WriteRequest
+    from sediment.ops.write import write_context
+    from sediment.server import build_server
+    from sediment.workspace import Workspace
+    from tests.conftest import env_places
+
+    ls, plan = build(tmp_path)
+    for i in range(80):
+        write_context(ls, EMB, parse(WriteRequest, {
+            "content": f"rollout to production rollout production note {i}", "kind": "note",
+            "confidence": 0.5, "scope": "local"}), actor="alice")
+    ws = Workspace.over_files(ls, EMB, env_places("bob"), root=plan.root)
+
+    async def main() -> Any:
+        async with Client(build_server(ws)) as client:
+            got = await client.call_tool("search_knowledge",
+                                         {"query": "rollout to production", "k": 3})
+            assert not got.is_error, got.content
+            return got.structured_content
+
+    try:
+        units = [u["uri"] for u in anyio.run(main)["units"]]
+    finally:
+        ws.close()
+    assert units == ["knowledge://acme-platform/deploy-v3", "knowledge://acme-platform/auth",
+                     "knowledge://acme-platform/overview"], units

@@ -62,7 +62,7 @@ def test_present_layers_and_summaries(backend: LayerStore) -> None:
     assert (base.chunks, base.dim, base.element_type) == (8, DIM, "f32")
     assert base.first_ids == tuple(range(1, 9))
     assert base.profile == EMBEDDER.profile.to_dict()
-    assert service(backend).layer_summary("user")["chunks"] == 1
+    assert service(backend).layer_summary("user", None)["chunks"] == 1
     with pytest.raises(NotFoundError):
         backend.vector(LayerName.USER, 5)
 

@@ -16,7 +16,7 @@ from sediment.memory import MemoryService
 from sediment.memory.files import FileMemoryStore
 from sediment.ops import SearchOptions, parse
 from sediment.ops.propose import propose
-from sediment.ops.requests import WriteRequest
+from sediment.ops.requests import GetRequest, WriteRequest
 from sediment.ops.service import ContextService
 from sediment.ops.write import write_context
 from sediment.review.decisions import list_proposals
@@ -145,6 +145,25 @@ def test_local_notes_are_readable_only_by_their_actor(tmp_path: Path) -> None:
     assert ls.private_ids("bob") == {note, write.chunk.id}  # and the event naming it
     assert ls.private_ids("alice") == set()
     assert ls.private_ids(None) == set()
+
+
+def test_a_proposed_local_note_is_no_longer_private(tmp_path: Path) -> None:
+    """A local note its actor proposed was copied to delta, where the queue shows it to
+    everyone: every reader finds it (search, read_chunk, get), its writer's other notes
+    stay theirs. Its id was hidden as private, which hid the delta copy too."""
+    root = tmp_path / "project"
+    root.mkdir()
+    ls = _compile(root, "# Base\n\nThe build uses make.\n")
+    shared = _write(ls, "the kafka broker three needs a restart weekly", "alice")
+    mine = _write(ls, "my scratch: the zookeeper quorum is flaky", "alice")
+    propose(ls, shared, actor="alice")
+    svc = ContextService(ls, EMB, root=root, rerankers=())
+    assert shared in _ids(svc, "kafka broker restart", "bob")
+    assert svc.read_chunk(shared, None, "bob")["id"] == shared
+    assert svc.get(parse(GetRequest, {"id": shared}), "bob")["id"] == shared
+    assert mine not in _ids(svc, "zookeeper quorum flaky", "bob")
+    assert shared not in ls.private_ids("bob")
+    assert mine in ls.private_ids("bob")
 
 
 def test_statistics_leave_out_every_event_and_memory() -> None:

@@ -14,19 +14,20 @@ from tests.mcp.conftest import make_store
 def test_layers_report_counts_profile_and_signature(tmp_path: Path) -> None:
     store = make_store(tmp_path / "store")
     ls = LayerSet.from_directory(store)
-    base = next(r for r in layers(ls, None) if r["name"] == "base")
+    base = next(r for r in layers(ls, None, None) if r["name"] == "base")
     assert base["chunks"] == 3 and base["events"] == 0 and base["signature"] == "unsigned"
     assert dict(base["kinds"]) == {"canonical": 2, "invariant": 1}
     assert base["profile"]["dim"] == 384
     private, public, fp = keygen(tmp_path / "key")
     sign(store / "AGENTS.db", private)
-    assert "not verified" in next(r for r in layers(ls, None) if r["name"] == "base")["signature"]
-    ok = next(r for r in layers(ls, public) if r["name"] == "base")["signature"]
+    unverified = next(r for r in layers(ls, None, None) if r["name"] == "base")
+    assert "not verified" in unverified["signature"]
+    ok = next(r for r in layers(ls, public, None) if r["name"] == "base")["signature"]
     assert ok == f"signature verifies ({fp})"
     _, other_public, _ = keygen(tmp_path / "other")
-    bad = next(r for r in layers(ls, other_public) if r["name"] == "base")["signature"]
+    bad = next(r for r in layers(ls, other_public, None) if r["name"] == "base")["signature"]
     assert bad.startswith("signature does NOT verify")
-    assert not next(r for r in layers(ls, None) if r["name"] == "user")["present"]
+    assert not next(r for r in layers(ls, None, None) if r["name"] == "user")["present"]
 
 
 def test_control_characters_are_shown_as_escapes() -> None:

@@ -19,7 +19,7 @@ from sediment.cli._options import (
     store_option,
 )
 from sediment.cli._output import emit_json, note, snippet, to_stdout, visible
-from sediment.cli._proposals import echo_outcomes
+from sediment.cli._proposals import echo_outcomes, reviewer_name, reviewer_option
 from sediment.config import store_url
 from sediment.errors import ValidationError
 from sediment.review import compact, promotable, promote
@@ -49,15 +49,19 @@ def _ids(value: str) -> list[int]:
 @click.option("--source", type=click.Choice(["delta", "local"]), default=None,
               help="With --store: the layer to copy from (default delta). Over files the "
                    "--from file's name decides.")
+@reviewer_option
 @store_option
 @json_option
 @click.pass_context
 def promote_cmd(ctx: click.Context, /, from_path: Path | None, to_path: Path | None,
                 ids_csv: str, reason: str, yes: bool, layer_dir: Path | None,
-                source: str | None, store: str | None, as_json: bool) -> None:
+                source: str | None, reviewer: str | None, store: str | None,
+                as_json: bool) -> None:
     """Copy chunks into the user layer without a proposal (RFC 15.5); each copy keeps its
-    id, becomes author human, and is recorded as a decision in the delta layer."""
+    id, becomes author human, and is recorded as a decision in the delta layer, with the
+    reviewer's name."""
     ids = _ids(ids_csv)
+    name = reviewer_name(reviewer)
     cfg = get_config(ctx)
     if store is not None or (from_path is None and to_path is None and layer_dir is None
                              and store_url(cfg, None) is not None):
@@ -85,7 +89,7 @@ def promote_cmd(ctx: click.Context, /, from_path: Path | None, to_path: Path | N
         for c in chunks:
             click.echo(f"  {c.id} [{visible(c.kind)}] {snippet(c.content, 100)}", err=True)
         click.confirm(f"Promote {len(chunks)} chunk(s) into {target}?", abort=True, err=True)
-    echo_outcomes(promote(ls, ids, source=src, reason=reason), as_json)
+    echo_outcomes(promote(ls, ids, source=src, reason=reason, reviewer=name), as_json)
 
 
 # -- compact ---------------------------------------------------------------------------------

@@ -82,7 +82,7 @@ def item_ref(cid: int) -> str:
 def parse_ref(raw: str) -> int:
     s = raw.strip()
     s = s[1:] if s[:1] in ("c", "C") else s
-    if not s.isdigit():
+    if not (s.isascii() and s.isdigit()):  # '²' is a digit to isdigit, not to int
         raise ValidationError(f"item_id: {raw!r} is not a context item id (like c12)")
     return int(s)
 

@@ -171,7 +171,7 @@ class MemoryService:
     def __init__(self, store: MemoryStore, embedder: Embedder, *,
                  dedup_threshold: float = DEFAULT_DEDUP_THRESHOLD,
                  max_changed_words: int | None = PARAPHRASE_WORDS,
-                 chunk_exists: Callable[[int], bool] | None = None) -> None:
+                 chunk_exists: Callable[[int, str], bool] | None = None) -> None:
         if not 0.0 < dedup_threshold <= 1.0:
             raise ValidationError(f"the dedup threshold must be in (0, 1], got "
                                   f"{dedup_threshold!r}")
@@ -181,6 +181,8 @@ class MemoryService:
         self.max_changed_words = max_changed_words
         """None: any number of changed words in a restatement above the threshold."""
         self.chunk_exists = chunk_exists
+        """Whether a chunk id a memory relates to exists for the saving actor (another
+        actor's private note must read as absent, not as a chunk one may cite)."""
         self.min_score = default_min_score(embedder.profile.model or "")
         """Recall's floor when a call gives none (``sediment.memory.relevance``)."""
         self.usage: UseCounts[tuple[str, str, int]] = UseCounts()
@@ -312,7 +314,7 @@ class MemoryService:
         targets, sources = _related(related_to, scp is not Scope.USER)
         for s in sources:
             if isinstance(s, int) and self.chunk_exists is not None \
-                    and not self.chunk_exists(s):
+                    and not self.chunk_exists(s, actor):
                 raise ValidationError(f"related_to: chunk {s} does not exist in this "
                                       "project's layers")
         refuse_credentials(text, "content")

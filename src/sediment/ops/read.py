@@ -14,18 +14,21 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import replace
 from typing import Any
 
 from sediment.errors import NotFoundError
 from sediment.format.model import Chunk, Source
 from sediment.store import PRECEDENCE, LayerName, LayerStore
-from sediment.store.rules import is_hidden_kind
+from sediment.store.backend import LayerSummary
+from sediment.store.rules import PRIVATE_LAYERS, Reader, is_hidden_kind
 
 __all__ = [
     "MAX_DOCUMENTS",
     "MAX_DOCUMENT_CHARS",
     "get_document",
     "list_sources",
+    "readable_layer",
     "source_matcher",
 ]
 
@@ -176,6 +179,25 @@ def get_document(store: LayerStore, chunk_id: int, actor: str | None = None
     }
 
 
+def readable_layer(store: LayerStore, name: LayerName, actor: str | None, *,
+                   max_ids: int = 1000) -> tuple[LayerSummary, dict[str, int]] | None:
+    """A layer's summary and its chunk counts by kind as ``actor`` reads them (None when
+    the layer is absent): in a private layer only the chunks :class:`Reader` lets them
+    read count or are listed, so another actor's notes, memories and their events show
+    no id, count or kind. None (the machine's owner) reads the layer as stored."""
+    summary = store.summary(name, max_ids=max_ids)
+    if summary is None or actor is None or name not in PRIVATE_LAYERS:
+        return (summary, store.kind_counts(name)) if summary is not None else None
+    reader = Reader(store, actor)
+    ids: list[int] = []
+    kinds: dict[str, int] = {}
+    for chunk, _ in store.chunks(name):
+        if reader.may_read(name, chunk):
+            ids.append(chunk.id)
+            kinds[chunk.kind] = kinds.get(chunk.kind, 0) + 1
+    return replace(summary, chunks=len(ids), first_ids=tuple(ids[:max_ids])), kinds
+
+
 def _source_records(store: LayerStore) -> list[dict[str, Any]]:
     """The ``sources`` a compiled base records in its metadata (docs/sources.md)."""
     files = store.layer_files()
@@ -230,7 +252,8 @@ def list_sources(store: LayerStore, actor: str | None = None) -> dict[str, Any]:
     budget = MAX_DOCUMENTS
     truncated = False
     for name in store.present(PRECEDENCE):
-        counts = store.kind_counts(name)
+        got = readable_layer(store, name, actor, max_ids=0)
+        counts = got[1] if got is not None else {}
         documents = []
         for path, found in sorted(_layer_paths(store, name).ids().items()):
             n = len(set(found) - hidden)

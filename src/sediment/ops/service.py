@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from sediment.errors import NotFoundError
 from sediment.kcp import KnowledgeService
 from sediment.ops.propose import propose
 from sediment.ops.query import run_query, run_search, search_response
-from sediment.ops.read import get_document, list_sources
+from sediment.ops.read import get_document, list_sources, readable_layer
 from sediment.ops.requests import (
     GetRequest,
     KnowledgeRequest,
@@ -88,12 +89,13 @@ class ContextService:
                 "from_layer": p.from_layer.value, "copied_to_delta": p.copied_to_delta,
                 "already_pending": p.already_pending}
 
-    def layer_summary(self, name: str) -> dict[str, Any]:
+    def layer_summary(self, name: str, actor: str | None) -> dict[str, Any]:
+        """A layer's summary as ``actor`` reads it (``ops.read.readable_layer``)."""
         layer_name = LayerName.parse(name)
-        summary = self.store.summary(layer_name)
-        if summary is None:
+        got = readable_layer(self.store, layer_name, actor)
+        if got is None:
             raise NotFoundError(f"the {layer_name.value} layer is absent")
-        return summary.to_dict()
+        return got[0].to_dict()
 
     def read_chunk(self, chunk_id: int, layer: str | None, actor: str | None
                    ) -> dict[str, Any]:
@@ -132,12 +134,15 @@ class ContextService:
         del request
         return list_sources(self.store, actor)
 
-    def search_knowledge(self, params: KnowledgeRequest) -> dict[str, Any]:
-        """KCP units for a query: a hybrid search with this service's embedder, re-ranked
-        by the units' triggers, grouped one result per unit."""
+    def search_knowledge(self, params: KnowledgeRequest, actor: str | None
+                         ) -> dict[str, Any]:
+        """KCP units for a query: a hybrid search as ``actor`` reads the store (as
+        :meth:`search`), with this service's embedder, re-ranked by the units' triggers,
+        grouped one result per unit."""
         request, index = self.knowledge.knowledge_request(params.query, params.k,
                                                           mode="hybrid")
-        result = run_search(self.store, request, embedder=self.embedder)
+        result = run_search(self.store, replace(request, actor=actor),
+                            embedder=self.embedder)
         units = self.knowledge.units_of(result, index, params.audience, params.scope,
                                         params.exclude_superseded, params.k)
         return {"query": params.query, "units": units}

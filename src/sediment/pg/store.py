@@ -61,7 +61,6 @@ from sediment.store.events import (
 )
 from sediment.store.ids import PROJECT_IDS, recorded_high_water
 from sediment.store.layerset import unit_rows
-from sediment.store.rules import PRIVATE_LAYERS
 
 Cursor = psycopg.Cursor[tuple[Any, ...]]
 CHUNK_COLS = "layer, id, kind, content, author, confidence, created_at_ms, sources"
@@ -365,7 +364,9 @@ class PgStore:
     def private_ids(self, actor: str | None) -> frozenset[int]:
         from sediment.pg.search import folded
 
-        present = self.present(PRIVATE_LAYERS)
+        if actor is None:
+            return frozenset()
+        present = self.present()  # every layer: a proposal in delta shares a local note
         return folded(self, present).private(present, actor)
 
     # -- writing -------------------------------------------------------------------------

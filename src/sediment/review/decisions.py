@@ -326,10 +326,11 @@ def promotable(layerset: LayerStore, ids: Sequence[int],
 
 
 def promote(layerset: LayerStore, ids: Sequence[int], *, source: LayerName = LayerName.DELTA,
-            reason: str = "") -> list[Outcome]:
+            reason: str = "", reviewer: str | None = None) -> list[Outcome]:
     """Copy chunks from ``source`` (delta or local) into user without waiting for a proposal.
 
-    Each copy is recorded as an accept decision in delta; a pending proposal for the same
+    Each copy is recorded as an accept decision in delta, with ``reviewer`` (who promoted
+    it) as every decision records its decider; a pending proposal for the same
     chunk is closed by it. Unknown ids are an error listing all of them, before any write;
     a chunk already identical in user is a no-op.
     """
@@ -343,7 +344,8 @@ def promote(layerset: LayerStore, ids: Sequence[int], *, source: LayerName = Lay
             if not copied and pid is None:
                 plan.outcomes.append(Outcome(c.id, "promoted", False))
                 continue
-            plan.decisions.append(_decision("accept", c.id, pid, reason.strip(), source, True))
+            plan.decisions.append(_decision("accept", c.id, pid, reason.strip(), source, True,
+                                            reviewer))
             plan.outcomes.append(Outcome(c.id, "promoted", True, pid, copied=copied))
         return _commit(layerset, plan)
 

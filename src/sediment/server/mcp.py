@@ -7,7 +7,8 @@ call raises ``ToolError`` with a message naming the field and the rule, so it co
 
 Resource URIs (documented in the README):
 
-- ``agentsdb://layers/{layer}``: a layer's summary (path, counts, profile, first ids)
+- ``agentsdb://layers/{layer}``: a layer's summary (path, counts, profile, first ids) as
+  its reader may read it (the local layer: their own notes only; listed: the shared layers)
 - ``agentsdb://chunks/{id}``: a chunk as precedence resolves it, with hidden versions
 - ``agentsdb://layers/{layer}/chunks/{id}``: one layer's version of a chunk
 - ``knowledge://{project}``: a KCP manifest; ``knowledge://{project}/{unit_id}``: a unit's file
@@ -117,8 +118,8 @@ def context_tools(service: ContextService, actor: str) -> list[Tool]:
         out = service.sources(request, who.actor)
         return result(out, _render_sources(out))
 
-    def search_knowledge(request: KnowledgeRequest, _: Principal) -> CallToolResult:
-        out = service.search_knowledge(request)
+    def search_knowledge(request: KnowledgeRequest, who: Principal) -> CallToolResult:
+        out = service.search_knowledge(request, who.actor)
         return result(out, _render_units(out))
 
     read: dict[str, Any] = {"annotations": READ_ONLY, "actor": actor}
@@ -193,8 +194,8 @@ def build_server(workspace: Workspace, *, name: str = "sediment", tools: Iterabl
     @server.resource("agentsdb://layers/{layer}", name="layer",
                      description="Summary of one layer: path, chunk count, embedding profile",
                      mime_type="application/json")
-    def layer_resource(layer: str) -> str:
-        return _as_json(service.layer_summary, layer)
+    def layer_resource(layer: str, ctx: Context) -> str:
+        return _as_json(service.layer_summary, layer, _reader(ctx))
 
     @server.resource("agentsdb://chunks/{chunk_id}", name="chunk",
                      description="A chunk as precedence resolves it, with hidden versions",
@@ -208,7 +209,7 @@ def build_server(workspace: Workspace, *, name: str = "sediment", tools: Iterabl
     def layer_chunk_resource(layer: str, chunk_id: str, ctx: Context) -> str:
         return _as_json(service.read_chunk, _chunk_id(chunk_id), layer, _reader(ctx))
 
-    for layer_name in ("base", "user", "delta", "local"):
+    for layer_name in ("base", "user", "delta"):
         _add_layer_resource(server, service, layer_name)
     _add_knowledge(server, service)
     add_memory_prompt(server, memory, flush_seconds)
@@ -293,10 +294,12 @@ def _as_json(fn: Callable[..., Any], *args: Any) -> str:
 
 
 def _add_layer_resource(server: MCPServer, service: ContextService, layer_name: str) -> None:
-    """Each standard layer is also listed as a concrete resource, so clients show it."""
+    """Each shared layer is also listed as a concrete resource, so clients show it. The
+    local layer is not: its summary depends on who reads it (their own notes only), and
+    the SDK gives a concrete resource no caller, so it is read through the template."""
 
     def read() -> str:
-        return _as_json(service.layer_summary, layer_name)
+        return _as_json(service.layer_summary, layer_name, None)
 
     read.__name__ = f"{layer_name}_layer"
     server.resource(f"agentsdb://layers/{layer_name}", name=f"{layer_name} layer",

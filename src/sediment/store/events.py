@@ -226,6 +226,23 @@ def hidden_by(kind: str, data: Mapping[str, Any], sources: Sequence[object]) -> 
     return next((s for s in sources if isinstance(s, int) and not isinstance(s, bool)), None)
 
 
+def shared_by(kind: str, data: Mapping[str, Any], sources: Sequence[object]) -> int | None:
+    """The id a proposal (its ``context_id``, copied to delta) or a promoting decision (its
+    ``promoted_id``, copied to user) puts in a shared layer, else its subject among its
+    sources; None for any other event (and for a decision that copied nothing)."""
+    if kind == PROPOSAL:
+        key, position = "context_id", 0
+    elif kind == DECISION and data.get("promoted_id") is not None:
+        key, position = "promoted_id", -1
+    else:
+        return None
+    value = data.get(key)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    ids = [s for s in sources if isinstance(s, int) and not isinstance(s, bool)]
+    return ids[position] if ids else None
+
+
 def hidden_ids(events: Iterable[Event]) -> set[int]:
     """Chunk ids that search should leave out: superseded or forgotten."""
     return {h for e in events

@@ -48,7 +48,7 @@ from sediment.store.events import (
 )
 from sediment.store.ids import PROJECT_IDS, WrittenRange, file_high_water, recorded_high_water
 from sediment.store.layers import AGENT_WRITABLE, FILE_NAMES, PRECEDENCE, LayerName
-from sediment.store.rules import PRIVATE_LAYERS, HiddenSets
+from sediment.store.rules import HiddenSets
 
 LOCK_FILE = ".sediment.lock"
 """The one lock file of each directory that holds writable layers (``sediment init``'s
@@ -336,7 +336,9 @@ class LayerSet:
         return self.hidden(self.layers(), actor)
 
     def private_ids(self, actor: str | None) -> frozenset[int]:
-        layers = self.layers(PRIVATE_LAYERS)
+        if actor is None:
+            return frozenset()
+        layers = self.layers()  # every layer: a proposal in delta shares a local note
         return self._folded(layers).private([layer.name for layer in layers], actor)
 
     def _folded(self, layers: Sequence[OpenLayer]) -> HiddenSets:

@@ -17,7 +17,10 @@
   base, by everyone). :func:`private_by_actor` turns the events into the ids another
   actor may not read (the port's ``private_ids``), and every read path (search, get,
   resources, sources shown in the queue) leaves them out; a path that checks chunk by
-  chunk asks a :class:`Reader`. A search
+  chunk asks a :class:`Reader`. A note that was proposed (copied to delta, where the
+  queue shows it to everyone) or promoted is no longer private (:func:`shared_ids`):
+  hiding its id hid the delta copy and the accepted user copy from everyone but its
+  writer. A search
   never names a memory kind (:func:`search_kinds_problem`): memories are read through the
   memory service.
 - **Private memories are read by their handle.** A project-scope memory and its events
@@ -45,6 +48,7 @@ from sediment.store.events import (
     Event,
     hidden_ids,
     parse_event,
+    shared_by,
 )
 from sediment.store.layers import LayerName
 
@@ -142,15 +146,25 @@ def writers(events: Iterable[Event]) -> dict[int, str]:
     return out
 
 
+def shared_ids(events: Iterable[Event]) -> set[int]:
+    """Ids a proposal or a promote among ``events`` copied to a shared layer: whoever wrote
+    them in the local layer, they are everyone's to read (:func:`shared_by`)."""
+    return {i for e in events if (i := shared_by(e.kind, e.data, e.chunk.sources)) is not None}
+
+
 def private_by_actor(events: Iterable[Event]) -> dict[str, set[int]]:
     """Per actor, the ids of local-layer chunks that are theirs alone: another actor may
     not read them (:func:`others_ids`; a trusted local command, actor None, reads them
-    all). Computed once per state of a layer (:class:`HiddenSets`).
+    all). Computed once per state of a layer (:class:`HiddenSets`). An id that a
+    proposal or a promote among ``events`` shared (:func:`shared_ids`) is nobody's alone;
+    :class:`HiddenSets` also takes out what other layers' events shared.
 
     An event in the local layer that names an actor is that actor's too: the
     ``meta.write`` naming the ids they wrote, and on the layer files the events of their
     project memories (the save with its handle, the ``meta.supersede`` of a correction
     with the words it changed, forgets, uses), which are as private as the memory."""
+    events = list(events)
+    shared = shared_ids(events)
     out: dict[str, set[int]] = {}
     for e in events:
         if e.layer not in PRIVATE_LAYERS:
@@ -162,7 +176,7 @@ def private_by_actor(events: Iterable[Event]) -> dict[str, set[int]]:
         mine.add(e.chunk.id)
         if e.kind == WRITE:
             mine.update(s for s in e.chunk.sources
-                        if isinstance(s, int) and not isinstance(s, bool))
+                        if isinstance(s, int) and not isinstance(s, bool) and s not in shared)
     return out
 
 
@@ -178,16 +192,19 @@ def others_ids(by_actor: Mapping[str, AbstractSet[int]], actor: str) -> set[int]
 @dataclass(frozen=True, slots=True)
 class LayerHiding:
     """What the events of one layer hide from a search: superseded and forgotten ids from
-    everyone, and per actor the ids that are theirs alone (:func:`private_by_actor`)."""
+    everyone, and per actor the ids that are theirs alone (:func:`private_by_actor`); and
+    the ids its proposals and promotes shared (:func:`shared_ids`), which no layer's
+    private ids hide."""
 
     hidden: frozenset[int]
     by_actor: dict[str, set[int]]
+    shared: frozenset[int]
 
     @classmethod
     def of(cls, layer: LayerName, events: Iterable[Chunk]) -> LayerHiding:
         found = [Event(layer, c, parse_event(c)) for c in events]
         return cls(frozenset(hidden_ids(e for e in found if e.kind in EVENT_KINDS)),
-                   private_by_actor(found))
+                   private_by_actor(found), frozenset(shared_ids(found)))
 
     def joined(self, more: LayerHiding) -> LayerHiding:
         """What this layer's events and ``more`` hide together: events only add to what
@@ -195,7 +212,7 @@ class LayerHiding:
         by_actor = {who: set(ids) for who, ids in self.by_actor.items()}
         for who, ids in more.by_actor.items():
             by_actor.setdefault(who, set()).update(ids)
-        return LayerHiding(self.hidden | more.hidden, by_actor)
+        return LayerHiding(self.hidden | more.hidden, by_actor, self.shared | more.shared)
 
 
 class HiddenSets:
@@ -237,25 +254,30 @@ class HiddenSets:
             out: set[int] = set()
             for _, _, h in parts:
                 out |= h.hidden
-                if actor is not None:
-                    out |= others_ids(h.by_actor, actor)
+            out |= self._private(parts, actor)
             if len(self._answers) >= 256:
                 self._answers.clear()
             got = self._answers[key] = frozenset(out)
         return got
 
     def private(self, layers: Sequence[LayerName], actor: str | None) -> frozenset[int]:
-        """The ids another actor's events in ``layers`` (those folded) make theirs alone
-        (:func:`private_by_actor`): what ``actor`` may not read by id (None reads
-        everything)."""
+        """The ids another actor's events in ``layers`` (those folded; all present, since
+        a proposal in delta shares a local note) make theirs alone: what ``actor`` may not
+        read by id (None reads everything)."""
+        return frozenset(self._private([(n, *self._layers[n]) for n in layers
+                                        if n in self._layers], actor))
+
+    @staticmethod
+    def _private(parts: Sequence[tuple[LayerName, object, LayerHiding]],
+                 actor: str | None) -> set[int]:
         if actor is None:
-            return frozenset()
+            return set()
         out: set[int] = set()
-        for name in layers:
-            got = self._layers.get(name)
-            if got is not None:
-                out |= others_ids(got[1].by_actor, actor)
-        return frozenset(out)
+        for _, _, h in parts:
+            out |= others_ids(h.by_actor, actor)
+        for _, _, h in parts:
+            out -= h.shared
+        return out
 
 
 def memory_row(layer: LayerName, kind: str) -> bool:
@@ -287,7 +309,8 @@ class _Private(Protocol):
 class Reader:
     """What one actor may read of one store, chunk by chunk: :func:`readable` with the
     private ids read from the store once, on first need (a layer that is not private never
-    needs them). Meant for one request: it does not see writes made after that."""
+    needs them; every layer's events count, since a proposal in delta shares a local
+    note). Meant for one request: it does not see writes made after that."""
 
     def __init__(self, store: _Private, actor: str | None) -> None:
         self.store, self.actor = store, actor

@@ -368,7 +368,7 @@ class WebUI:
         page = views.page_number(request.query_params.get("page"))
         ls = self.service.store
         try:
-            rows = await run_in_threadpool(views.layers, ls, self.pubkey)
+            rows = await run_in_threadpool(views.layers, ls, self.pubkey, session.actor)
             report = await run_in_threadpool(views.diff, ls)
         except SedimentError as exc:
             return self._failed(request, session, exc)

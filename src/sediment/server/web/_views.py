@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sediment.errors import NotFoundError, SedimentError
+from sediment.ops.read import readable_layer
 from sediment.review import DEFAULT_THRESHOLD, DiffReport, diff_layers, verify
 from sediment.review.diff import without_local
 from sediment.review.signing import signature_path
@@ -90,15 +91,17 @@ def _bytes(ls: LayerStore, name: LayerName) -> int | None:
     return layer.file.size if layer is not None else None
 
 
-def layers(ls: LayerStore, pubkey: Path | None) -> list[dict[str, Any]]:
-    """Each layer in precedence order: counts by kind, events, profile, signature."""
+def layers(ls: LayerStore, pubkey: Path | None, actor: str | None
+           ) -> list[dict[str, Any]]:
+    """Each layer in precedence order as ``actor`` reads it (``ops.read.readable_layer``):
+    counts by kind, events, profile, signature."""
     rows = []
     for name in PRECEDENCE:
-        summary = ls.summary(name, max_ids=0)
+        got = readable_layer(ls, name, actor, max_ids=0)
         row: dict[str, Any] = {"name": name.value, "path": ls.location(name),
-                               "present": summary is not None}
-        if summary is not None:
-            kinds = ls.kind_counts(name)
+                               "present": got is not None}
+        if got is not None:
+            summary, kinds = got
             row.update(chunks=summary.chunks,
                        events=sum(c for k, c in kinds.items() if is_meta_kind(k)),
                        kinds=sorted(kinds.items()), bytes=_bytes(ls, name),
