@@ -9,7 +9,8 @@ write through MCP or HTTP records, with its actor). The same queries then run
 through ``sediment.ops.run_search`` against every project, interleaved query by query
 (``bench.timing.interleaved``), lexical and hybrid, and lexical after appending one
 ``meta.write`` (the write and the search timed together), as a search after an agent's
-write runs:
+write runs, and the check a read of a local note by id makes (``store.rules.Reader``, as
+``agents_get`` and the chunk resources read):
 
     python -m bench.pg_events --rows 20000 --events 0,10000,100000 --queries 200
 """
@@ -39,10 +40,11 @@ from sediment.search import SearchRequest
 from sediment.store import LayerName, LayerSet, NewChunk
 from sediment.store.events import event_content
 from sediment.store.ids import WRITTEN_START
+from sediment.store.rules import Reader
 
 DIM = 64
 NOTES = 200
-Mode = Literal["lexical", "hybrid", "write+lexical"]
+Mode = Literal["lexical", "hybrid", "write+lexical", "get"]
 ACTORS = ("alice", "bob", "carol")
 
 
@@ -110,7 +112,11 @@ def main(argv: list[str] | None = None) -> None:
     texts = synthetic.query_texts(opts.queries + 3, seed=7)
     qvecs = synthetic.unit_vectors(opts.queries + 3, DIM, seed=9)
     rows: list[dict[str, object]] = []
+    note = Chunk(WRITTEN_START, "note", "", "mcp", 0.8, synthetic.CREATED_AT_MS)
+
     def query(store: PgStore, mode: Mode, i: int) -> object:
+        if mode == "get":  # what reading a local note by id checks (agents_get, resources)
+            return Reader(store, "bob").may_read(LayerName.LOCAL, note)
         if mode == "write+lexical":  # what a search after an agent's write pays
             store.append(LayerName.LOCAL, [NewChunk(
                 "meta.write", event_content(actor="alice", event="write", layer="local"),
@@ -121,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
                                                "lexical"),
                           query_vec=qvecs[i] if mode == "hybrid" else None)
 
-    modes: tuple[Mode, ...] = ("lexical", "hybrid", "write+lexical")
+    modes: tuple[Mode, ...] = ("lexical", "hybrid", "write+lexical", "get")
     for mode in modes:
         stats = interleaved([partial(query, stores[n], mode) for n in opts.events],
                             opts.queries)
