@@ -1,0 +1,66 @@
+"""Bad input through the Python API (``sediment.open``) over layer files: a SedimentError
+naming the field, never a TypeError or UnicodeEncodeError from inside, and nothing written."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import sediment
+from sediment.format.model import check_unicode
+from tests.cli.conftest import Runner
+
+LONE = "a\ud800b"
+
+
+@pytest.fixture
+def project(sediment: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "README.md").write_text("# Demo\n\nDeploys run nightly from main.\n")
+    r = sediment("compile", "--root", str(tmp_path), "--include", "*.md", "--out",
+                 str(tmp_path / "AGENTS.db"), "--embedder", "hash")
+    assert r.code == 0, r.err
+    monkeypatch.setenv("SEDIMENT_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path
+
+
+LONE_SURROGATE_CALLS: dict[str, tuple[str, Callable[[Any], object]]] = {
+    "forget-reason": ("reason", lambda s: s.forget(
+        s.write("A note.", kind="note", confidence=0.5), reason=LONE)),
+    "save-content": ("content", lambda s: s.save_memory(LONE, "fact")),
+    "save-context": ("context", lambda s: s.save_memory("Deploys are nightly", "fact",
+                                                        context=LONE)),
+    "save-related": ("related_to", lambda s: s.save_memory("Deploys are nightly", "fact",
+                                                           related_to=[f"{LONE}:1"])),
+    "context-content": ("content", lambda s: s.store_context(LONE, "task")),
+    "context-tags": ("tags", lambda s: s.store_context("A task.", "task", tags=[LONE])),
+    "context-run": ("run_id", lambda s: s.store_context("A task.", "task", run_id=LONE)),
+    "context-metadata": ("metadata", lambda s: s.store_context("A task.", "task",
+                                                               metadata={"k": LONE})),
+}
+
+
+@pytest.mark.parametrize("call", sorted(LONE_SURROGATE_CALLS))
+def test_a_lone_surrogate_is_a_validation_error_naming_the_field(project: Path,
+                                                                  call: str) -> None:
+    """``"\\ud800"`` (which JSON and Python strings can carry) reached the layer writer
+    and failed there with UnicodeEncodeError."""
+    field, run = LONE_SURROGATE_CALLS[call]
+    with sediment.open(project, embedder="hash") as store, \
+            pytest.raises(sediment.ValidationError, match=f"{field}.*not valid Unicode"):
+        run(store)
+
+
+@given(st.text(alphabet=st.characters(codec=None), max_size=20))
+def test_check_unicode_refuses_exactly_what_utf8_cannot_hold(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        with pytest.raises(sediment.ValidationError, match="where"):
+            check_unicode(text, "where")
+    else:
+        assert check_unicode(text, "where") == text
