@@ -64,3 +64,24 @@ def test_check_unicode_refuses_exactly_what_utf8_cannot_hold(text: str) -> None:
             check_unicode(text, "where")
     else:
         assert check_unicode(text, "where") == text
+
+
+@pytest.mark.parametrize(("argument", "wrong"), [
+    ("query", None), ("query", 3), ("query", {"q": 1}), ("query", " "),
+    ("max_items", 1.5), ("max_items", "3"), ("max_items", -1), ("max_items", True),
+    ("max_tokens", "400"), ("max_tokens", [1]), ("max_tokens", -5),
+    ("context_types", "task"), ("context_types", ["nope"]), ("context_types", [1]),
+    ("min_score", float("nan")), ("min_score", 2), ("min_score", "0.3"),
+    ("run_id", 7), ("run_id", b"run"), ("include_archived", "yes"),
+    ("skills_across_runs", 1),
+])
+def test_a_wrong_argument_of_relevant_context_is_named(project: Path, argument: str,
+                                                       wrong: object) -> None:
+    """``relevant_context(None)`` was a TypeError from slicing the query, a float
+    ``max_items`` one from slicing the items; the MCP tool's request model refused them."""
+    with sediment.open(project, embedder="hash") as store:
+        store.store_context("Deploys run nightly from main.", "task")
+        args: dict[str, Any] = {"query": "deploys", argument: wrong}
+        with pytest.raises(sediment.ValidationError, match=argument):
+            store.relevant_context(**args)
+        assert store.relevant_context("deploys")["items"]

@@ -106,6 +106,37 @@ def state_of(st: ItemState, age: int, archived: bool, s: ContextSettings) -> str
     return "active" if age <= s.active_iterations else "aging"
 
 
+def _check_relevant(query: object, max_items: object, context_types: object,
+                    min_score: object, max_tokens: object, run_id: object,
+                    include_archived: object, skills_across_runs: object) -> None:
+    """The arguments of ``get_relevant_context``, checked before the ranking, whose
+    failures are answered with a warning and the cache: a wrong argument is the caller's
+    error, named, not a store failure (the MCP tool's request model checks the same)."""
+    if not isinstance(query, str) or not query.strip():
+        raise ValidationError("query must be a non-empty string")
+    for name, value, low in (("max_items", max_items, 0), ("max_tokens", max_tokens, 0)):
+        if value is None and name == "max_tokens":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValidationError(f"{name} must be an integer of at least {low}, got "
+                                  f"{value!r}")
+    if context_types is not None:
+        if isinstance(context_types, str | bytes) or not isinstance(context_types, Sequence):
+            raise ValidationError(f"context_types must be a list of {', '.join(CONTEXT_TYPES)}")
+        for i, t in enumerate(context_types):
+            if not isinstance(t, str) or t not in CONTEXT_TYPES:
+                raise ValidationError(f"context_types[{i}]: {t!r} is not one of "
+                                      f"{', '.join(CONTEXT_TYPES)}")
+    score = check_number(min_score, "min_score", minimum=0)
+    if score > 1:
+        raise ValidationError(f"min_score must be from 0 to 1, got {min_score!r}")
+    check_text(run_id, "run_id", optional=True)
+    for name, flag in (("include_archived", include_archived),
+                       ("skills_across_runs", skills_across_runs)):
+        if not isinstance(flag, bool) and not (flag is None and name == "skills_across_runs"):
+            raise ValidationError(f"{name} must be true or false, got {flag!r}")
+
+
 class ContextLoop:
     """The context service of one project's store."""
 
@@ -494,6 +525,8 @@ class ContextLoop:
         """Never raises for a broken embedder or store: see the module docstring. With
         ``run_id``, skills of the actor's other runs are included when
         ``skills_across_runs`` (default: the setting of that name, true) holds."""
+        _check_relevant(query, max_items, context_types, min_score, max_tokens, run_id,
+                        include_archived, skills_across_runs)
         across = (self.settings.skills_across_runs if skills_across_runs is None
                   else skills_across_runs)
         warnings: list[str] = []
