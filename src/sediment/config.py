@@ -266,6 +266,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:  # tomllib reads bytes; TOML is UTF-8
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 text (byte "
+                          f"0x{exc.object[exc.start]:02x} at offset {exc.start})") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
 
