@@ -105,19 +105,19 @@ class Environment(BaseSettings):
     embedder: str | None = None
     embed_base_url: str | None = None
     embed_model: str | None = None
-    embed_dim: int | None = None
+    embed_dim: int | None = Field(default=None, ge=1)
     embed_api_key: str | None = None
     cache_dir: str | None = None
     config: str | None = None
     user_config: str | None = None
     context_session: str = "cli"
     """The context session of ``sediment context`` over files (``persistence = "session"``)."""
-    progress_seconds: float | None = None
+    progress_seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """How often a long command prints a progress line when its output is not a terminal."""
     oidc_web_client_secret: str | None = None
     """The web page's OIDC client secret (never a flag: it would show in ``ps``)."""
-    memory_flush_seconds: float | None = None
-    """How often a server writes batched memory use counts."""
+    memory_flush_seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """How often a server writes batched memory use counts (0: only at shutdown)."""
     persona_workers: int | None = Field(default=None, ge=1)
     """Script persona worker processes (default one per CPU, 2 to 8)."""
     source_date_epoch: int | None = Field(default=None, validation_alias="SOURCE_DATE_EPOCH")
@@ -129,7 +129,7 @@ class Environment(BaseSettings):
     """The actor tokens of a server over layer files (:func:`tokens_file`)."""
     data_dir: str | None = None
     """Where actors' own stores live (:func:`data_dir`)."""
-    memory_dedup: float | None = None
+    memory_dedup: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
     """The similarity at which a saved memory restates an earlier one."""
 
     @classmethod
