@@ -85,3 +85,36 @@ def test_a_wrong_argument_of_relevant_context_is_named(project: Path, argument: 
         with pytest.raises(sediment.ValidationError, match=argument):
             store.relevant_context(**args)
         assert store.relevant_context("deploys")["items"]
+
+
+@pytest.mark.parametrize(("location", "error", "message"), [
+    (None, sediment.ValidationError, "location must be"),
+    (5, sediment.ValidationError, "got int"),
+    (b"/tmp", sediment.ValidationError, "got bytes"),
+    ("", sediment.ValidationError, "location is empty"),
+    ("README.md", sediment.NotFoundError, "a file, not a directory"),
+])
+def test_sediment_open_names_a_wrong_location(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                              location: object, error: type[Exception],
+                                              message: str) -> None:
+    """None, 5 and bytes were TypeErrors from os.fspath; "" opened the working directory."""
+    monkeypatch.chdir(project)
+    with pytest.raises(error, match=message):
+        sediment.open(location)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("option", "wrong"), [
+    ("embedder", 5), ("embedder", ["hash"]), ("cache_path", 5), ("actor", ""),
+])
+def test_sediment_open_names_a_wrong_option(project: Path, option: str,
+                                            wrong: object) -> None:
+    """A wrong embedder was ignored (the layers' embedder was taken), a wrong cache_path a
+    TypeError, an empty actor read as the OS user."""
+    with pytest.raises(sediment.ValidationError, match=option):
+        sediment.open(project, **{option: wrong})
+
+
+def test_an_upper_case_scheme_is_a_postgresql_url(project: Path) -> None:
+    """URL schemes are case-insensitive: ``POSTGRESQL://`` was taken for a directory."""
+    with pytest.raises(sediment.SedimentError, match=r"postgresql://nohost\.invalid"):
+        sediment.open("POSTGRESQL://nohost.invalid/db")
