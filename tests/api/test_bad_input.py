@@ -118,3 +118,16 @@ def test_an_upper_case_scheme_is_a_postgresql_url(project: Path) -> None:
     """URL schemes are case-insensitive: ``POSTGRESQL://`` was taken for a directory."""
     with pytest.raises(sediment.SedimentError, match=r"postgresql://nohost\.invalid"):
         sediment.open("POSTGRESQL://nohost.invalid/db")
+
+
+def test_a_deeply_nested_origin_is_a_validation_error(project: Path) -> None:
+    """json.dumps raised RecursionError (an HTTP body is cut at 64 levels before, a
+    program's object or an imported file's front matter is not)."""
+    deep: dict[str, Any] = {}
+    inner = deep
+    for _ in range(100_000):
+        inner["a"] = {}
+        inner = inner["a"]
+    with sediment.open(project, embedder="hash") as store, \
+            pytest.raises(sediment.ValidationError, match="origin nests"):
+        store.save_memory("Deploys are nightly.", "fact", origin=deep)
