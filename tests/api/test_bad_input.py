@@ -38,7 +38,6 @@ LONE_SURROGATE_CALLS: dict[str, tuple[str, Callable[[Any], object]]] = {
                                                            related_to=[f"{LONE}:1"])),
     "context-content": ("content", lambda s: s.store_context(LONE, "task")),
     "context-tags": ("tags", lambda s: s.store_context("A task.", "task", tags=[LONE])),
-    "context-run": ("run_id", lambda s: s.store_context("A task.", "task", run_id=LONE)),
     "context-metadata": ("metadata", lambda s: s.store_context("A task.", "task",
                                                                metadata={"k": LONE})),
 }
@@ -131,3 +130,35 @@ def test_a_deeply_nested_origin_is_a_validation_error(project: Path) -> None:
     with sediment.open(project, embedder="hash") as store, \
             pytest.raises(sediment.ValidationError, match="origin nests"):
         store.save_memory("Deploys are nightly.", "fact", origin=deep)
+
+
+@pytest.mark.parametrize("run_id", ["bad run!", "r\n", "x" * 101, "", 7, LONE])
+def test_a_run_id_the_mcp_tools_refuse_is_refused_everywhere(project: Path,
+                                                             run_id: object) -> None:
+    """The command line and the Python API stored items under run ids (``"bad run!"``)
+    that no MCP tool accepts, so an agent could never name that run."""
+    with sediment.open(project, embedder="hash") as store:
+        loop, actor = store.context, store.actor
+        for call in (lambda: store.store_context("A task.", "task", run_id=run_id),
+                     lambda: store.relevant_context("task", run_id=run_id),
+                     lambda: loop.get_iteration_history(actor, run_id=run_id),
+                     lambda: loop.summarize_old_context(actor, run_id=run_id),
+                     lambda: loop.store_iteration_result(actor, 1, "ok", True,
+                                                         run_id=run_id)):
+            with pytest.raises(sediment.ValidationError, match="run_id"):
+                call()
+
+
+@pytest.mark.parametrize(("call", "wrong"), [
+    ("history", "5"), ("history", 0), ("history", 2.5), ("summarize", "3"), ("summarize", 0),
+])
+def test_a_wrong_count_of_the_context_loop_is_named(project: Path, call: str,
+                                                    wrong: object) -> None:
+    """``get_iteration_history(last_n="5")`` was a TypeError from slicing."""
+    with sediment.open(project, embedder="hash") as store:
+        loop, actor = store.context, store.actor
+        with pytest.raises(sediment.ValidationError):
+            if call == "history":
+                loop.get_iteration_history(actor, last_n=wrong)  # type: ignore[arg-type]
+            else:
+                loop.summarize_old_context(actor, older_than_iterations=wrong)  # type: ignore[arg-type]

@@ -45,3 +45,8 @@ def test_a_config_file_that_is_not_utf8(sediment: Runner, tmp_path: Path) -> Non
     (tmp_path / "sediment.toml").write_bytes(b'[store]\ndir = "\xff\xfe"\n')
     _refused(sediment("search", "deploys"), "sediment.toml: invalid TOML: not UTF-8",
              "0xff at offset 15")
+
+
+def test_the_command_line_refuses_a_run_id_mcp_refuses(sediment: Runner) -> None:
+    r = sediment("context", "store", "A task.", "--type", "task", "--run", "bad run!")
+    assert r.code == 1 and "run_id 'bad run!' must be" in r.err, r.err

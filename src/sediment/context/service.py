@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 from collections import Counter, defaultdict
@@ -33,6 +34,7 @@ from sediment.context.state import (
     DEFAULT_RUN,
     FEEDBACK_EVENT,
     ITEM_EVENT,
+    RUN_ID_PATTERN,
     USE_EVENT,
     Fold,
     ItemState,
@@ -106,6 +108,15 @@ def state_of(st: ItemState, age: int, archived: bool, s: ContextSettings) -> str
     return "active" if age <= s.active_iterations else "aging"
 
 
+def _run(value: object, *, optional: bool = False) -> None:
+    """A run id as the MCP tools take it (``RUN_ID_PATTERN``, at most 100 characters)."""
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or len(value) > 100 or not re.fullmatch(RUN_ID_PATTERN, value):
+        raise ValidationError(f"run_id {value!r} must be 1-100 letters, digits, '_', '.', "
+                              "':' or '-'")
+
+
 def _check_relevant(query: object, max_items: object, context_types: object,
                     min_score: object, max_tokens: object, run_id: object,
                     include_archived: object, skills_across_runs: object) -> None:
@@ -130,7 +141,7 @@ def _check_relevant(query: object, max_items: object, context_types: object,
     score = check_number(min_score, "min_score", minimum=0)
     if score > 1:
         raise ValidationError(f"min_score must be from 0 to 1, got {min_score!r}")
-    check_text(run_id, "run_id", optional=True)
+    _run(run_id, optional=True)
     for name, flag in (("include_archived", include_archived),
                        ("skills_across_runs", skills_across_runs)):
         if not isinstance(flag, bool) and not (flag is None and name == "skills_across_runs"):
@@ -273,7 +284,7 @@ class ContextLoop:
         check_text(content, "content")
         tags = check_texts(tags, "tags")
         metadata = check_metadata(metadata)
-        check_text(run_id, "run_id")
+        _run(run_id)
         self._make_room()
         iteration = self._folded_state().current(actor, run_id)
         cid, embedded = self._store(actor, run_id, content, context_type, iteration, tags,
@@ -296,7 +307,7 @@ class ContextLoop:
         cost = check_number(cost, "cost", minimum=0)
         check_number(duration_ms, "duration_ms", minimum=0)
         check_number(tokens_used, "tokens_used", minimum=0)
-        check_text(run_id, "run_id")
+        _run(run_id)
         self._make_room()
         verb = "succeeded" if success else "failed"
         meta = {"success": success, "duration_ms": duration_ms, "tokens_used": tokens_used,
@@ -555,6 +566,9 @@ class ContextLoop:
 
     def get_iteration_history(self, actor: str, last_n: int = 5,
                               run_id: str = DEFAULT_RUN) -> dict[str, Any]:
+        if isinstance(last_n, bool) or not isinstance(last_n, int) or last_n < 1:
+            raise ValidationError(f"last_n must be an integer of at least 1, got {last_n!r}")
+        _run(run_id)
         f, items = self._state(archived=True)
         rows = sorted((st for st in f.items.values()
                        if st.actor == actor and st.run_id == run_id and st.type == "iteration"
@@ -600,6 +614,11 @@ class ContextLoop:
         becomes one summary of its three most central sentences, whose sources
         are the originals, which are superseded (hidden, not deleted).
         """
+        if isinstance(older_than_iterations, bool) or not isinstance(older_than_iterations, int) \
+                or older_than_iterations < 1:
+            raise ValidationError("older_than_iterations must be an integer of at least 1, "
+                                  f"got {older_than_iterations!r}")
+        _run(run_id, optional=True)
         s = self.settings
         f, items = self._state()
         window = max(5, older_than_iterations // 2)

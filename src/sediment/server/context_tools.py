@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from sediment.auth import Principal
 from sediment.context import ContextLoop
+from sediment.context.state import RUN_ID_PATTERN
 from sediment.server.context_outputs import (
     HealthOut,
     HistoryOut,
@@ -36,7 +37,7 @@ from sediment.server.tools import APPEND_ONLY, READ_ONLY, actor_tool, result
 ContextType = Literal["task", "iteration", "skill", "file", "output", "error"]
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
 RunId = Annotated[str, StringConstraints(min_length=1, max_length=100,
-                                         pattern=r"^[A-Za-z0-9_.:-]+$")]
+                                         pattern=RUN_ID_PATTERN)]
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True,
                               idempotent_hint=False, open_world_hint=False)
