@@ -50,3 +50,13 @@ def test_sediment_open_names_a_malformed_store_url(tmp_path: Path) -> None:
 
     with pytest.raises(sediment.ValidationError, match="cannot be parsed"):
         sediment.open("postgres://u:s3cretpw@[::1/db")
+
+
+def test_an_empty_project_option_is_refused_as_an_empty_url_project_is() -> None:
+    """``--project ''`` silently meant the project ``default``; ``?project=`` was refused."""
+    with pytest.raises(ValidationError, match="project name ''"):
+        parse_store_url("postgresql://h/db", "")
+    with pytest.raises(ValidationError, match="project name ''"):
+        parse_store_url("postgresql://h/db?project=")
+    assert parse_store_url("postgresql://h/db?project=docs").project == "docs"
+    assert parse_store_url("postgresql://h/db?project=docs", "other").project == "other"

@@ -124,7 +124,7 @@ def parse_store_url(url: str, project: str | None = None) -> StoreUrl:
     query = parse_qsl(parts.query, keep_blank_values=True)
     named = [v for k, v in query if k == "project"]
     rest = [(k, v) for k, v in query if k != "project"]
-    chosen = project or (named[-1] if named else DEFAULT_PROJECT)
+    chosen = project if project is not None else (named[-1] if named else DEFAULT_PROJECT)
     query_text = urlencode(rest)
     # urlunsplit drops the ``//`` of an empty host (``postgresql:///db?host=/run/...``,
     # a Unix socket), which libpq then refuses
