@@ -443,6 +443,12 @@ def _apply(cfg: Config, data: Mapping[str, Any], source: Path, *, trusted: bool 
         cfg.sources = _sources(sources, cfg.compile, source)
 
 
+def _not_a_file(path: Path) -> str:
+    return "a directory, not a file" if path.is_dir() else (
+        "something that is not a regular file" if path.exists() else
+        "a file that does not exist")
+
+
 def store_url(cfg: Config, option: str | None) -> str | None:
     """The PostgreSQL store an adapter serves: ``--store`` (``option``), else
     ``SEDIMENT_STORE``, else the config files' ``store``; None means the layer files. An
@@ -464,12 +470,16 @@ def load_config(cwd: Path | None = None, env: Mapping[str, str] | None = None) -
     here = (cwd or Path.cwd()).resolve()
     project = here / var.config if var.config else _find_project_file(here)
     if project is not None and not project.is_file():
-        raise ConfigError(f"{project}: SEDIMENT_CONFIG names a file that does not exist")
+        raise ConfigError(f"{project}: SEDIMENT_CONFIG names "
+                          f"{_not_a_file(project)}")
     root = project.parent.resolve() if project is not None else here
     cfg = Config(root=root, layer_dir=root, env=var)
     user_file = Path(platformdirs.user_config_dir("sediment")) / "config.toml"
     if var.user_config:
         user_file = here / var.user_config
+        if user_file.exists() and not user_file.is_file():
+            raise ConfigError(f"{user_file}: SEDIMENT_USER_CONFIG names "
+                              f"{_not_a_file(user_file)}")
     if user_file.is_file():
         _apply(cfg, _read_toml(user_file), user_file, trusted=True)
         cfg.source_files.append(user_file)

@@ -50,3 +50,13 @@ def test_a_config_file_that_is_not_utf8(sediment: Runner, tmp_path: Path) -> Non
 def test_the_command_line_refuses_a_run_id_mcp_refuses(sediment: Runner) -> None:
     r = sediment("context", "store", "A task.", "--type", "task", "--run", "bad run!")
     assert r.code == 1 and "run_id 'bad run!' must be" in r.err, r.err
+
+
+def test_a_config_variable_naming_a_directory(sediment: Runner, tmp_path: Path) -> None:
+    """SEDIMENT_CONFIG said "a file that does not exist" of a directory, and a
+    SEDIMENT_USER_CONFIG naming a directory was ignored without a word."""
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    for variable in ("SEDIMENT_CONFIG", "SEDIMENT_USER_CONFIG"):
+        _refused(sediment("search", "deploys", env={variable: str(folder)}),
+                 f"{variable} names a directory, not a file")
