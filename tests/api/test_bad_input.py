@@ -162,3 +162,18 @@ def test_a_wrong_count_of_the_context_loop_is_named(project: Path, call: str,
                 loop.get_iteration_history(actor, last_n=wrong)  # type: ignore[arg-type]
             else:
                 loop.summarize_old_context(actor, older_than_iterations=wrong)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("options", "field"), [
+    ({"content": "word " * 10_001}, "content"),
+    ({"tags": ["t"] * 51}, "tags"),
+    ({"tags": ["t" * 101]}, r"tags\[0\]"),
+])
+def test_store_context_keeps_the_mcp_tools_limits(project: Path, options: dict[str, Any],
+                                                  field: str) -> None:
+    """The MCP tool refused a 50,001-character item or 51 tags; the command line and the
+    Python API stored them (and a later get_relevant_context handed them to agents)."""
+    args: dict[str, Any] = {"content": "A task.", "context_type": "task", **options}
+    with sediment.open(project, embedder="hash") as store, \
+            pytest.raises(sediment.ValidationError, match=field):
+        store.store_context(**args)

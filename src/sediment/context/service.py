@@ -62,6 +62,10 @@ from sediment.store.events import FORGET, SUPERSEDE
 from sediment.store.uses import UseCounts
 
 QUERY_CHARS = 500
+MAX_CONTENT_CHARS = 50_000
+"""The longest item ``store_context`` takes (the MCP tool's limit, on every path)."""
+MAX_TAGS = 50
+MAX_TAG_CHARS = 100
 QUERY_CACHE = 64
 REMEMBERED = 4096
 """How many (actor, item) -> last query that returned it ``mark_useful`` remembers."""
@@ -282,7 +286,16 @@ class ContextLoop:
             raise ValidationError(f"context_type: {context_type!r} is not one of "
                                   f"{', '.join(CONTEXT_TYPES)}")
         check_text(content, "content")
+        if len(content) > MAX_CONTENT_CHARS:
+            raise ValidationError(f"content has {len(content):,} characters; an item holds "
+                                  f"at most {MAX_CONTENT_CHARS:,}")
         tags = check_texts(tags, "tags")
+        if len(tags) > MAX_TAGS:
+            raise ValidationError(f"tags has {len(tags):,} entries; the maximum is {MAX_TAGS}")
+        for i, tag in enumerate(tags):
+            if len(tag) > MAX_TAG_CHARS:
+                raise ValidationError(f"tags[{i}] has {len(tag):,} characters; the maximum is "
+                                      f"{MAX_TAG_CHARS}")
         metadata = check_metadata(metadata)
         _run(run_id)
         self._make_room()
