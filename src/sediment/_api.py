@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from sediment.config import Environment, places, process_actor
 from sediment.embed import DEFAULT_EMBEDDER, Embedder, make_embedder
-from sediment.errors import NotFoundError
+from sediment.errors import NotFoundError, ValidationError
 from sediment.format import Chunk
 from sediment.format.ids import check_chunk_id
 from sediment.memory.model import check_actor
@@ -66,15 +66,20 @@ class Store:
                  embedder: str | Embedder | None = None,
                  cache_path: str | os.PathLike[str] | None = None,
                  actor: str | None = None) -> None:
+        text = _location(location)
+        if embedder is not None and not isinstance(embedder, str | Embedder):
+            raise ValidationError(f"embedder must be a name (minilm, hash, openai) or an "
+                                  f"Embedder, got {type(embedder).__name__}")
+        if cache_path is not None and not isinstance(cache_path, str | os.PathLike):
+            raise ValidationError(f"cache_path must be a path, got {type(cache_path).__name__}")
         self._env = Environment.read()  # read once: the API is an adapter, like the CLI
-        self.actor = check_actor(actor or process_actor(self._env))
+        self.actor = check_actor(process_actor(self._env) if actor is None else actor)
         self._reader = None if actor is None else self.actor
-        text = os.fspath(location)
         self.url: str | None = None
         self.directory: Path | None = None
         self.layerset: LayerStore
         self._database: Database | None = None
-        if text.startswith(_POSTGRES_SCHEMES):
+        if text.lower().startswith(_POSTGRES_SCHEMES):
             from sediment.pg import PgStore
             from sediment.pg.database import Database
 
@@ -88,7 +93,9 @@ class Store:
         else:
             self.directory = Path(text)
             if not self.directory.is_dir():
-                raise NotFoundError(f"{self.directory}: no such directory")
+                raise NotFoundError(f"{self.directory}: " + (
+                    "a file, not a directory: open the directory of the layer files"
+                    if self.directory.exists() else "no such directory"))
             self.layerset = LayerSet.from_directory(self.directory)
         self._workspace: Workspace | None = None
         self._embedder_choice = embedder
@@ -216,6 +223,18 @@ class Store:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  _tb: TracebackType | None) -> None:
         self.close()
+
+
+def _location(value: object) -> str:
+    """The text of a directory or URL given to :func:`sediment.open`."""
+    text = os.fspath(value) if isinstance(value, str | os.PathLike) else None
+    if not isinstance(text, str):
+        raise ValidationError("location must be a directory or a postgresql:// URL (a str or "
+                              f"a path), got {type(value).__name__}")
+    if not text.strip():
+        raise ValidationError("location is empty: give a directory (\".\" for this one) "
+                              "or a postgresql:// URL")
+    return text
 
 
 def _listed(value: object) -> object:

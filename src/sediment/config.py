@@ -105,19 +105,19 @@ class Environment(BaseSettings):
     embedder: str | None = None
     embed_base_url: str | None = None
     embed_model: str | None = None
-    embed_dim: int | None = None
+    embed_dim: int | None = Field(default=None, ge=1)
     embed_api_key: str | None = None
     cache_dir: str | None = None
     config: str | None = None
     user_config: str | None = None
     context_session: str = "cli"
     """The context session of ``sediment context`` over files (``persistence = "session"``)."""
-    progress_seconds: float | None = None
+    progress_seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """How often a long command prints a progress line when its output is not a terminal."""
     oidc_web_client_secret: str | None = None
     """The web page's OIDC client secret (never a flag: it would show in ``ps``)."""
-    memory_flush_seconds: float | None = None
-    """How often a server writes batched memory use counts."""
+    memory_flush_seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """How often a server writes batched memory use counts (0: only at shutdown)."""
     persona_workers: int | None = Field(default=None, ge=1)
     """Script persona worker processes (default one per CPU, 2 to 8)."""
     source_date_epoch: int | None = Field(default=None, validation_alias="SOURCE_DATE_EPOCH")
@@ -129,7 +129,7 @@ class Environment(BaseSettings):
     """The actor tokens of a server over layer files (:func:`tokens_file`)."""
     data_dir: str | None = None
     """Where actors' own stores live (:func:`data_dir`)."""
-    memory_dedup: float | None = None
+    memory_dedup: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
     """The similarity at which a saved memory restates an earlier one."""
 
     @classmethod
@@ -266,6 +266,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:  # tomllib reads bytes; TOML is UTF-8
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 text (byte "
+                          f"0x{exc.object[exc.start]:02x} at offset {exc.start})") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
 
@@ -440,6 +443,12 @@ def _apply(cfg: Config, data: Mapping[str, Any], source: Path, *, trusted: bool 
         cfg.sources = _sources(sources, cfg.compile, source)
 
 
+def _not_a_file(path: Path) -> str:
+    return "a directory, not a file" if path.is_dir() else (
+        "something that is not a regular file" if path.exists() else
+        "a file that does not exist")
+
+
 def store_url(cfg: Config, option: str | None) -> str | None:
     """The PostgreSQL store an adapter serves: ``--store`` (``option``), else
     ``SEDIMENT_STORE``, else the config files' ``store``; None means the layer files. An
@@ -461,12 +470,16 @@ def load_config(cwd: Path | None = None, env: Mapping[str, str] | None = None) -
     here = (cwd or Path.cwd()).resolve()
     project = here / var.config if var.config else _find_project_file(here)
     if project is not None and not project.is_file():
-        raise ConfigError(f"{project}: SEDIMENT_CONFIG names a file that does not exist")
+        raise ConfigError(f"{project}: SEDIMENT_CONFIG names "
+                          f"{_not_a_file(project)}")
     root = project.parent.resolve() if project is not None else here
     cfg = Config(root=root, layer_dir=root, env=var)
     user_file = Path(platformdirs.user_config_dir("sediment")) / "config.toml"
     if var.user_config:
         user_file = here / var.user_config
+        if user_file.exists() and not user_file.is_file():
+            raise ConfigError(f"{user_file}: SEDIMENT_USER_CONFIG names "
+                              f"{_not_a_file(user_file)}")
     if user_file.is_file():
         _apply(cfg, _read_toml(user_file), user_file, trusted=True)
         cfg.source_files.append(user_file)

@@ -3,7 +3,10 @@ every endpoint and every row of docs/http-api.md's error table."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
+import pytest
 
 from tests.mcp.conftest import HttpServer
 
@@ -140,3 +143,14 @@ def test_unknown_query_parameters_are_refused(api: httpx.Client) -> None:
     r = api.get("/health", params={"verbose": "1"})
     assert r.status_code == 400 and "takes: none" in r.json()["error"]["message"]
     assert api.get("/tools/list", params={"agent": "onboarding"}).status_code == 200
+
+
+@pytest.mark.parametrize("metadata", [{"k\ud800": 1}, {"k": "v\ud800"}, {"k": ["\ud800"]}])
+def test_a_lone_surrogate_in_context_metadata_is_a_400(api: httpx.Client,
+                                                        metadata: dict[str, object]) -> None:
+    """JSON may escape a lone surrogate; metadata (free-form) reached the layer writer
+    with it and the answer was a 500 "the server failed"."""
+    body = {"content": "A task.", "context_type": "task", "metadata": metadata}
+    r = api.post("/tools/store_context", content=json.dumps(body),  # escaped: \\ud800
+                 headers={"content-type": "application/json"})
+    assert "not valid Unicode" in error(r, 400, "bad_request")

@@ -88,6 +88,9 @@ def _mutate(lines: list[str], n: int, **changes: object) -> list[str]:
                                          '"x":', 1), *ls[2:]], 2, "too many digits"),
     (lambda ls: [*ls[:2], '{"id":' + "[" * 50_000, *ls[3:]], 3, "nested too deeply"),
     (lambda ls: ["[" * 50_000, *ls[1:]], 1, "nested too deeply"),
+    (lambda ls: _mutate(ls, 2, content="a\ud800b"), 3, "content is not valid Unicode"),
+    (lambda ls: _mutate(ls, 1, kind="k\udfff"), 2, "kind is not valid Unicode"),
+    (lambda ls: _mutate(ls, 1, sources=["p\ud800:1"]), 2, "sources is not valid Unicode"),
 ])
 def test_import_names_the_first_bad_line_and_writes_nothing(
         tmp_path: Path, change: object, line: int, message: str) -> None:

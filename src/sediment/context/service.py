@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 from collections import Counter, defaultdict
@@ -33,6 +34,7 @@ from sediment.context.state import (
     DEFAULT_RUN,
     FEEDBACK_EVENT,
     ITEM_EVENT,
+    RUN_ID_PATTERN,
     USE_EVENT,
     Fold,
     ItemState,
@@ -60,6 +62,10 @@ from sediment.store.events import FORGET, SUPERSEDE
 from sediment.store.uses import UseCounts
 
 QUERY_CHARS = 500
+MAX_CONTENT_CHARS = 50_000
+"""The longest item ``store_context`` takes (the MCP tool's limit, on every path)."""
+MAX_TAGS = 50
+MAX_TAG_CHARS = 100
 QUERY_CACHE = 64
 REMEMBERED = 4096
 """How many (actor, item) -> last query that returned it ``mark_useful`` remembers."""
@@ -104,6 +110,46 @@ def state_of(st: ItemState, age: int, archived: bool, s: ContextSettings) -> str
     if st.summary_of or age > s.summarize_after_iterations:
         return "summarized"
     return "active" if age <= s.active_iterations else "aging"
+
+
+def _run(value: object, *, optional: bool = False) -> None:
+    """A run id as the MCP tools take it (``RUN_ID_PATTERN``, at most 100 characters)."""
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or len(value) > 100 or not re.fullmatch(RUN_ID_PATTERN, value):
+        raise ValidationError(f"run_id {value!r} must be 1-100 letters, digits, '_', '.', "
+                              "':' or '-'")
+
+
+def _check_relevant(query: object, max_items: object, context_types: object,
+                    min_score: object, max_tokens: object, run_id: object,
+                    include_archived: object, skills_across_runs: object) -> None:
+    """The arguments of ``get_relevant_context``, checked before the ranking, whose
+    failures are answered with a warning and the cache: a wrong argument is the caller's
+    error, named, not a store failure (the MCP tool's request model checks the same)."""
+    if not isinstance(query, str) or not query.strip():
+        raise ValidationError("query must be a non-empty string")
+    for name, value, low in (("max_items", max_items, 0), ("max_tokens", max_tokens, 0)):
+        if value is None and name == "max_tokens":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValidationError(f"{name} must be an integer of at least {low}, got "
+                                  f"{value!r}")
+    if context_types is not None:
+        if isinstance(context_types, str | bytes) or not isinstance(context_types, Sequence):
+            raise ValidationError(f"context_types must be a list of {', '.join(CONTEXT_TYPES)}")
+        for i, t in enumerate(context_types):
+            if not isinstance(t, str) or t not in CONTEXT_TYPES:
+                raise ValidationError(f"context_types[{i}]: {t!r} is not one of "
+                                      f"{', '.join(CONTEXT_TYPES)}")
+    score = check_number(min_score, "min_score", minimum=0)
+    if score > 1:
+        raise ValidationError(f"min_score must be from 0 to 1, got {min_score!r}")
+    _run(run_id, optional=True)
+    for name, flag in (("include_archived", include_archived),
+                       ("skills_across_runs", skills_across_runs)):
+        if not isinstance(flag, bool) and not (flag is None and name == "skills_across_runs"):
+            raise ValidationError(f"{name} must be true or false, got {flag!r}")
 
 
 class ContextLoop:
@@ -240,9 +286,18 @@ class ContextLoop:
             raise ValidationError(f"context_type: {context_type!r} is not one of "
                                   f"{', '.join(CONTEXT_TYPES)}")
         check_text(content, "content")
+        if len(content) > MAX_CONTENT_CHARS:
+            raise ValidationError(f"content has {len(content):,} characters; an item holds "
+                                  f"at most {MAX_CONTENT_CHARS:,}")
         tags = check_texts(tags, "tags")
+        if len(tags) > MAX_TAGS:
+            raise ValidationError(f"tags has {len(tags):,} entries; the maximum is {MAX_TAGS}")
+        for i, tag in enumerate(tags):
+            if len(tag) > MAX_TAG_CHARS:
+                raise ValidationError(f"tags[{i}] has {len(tag):,} characters; the maximum is "
+                                      f"{MAX_TAG_CHARS}")
         metadata = check_metadata(metadata)
-        check_text(run_id, "run_id")
+        _run(run_id)
         self._make_room()
         iteration = self._folded_state().current(actor, run_id)
         cid, embedded = self._store(actor, run_id, content, context_type, iteration, tags,
@@ -265,7 +320,7 @@ class ContextLoop:
         cost = check_number(cost, "cost", minimum=0)
         check_number(duration_ms, "duration_ms", minimum=0)
         check_number(tokens_used, "tokens_used", minimum=0)
-        check_text(run_id, "run_id")
+        _run(run_id)
         self._make_room()
         verb = "succeeded" if success else "failed"
         meta = {"success": success, "duration_ms": duration_ms, "tokens_used": tokens_used,
@@ -494,6 +549,8 @@ class ContextLoop:
         """Never raises for a broken embedder or store: see the module docstring. With
         ``run_id``, skills of the actor's other runs are included when
         ``skills_across_runs`` (default: the setting of that name, true) holds."""
+        _check_relevant(query, max_items, context_types, min_score, max_tokens, run_id,
+                        include_archived, skills_across_runs)
         across = (self.settings.skills_across_runs if skills_across_runs is None
                   else skills_across_runs)
         warnings: list[str] = []
@@ -522,6 +579,9 @@ class ContextLoop:
 
     def get_iteration_history(self, actor: str, last_n: int = 5,
                               run_id: str = DEFAULT_RUN) -> dict[str, Any]:
+        if isinstance(last_n, bool) or not isinstance(last_n, int) or last_n < 1:
+            raise ValidationError(f"last_n must be an integer of at least 1, got {last_n!r}")
+        _run(run_id)
         f, items = self._state(archived=True)
         rows = sorted((st for st in f.items.values()
                        if st.actor == actor and st.run_id == run_id and st.type == "iteration"
@@ -567,6 +627,11 @@ class ContextLoop:
         becomes one summary of its three most central sentences, whose sources
         are the originals, which are superseded (hidden, not deleted).
         """
+        if isinstance(older_than_iterations, bool) or not isinstance(older_than_iterations, int) \
+                or older_than_iterations < 1:
+            raise ValidationError("older_than_iterations must be an integer of at least 1, "
+                                  f"got {older_than_iterations!r}")
+        _run(run_id, optional=True)
         s = self.settings
         f, items = self._state()
         window = max(5, older_than_iterations // 2)

@@ -32,6 +32,10 @@ ITEM_EVENT = EVENT_PREFIX + "_item"
 FEEDBACK_EVENT = EVENT_PREFIX + "_feedback"
 USE_EVENT = EVENT_PREFIX + "_use"
 DEFAULT_RUN = "default"
+RUN_ID_PATTERN = r"^[A-Za-z0-9_.:-]+$"
+"""What a run id may be (at most 100 characters), on every path (the MCP tools' request
+models, the command line, the Python API): an id stored under another spelling could not
+be named over MCP."""
 HIDES = {SUPERSEDE: ("old_id", "superseded"), FORGET: ("context_id", "forgotten")}
 """The events that hide an item: the key naming it, and why it is hidden."""
 

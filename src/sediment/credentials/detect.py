@@ -30,6 +30,7 @@ from typing import Any
 
 from sediment.credentials.formats import BENIGN, CREDENTIAL_WORD, FORMATS
 from sediment.errors import ValidationError
+from sediment.format.model import check_unicode
 
 MIN_ENTROPY_TOKEN = 20
 MAX_SCANNED_CHARS = 200_000
@@ -184,7 +185,10 @@ def find_credentials(text: str) -> list[Finding]:
 
 
 def refuse_credentials(text: str, field: str = "content") -> None:
-    """Raise ``ValidationError`` naming what was found; nothing is ever written after it."""
+    """Raise ``ValidationError`` naming what was found; nothing is ever written after it.
+    Every text an agent stores passes here, so text no store can hold (a lone surrogate)
+    is refused here too, with the field named."""
+    check_unicode(text, field)
     found = find_credentials(text)
     if found:
         what = "; ".join(f"{f.name}{'' if f.name.endswith(f.type) else f' ({f.type})'} on "

@@ -96,7 +96,8 @@ def check_metadata(value: object, field: str = "metadata") -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise ValidationError(f"{field} must be an object, got {type(value).__name__}")
     lines = _walk(value, field)
-    size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+               .encode("utf-8", "surrogatepass"))  # a lone surrogate is named below
     if size > MAX_METADATA_BYTES:
         raise ValidationError(f"{field} is {size:,} bytes as JSON; the limit is "
                               f"{MAX_METADATA_BYTES:,}")

@@ -19,12 +19,11 @@ import numpy.typing as npt
 from sediment.errors import ValidationError
 from sediment.format import layout as L
 from sediment.format.metadata import encode_metadata
-from sediment.format.model import AUTHORS, Chunk
+from sediment.format.model import Chunk, check_chunk
 from sediment.format.reader import LayerFile
 
 _ALIGN = 8
 _DATA_ALIGN = 64
-_U32_MAX = 2**32 - 1
 
 
 def _pad(n: int, align: int) -> int:
@@ -44,28 +43,6 @@ def quantize(vectors: npt.NDArray[np.floating[Any]], scale: float | None = None
         scale = peak / 127.0 if peak > 0 else 1.0
     q = np.clip(np.rint(v / np.float32(scale)), -127, 127).astype(np.int8)
     return q, float(np.float32(scale))
-
-
-def _check_chunk(c: Chunk) -> None:
-    if not 0 < c.id <= _U32_MAX:
-        raise ValidationError(f"chunk id {c.id} is outside 1..{_U32_MAX}")
-    if not c.kind:
-        raise ValidationError(f"chunk {c.id}: kind must be a non-empty string")
-    if not c.content:
-        raise ValidationError(f"chunk {c.id}: content must be a non-empty string")
-    if c.author not in AUTHORS:
-        raise ValidationError(f"chunk {c.id}: author {c.author!r} must be 'human' or 'mcp'")
-    if not 0.0 <= c.confidence <= 1.0:
-        raise ValidationError(f"chunk {c.id}: confidence {c.confidence} is outside 0..1")
-    if not 0 <= c.created_at_ms < 2**64:
-        raise ValidationError(f"chunk {c.id}: created_at {c.created_at_ms} is not a u64")
-    for s in c.sources:
-        if isinstance(s, bool) or not isinstance(s, int | str):
-            raise ValidationError(f"chunk {c.id}: source {s!r} must be a chunk id or a string")
-        if isinstance(s, int) and not 0 < s <= _U32_MAX:
-            raise ValidationError(f"chunk {c.id}: source chunk id {s} is outside 1..{_U32_MAX}")
-        if isinstance(s, str) and not s:
-            raise ValidationError(f"chunk {c.id}: source strings must be non-empty")
 
 
 def encode_layer(
@@ -95,7 +72,7 @@ def encode_layer(
         raise ValidationError(f"embeddings have {width} dims, the layer has {dim}")
     seen: set[int] = set()
     for c in chunks:
-        _check_chunk(c)
+        check_chunk(c)
         if c.id in seen:
             raise ValidationError(f"duplicate chunk id {c.id}")
         seen.add(c.id)
@@ -232,7 +209,7 @@ def _append_parts(base: LayerFile, chunks: Sequence[Chunk], embeddings: npt.NDAr
         raise ValidationError(f"embeddings must have shape ({n}, {base.dim}), got {emb.shape}")
     new_ids = np.asarray([c.id for c in chunks], dtype=np.int64)
     for c in chunks:
-        _check_chunk(c)
+        check_chunk(c)
     if len(np.unique(new_ids)) != n:
         raise ValidationError("duplicate chunk id among the new chunks")
     clash = _contains_any(base.ids, new_ids)

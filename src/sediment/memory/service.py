@@ -887,6 +887,9 @@ def _origin(value: object) -> dict[str, Any] | None:
         text = json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValidationError(f"origin is not plain JSON: {exc}") from None
+    except RecursionError:  # a program's or an imported file's object, not a request's
+        raise ValidationError("origin nests objects and lists too deeply to be stored "
+                              "as JSON") from None
     if len(text) > MAX_ORIGIN_CHARS:
         raise ValidationError(f"origin has {len(text)} characters of JSON; the maximum is "
                               f"{MAX_ORIGIN_CHARS}")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from sediment.errors import NotFoundError, PermissionDeniedError, ValidationError
+from sediment.format.model import check_unicode
 from sediment.store import HUMAN_WRITABLE, LayerName, LayerStore, NewChunk
 from sediment.store.events import (
     FORGET,
@@ -65,6 +66,7 @@ def forget(layerset: LayerStore, context_id: Any, reason: Any, *, author: str = 
     if len(reason) > MAX_REASON_CHARS:
         raise ValidationError(f"reason has {len(reason)} characters; the maximum is "
                               f"{MAX_REASON_CHARS}")
+    check_unicode(reason, "reason")
     with layerset.transaction():
         versions = [(n, c) for n, c in layerset.versions(context_id)
                     if not memory_row(n, c.kind)]  # forgotten through the memory tools

@@ -18,7 +18,7 @@ import numpy as np
 from sediment.credentials import refuse_credentials
 from sediment.embed import Embedder
 from sediment.errors import ValidationError
-from sediment.format import Source
+from sediment.format import AUTHORS, Source
 from sediment.format.ids import parse_chunk_id, parse_source_ref
 from sediment.ops.query import check_profile
 from sediment.ops.requests import LayerField, WriteRequest
@@ -68,6 +68,8 @@ def write_context(layerset: LayerStore, embedder: Embedder, request: WriteReques
                   allowed: Sequence[LayerName] = AGENT_WRITABLE) -> int:
     """Validate, embed and append one chunk with the event that records its ``actor``
     (one commit); return the chunk's new id."""
+    if not isinstance(author, str) or author not in AUTHORS:
+        raise ValidationError(f"author {author!r} must be 'human' or 'mcp'")
     scope = check_scope(request.scope, allowed)
     refuse_credentials(request.content, "content")
     for i, ref in enumerate(request.sources or ()):

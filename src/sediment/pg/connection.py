@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 
@@ -45,10 +45,22 @@ class StoreUrl:
 
 
 _SECRET_KEYS = {"password", "sslpassword"}
+_MALFORMED = "(a malformed URL, not shown: it may hold a password)"
+
+
+def _split(url: str) -> SplitResult | None:
+    """``url``'s parts, or None when ``urlsplit`` cannot read it (an unclosed ``[`` of an
+    IPv6 host, characters that NFKC normalisation turns into URL syntax)."""
+    try:
+        return urlsplit(url)
+    except ValueError:
+        return None
 
 
 def _secrets(url: str) -> list[str]:
-    parts = urlsplit(url)
+    parts = _split(url)
+    if parts is None:
+        return []
     found = []
     userinfo = parts.netloc.rpartition("@")[0]
     if ":" in userinfo:
@@ -67,8 +79,10 @@ def _secrets(url: str) -> list[str]:
 def redact_url(url: str) -> str:
     """``url`` with the password of its user and its ``password``/``sslpassword`` query
     parameters replaced by ``***``: what every message, log line and page shows of a store
-    URL (issue 26 item 11)."""
-    parts = urlsplit(url)
+    URL (issue 26 item 11); a URL that cannot be parsed is not shown at all."""
+    parts = _split(url)
+    if parts is None:
+        return _MALFORMED
     netloc = parts.netloc
     user, at, host = netloc.rpartition("@")
     if at and ":" in user:
@@ -99,14 +113,18 @@ def check_project(name: str) -> str:
 def parse_store_url(url: str, project: str | None = None) -> StoreUrl:
     """Split ``url`` into libpq's URL and the project; an explicit ``project`` wins over
     the URL's ``?project=``."""
-    parts = urlsplit(url.strip())
+    parts = _split(url.strip())
+    if parts is None:
+        raise ValidationError("the store URL cannot be parsed (it is not shown: it may hold "
+                              "a password): expected postgresql://[user[:password]@]host"
+                              "[:port]/database[?project=NAME]")
     if parts.scheme not in SCHEMES:
         raise ValidationError(f"store {redact_url(url)!r} is not a PostgreSQL URL: expected "
                               "postgresql://[user[:password]@]host[:port]/database[?project=NAME]")
     query = parse_qsl(parts.query, keep_blank_values=True)
     named = [v for k, v in query if k == "project"]
     rest = [(k, v) for k, v in query if k != "project"]
-    chosen = project or (named[-1] if named else DEFAULT_PROJECT)
+    chosen = project if project is not None else (named[-1] if named else DEFAULT_PROJECT)
     query_text = urlencode(rest)
     # urlunsplit drops the ``//`` of an empty host (``postgresql:///db?host=/run/...``,
     # a Unix socket), which libpq then refuses

@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from sediment.errors import SchemaMismatchError, ValidationError
 from sediment.format import AUTHORS, Chunk, LayerFile, Source
+from sediment.format.model import check_chunk
 from sediment.format.profile import PROFILE_KEYS
 from sediment.store import HUMAN_WRITABLE, LayerName, LayerSet, NewChunk
 
@@ -177,8 +178,13 @@ def _check_chunk(obj: Any, dim: int) -> tuple[Chunk, list[float]] | str:
         return f"embedding must be a list of {dim} numbers (the header's dim), got {got}"
     if not all(_number(x) for x in emb):
         return "embedding must hold only finite numbers"
-    return Chunk(cid, kind, content, obj["author"], float(np.float32(conf)), created,
-                 sources), emb
+    chunk = Chunk(cid, kind, content, obj["author"], float(np.float32(conf)), created,
+                  sources)
+    try:
+        check_chunk(chunk)  # the format's rules, text that UTF-8 cannot hold among them
+    except ValidationError as exc:
+        return str(exc).removeprefix(f"chunk {cid}: ")
+    return chunk, emb
 
 
 def parse(text: str, name: str = "<jsonl>") -> Parsed:

@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from sediment.auth import Principal
 from sediment.context import ContextLoop
+from sediment.context.service import MAX_CONTENT_CHARS, MAX_TAG_CHARS, MAX_TAGS
+from sediment.context.state import RUN_ID_PATTERN
 from sediment.server.context_outputs import (
     HealthOut,
     HistoryOut,
@@ -36,8 +38,8 @@ from sediment.server.tools import APPEND_ONLY, READ_ONLY, actor_tool, result
 ContextType = Literal["task", "iteration", "skill", "file", "output", "error"]
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
 RunId = Annotated[str, StringConstraints(min_length=1, max_length=100,
-                                         pattern=r"^[A-Za-z0-9_.:-]+$")]
-Tag = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+                                         pattern=RUN_ID_PATTERN)]
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TAG_CHARS)]
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True,
                               idempotent_hint=False, open_world_hint=False)
 
@@ -75,9 +77,9 @@ class SkillsRequest(_Strict):
 
 
 class StoreRequest(_Strict):
-    content: str = Field(min_length=1, max_length=50_000)
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
     context_type: ContextType
-    tags: list[Tag] | None = Field(default=None, max_length=50)
+    tags: list[Tag] | None = Field(default=None, max_length=MAX_TAGS)
     metadata: dict[str, Any] | None = None
     run_id: RunId = "default"
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sediment.format import Chunk, Source
+from sediment.format.model import check_chunk
 from sediment.store.events import event_content
 from sediment.store.ids import check_chosen_id
 
@@ -73,7 +74,9 @@ def resolve_new(value: Any, ids: Sequence[int]) -> Any:
 def materialise(items: Sequence[NewChunk], layer: str, fresh: Iterator[int],
                 taken: set[int], now_ms: int) -> list[Chunk]:
     """The chunks of one commit: ids from ``fresh`` for items without one (ids an item
-    chose are checked against ``taken``, the target layer's ids), placeholders resolved."""
+    chose are checked against ``taken``, the target layer's ids), placeholders resolved,
+    each checked against the format's rules (a database holds nothing a pull could not
+    write into a layer file)."""
     ids: list[int] = []
     for item in items:
         if item.id is None:
@@ -88,7 +91,8 @@ def materialise(items: Sequence[NewChunk], layer: str, fresh: Iterator[int],
         sources = tuple(resolve_new(list(item.sources), ids)) if item.sources else ()
         content = (event_content(**resolve_new(dict(item.data), ids))
                    if item.data is not None else item.content)
-        out.append(Chunk(cid, item.kind, content, item.author, item.confidence,
-                         now_ms if item.created_at_ms is None else item.created_at_ms,
-                         sources))
+        chunk = Chunk(cid, item.kind, content, item.author, item.confidence,
+                      now_ms if item.created_at_ms is None else item.created_at_ms, sources)
+        check_chunk(chunk)
+        out.append(chunk)
     return out

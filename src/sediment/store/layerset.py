@@ -29,6 +29,7 @@ from sediment.errors import (
     NotFoundError,
     PermissionDeniedError,
     SchemaMismatchError,
+    SedimentError,
     ValidationError,
 )
 from sediment.format import Chunk, LayerFile, encode_layer
@@ -113,11 +114,24 @@ def vectorless_events(chunks: Sequence[Chunk], vectors: npt.NDArray[Any]
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """The layer file's identity, None when it is absent; a directory that is a file
+    (``SEDIMENT_DIR``, ``store.dir`` or ``--dir`` naming one) is the user's error, named."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return None
+    except NotADirectoryError as exc:
+        raise NotFoundError(f"{_not_a_directory(path)} is a file, not a directory: it cannot "
+                            f"hold {path}") from exc
+    except OSError as exc:
+        raise SedimentError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _not_a_directory(path: Path) -> Path:
+    """The first of ``path``'s directories that is a file."""
+    return next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()),
+                path.parent)
 
 
 def same_file(a: Path, b: Path) -> bool:
@@ -396,6 +410,12 @@ class LayerSet:
                     raise LockTimeoutError(
                         f"{lock_path}: another writer held the lock for more than "
                         f"{self.lock_timeout:g}s") from exc
+                except NotADirectoryError as exc:
+                    raise NotFoundError(f"{_not_a_directory(lock_path)} is a file, not a "
+                                        f"directory: it cannot hold {lock_path}") from exc
+                except OSError as exc:
+                    raise SedimentError(f"{lock_path}: cannot take the writers' lock: "
+                                        f"{exc.strerror or exc}") from exc
             for name in (LayerName.USER, LayerName.DELTA, LayerName.LOCAL):
                 if name in self.paths:
                     remove_stale_temporaries(self.paths[name])
