@@ -58,7 +58,7 @@ def test_postings_mirror_the_chunks_through_every_write(pg_url: str, tmp_path: P
         assert _lexical(store, "quokkas") == new
 
         texts = [f"Alice's wombat note {i} about quokkas" for i in range(6)]
-        mine = store.append(LayerName.DELTA, [NewChunk("memory.fact.alice", t, "alice", 0.5)
+        mine = store.append(LayerName.DELTA, [NewChunk("memory.fact.alice", t, "mcp", 0.5)
                                               for t in texts],
                             EMBEDDER.embed(texts), profile=EMBEDDER.profile)
         assert _mirror(pg_url)[1:] == (0, 0)
