@@ -10,7 +10,8 @@ through ``sediment.ops.run_search`` against every project, interleaved query by 
 (``bench.timing.interleaved``), lexical and hybrid, and lexical after appending one
 ``meta.write`` (the write and the search timed together), as a search after an agent's
 write runs, and the check a read of a local note by id makes (``store.rules.Reader``, as
-``agents_get`` and the chunk resources read):
+``agents_get`` and the chunk resources read), and the proposals' states the review queue,
+``propose`` and a decision read (``queue``):
 
     python -m bench.pg_events --rows 20000 --events 0,10000,100000 --queries 200
 """
@@ -44,7 +45,7 @@ from sediment.store.rules import Reader
 
 DIM = 64
 NOTES = 200
-Mode = Literal["lexical", "hybrid", "write+lexical", "get"]
+Mode = Literal["lexical", "hybrid", "write+lexical", "get", "queue"]
 ACTORS = ("alice", "bob", "carol")
 
 
@@ -117,6 +118,8 @@ def main(argv: list[str] | None = None) -> None:
     def query(store: PgStore, mode: Mode, i: int) -> object:
         if mode == "get":  # what reading a local note by id checks (agents_get, resources)
             return Reader(store, "bob").may_read(LayerName.LOCAL, note)
+        if mode == "queue":  # the proposals' states: the review queue, propose, accept
+            return store.proposals()
         if mode == "write+lexical":  # what a search after an agent's write pays
             store.append(LayerName.LOCAL, [NewChunk(
                 "meta.write", event_content(actor="alice", event="write", layer="local"),
@@ -127,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
                                                "lexical"),
                           query_vec=qvecs[i] if mode == "hybrid" else None)
 
-    modes: tuple[Mode, ...] = ("lexical", "hybrid", "write+lexical", "get")
+    modes: tuple[Mode, ...] = ("lexical", "hybrid", "write+lexical", "get", "queue")
     for mode in modes:
         stats = interleaved([partial(query, stores[n], mode) for n in opts.events],
                             opts.queries)

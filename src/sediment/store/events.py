@@ -55,6 +55,8 @@ EVENT_KINDS = (PROPOSAL, DECISION, SUPERSEDE, FORGET, WRITE)
 VERDICTS = {"accept": "accepted", "reject": "rejected"}
 CLOSED_BY = {SUPERSEDE: "superseded", FORGET: "withdrawn"}
 """What a pending proposal becomes when its author supersedes or forgets its chunk."""
+PROPOSAL_EVENT_KINDS = (PROPOSAL, DECISION, *CLOSED_BY)
+"""The kinds :func:`fold_proposals` reads: a store may read only these for the queue."""
 
 
 def is_meta_kind(kind: str) -> bool:
