@@ -455,10 +455,10 @@ def _fold(store: PgStore, rows: Sequence[tuple[Any, ...]], names: Sequence[Layer
             else:
                 continue
             state.marks[name] = _Mark(-1, None, None) if own else mark
-        state.hidden.drop(n for n in names if n not in present)
-        for n in names:
-            if n not in present:
-                state.marks.pop(n, None)
+        gone = [n for n in names if n not in present]
+        state.hidden.drop(gone)
+        for n in gone:
+            state.marks.pop(n, None)
 
 
 def folded(store: PgStore, present: Sequence[LayerName]) -> HiddenSets:

@@ -155,16 +155,13 @@ def shared_ids(events: Iterable[Event]) -> set[int]:
 def private_by_actor(events: Iterable[Event]) -> dict[str, set[int]]:
     """Per actor, the ids of local-layer chunks that are theirs alone: another actor may
     not read them (:func:`others_ids`; a trusted local command, actor None, reads them
-    all). Computed once per state of a layer (:class:`HiddenSets`). An id that a
-    proposal or a promote among ``events`` shared (:func:`shared_ids`) is nobody's alone;
-    :class:`HiddenSets` also takes out what other layers' events shared.
+    all). Computed once per state of a layer (:class:`HiddenSets`), which takes out the
+    ids any layer's proposals and promotes shared (:func:`shared_ids`).
 
     An event in the local layer that names an actor is that actor's too: the
     ``meta.write`` naming the ids they wrote, and on the layer files the events of their
     project memories (the save with its handle, the ``meta.supersede`` of a correction
     with the words it changed, forgets, uses), which are as private as the memory."""
-    events = list(events)
-    shared = shared_ids(events)
     out: dict[str, set[int]] = {}
     for e in events:
         if e.layer not in PRIVATE_LAYERS:
@@ -176,7 +173,7 @@ def private_by_actor(events: Iterable[Event]) -> dict[str, set[int]]:
         mine.add(e.chunk.id)
         if e.kind == WRITE:
             mine.update(s for s in e.chunk.sources
-                        if isinstance(s, int) and not isinstance(s, bool) and s not in shared)
+                        if isinstance(s, int) and not isinstance(s, bool))
     return out
 
 
